@@ -1,0 +1,127 @@
+"""Checks of a run configuration that need the package (names of losses, methods, metrics,
+data sets), done once when the workflow starts so a typo fails before any job runs.
+
+The JSON schema in workflow/schemas/ checks shapes and types; this module checks names,
+and derives what the workflow needs: the feature sets and the baseline system.
+"""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from rankstudy import datasets, metrics, rankers
+from rankstudy.losses import LOSSES
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    featuresets: list[str]
+    baseline: str
+    registry: dict
+    registry_path: Path
+
+
+def featureset_names(features: dict) -> list[str]:
+    """`first` (first-order features only) and one `rho{t:.2f}` per threshold of the rho sweep."""
+    names = ["first"] if features.get("first_order", True) else []
+    names += [rho_name(t) for t in features.get("rho", [])]
+    return names
+
+
+def rho_name(threshold: float) -> str:
+    return f"rho{float(threshold):.2f}"
+
+
+def rho_of(featureset: str) -> float | None:
+    return float(featureset[3:]) if featureset.startswith("rho") else None
+
+
+def system_label(method: str, featureset: str) -> str:
+    return f"{method} [{featureset}]"
+
+
+def resolve_path(path: str | Path, basedir: Path) -> Path:
+    """Relative paths are taken from the working directory, else from the workflow's folder."""
+    path = Path(path)
+    if path.is_absolute() or path.exists():
+        return path
+    return basedir / path
+
+
+def _valid_params(cls) -> set[str]:
+    return set(inspect.signature(cls.__init__).parameters) - {"self"}
+
+
+def check_method(name: str, spec: dict) -> None:
+    kind = spec.get("kind")
+    if kind not in rankers.RANKERS:
+        raise ConfigError(f"config key methods.{name}.kind: unknown kind {kind!r}; "
+                          f"valid kinds: {', '.join(sorted(rankers.RANKERS))}")
+    valid = _valid_params(rankers.RANKERS[kind])
+    for section in ("params", "grid"):
+        for key in spec.get(section) or {}:
+            if key not in valid:
+                raise ConfigError(f"config key methods.{name}.{section}.{key}: not a parameter of "
+                                  f"{kind!r}; valid: {', '.join(sorted(valid))}")
+    losses = [(spec.get("params") or {}).get("loss")] + list((spec.get("grid") or {}).get("loss", []))
+    for loss in filter(None, losses):
+        if loss not in LOSSES:
+            raise ConfigError(f"config key methods.{name}: unknown loss {loss!r}; "
+                              f"valid losses: {', '.join(sorted(LOSSES))}")
+
+
+def check_metric(key: str, name: str) -> None:
+    try:
+        metrics.parse_metric(name)
+    except ValueError as exc:
+        raise ConfigError(f"config key {key}: {exc}") from None
+
+
+def check_config(config: dict, workdir: Path) -> Settings:
+    registry_path = resolve_path(config.get("registry", "config/datasets.yaml"), workdir)
+    registry = datasets.load_registry(registry_path)
+    for name in config["datasets"]:
+        if name not in registry:
+            raise ConfigError(f"config key datasets: unknown data set {name!r}; "
+                              f"valid: {', '.join(sorted(registry))} (see {registry_path})")
+        n_folds = registry[name].get("folds", 5)
+        bad = [f for f in config["folds"] if f > n_folds]
+        if bad:
+            raise ConfigError(f"config key folds: {bad} out of range for {name!r}, which has {n_folds} fold(s)")
+    for name, spec in config["methods"].items():
+        check_method(name, spec)
+    evaluation = config["evaluation"]
+    for m in evaluation["metrics"]:
+        check_metric("evaluation.metrics", m)
+    check_metric("evaluation.selection_metric", evaluation.get("selection_metric", "ndcg@10"))
+    for m in config["report"].get("metrics", []):
+        check_metric("report.metrics", m)
+    featuresets = featureset_names(config["features"])
+    if not featuresets:
+        raise ConfigError("config key features: no feature set (first_order is false and rho is empty)")
+    if len(set(featuresets)) != len(featuresets):
+        raise ConfigError(f"config key features.rho: thresholds give duplicate feature sets {featuresets}")
+    baseline = config["report"].get("baseline", next(iter(config["methods"])))
+    if "[" not in baseline:
+        if baseline not in config["methods"]:
+            raise ConfigError(f"config key report.baseline: {baseline!r} is not among methods "
+                              f"({', '.join(config['methods'])})")
+        baseline = system_label(baseline, featuresets[0])
+    return Settings(featuresets=featuresets, baseline=baseline, registry=registry,
+                    registry_path=registry_path)
+
+
+def git_commit(path: Path) -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True,
+                             text=True, timeout=10)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Quick start on a machine that has only Python >= 3.11 and git.
+
+    python3 workflow/bootstrap.py run  [snakemake args...]   # default pipeline, end to end
+    python3 workflow/bootstrap.py test [pytest args...]      # the test suite
+
+Each creates (or reuses) ./.venv, installs rankstudy with its test extras when
+pyproject.toml changed since the last install, then runs the command inside it.
+Only the standard library is used here, because nothing else is installed yet.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+VENV = REPO / ".venv"
+BIN = VENV / "bin"
+STAMP = VENV / ".rankstudy-installed"
+
+
+def say(msg: str) -> None:
+    print(f"[bootstrap] {msg}", flush=True)
+
+
+def ensure_env() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"rankstudy needs Python >= 3.11, this is {sys.version.split()[0]}")
+    if not (BIN / "python").exists():
+        say(f"creating virtual environment {VENV}")
+        try:
+            venv.create(VENV, with_pip=True)
+        except Exception as exc:  # e.g. Debian without python3-venv: ensurepip missing
+            sys.exit(f"could not create {VENV}: {exc}\n"
+                     "On Debian/Ubuntu install the venv module first: apt-get install python3-venv")
+    wanted = hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()
+    if STAMP.exists() and STAMP.read_text().strip() == wanted:
+        return
+    say("installing rankstudy and its dependencies into .venv (first run takes a few minutes)")
+    pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
+    subprocess.run(pip + ["--quiet", "--upgrade", "pip"], check=True)
+    subprocess.run(pip + ["--quiet", "-e", f"{REPO}[test]"], check=True)
+    STAMP.write_text(wanted)
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"run", "test", "setup"}:
+        print(__doc__)
+        return 2
+    ensure_env()
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    if argv[0] == "run":
+        cores = os.environ.get("CORES", "2")
+        cmd = [str(BIN / "snakemake"), "--cores", cores, *argv[1:]]
+    elif argv[0] == "test":
+        cmd = [str(BIN / "python"), "-m", "pytest", *argv[1:]]
+    else:
+        return 0
+    say(" ".join(cmd))
+    return subprocess.call(cmd, cwd=REPO, env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,31 @@
+# Stage 5: comparison tables (methods x metrics, mean +- std over folds, paired significance
+# against the baseline) and NDCG@k plots per study and data set, also logged to MLflow.
+
+
+rule tables:
+    input:
+        per_query=dataset_per_query,
+        summaries=dataset_summaries,
+        meta=lambda w: expand(RESULTS + "/data/{dataset}/fold{fold}/meta.json", dataset=w.dataset, fold=FOLDS),
+    output:
+        csv=report(RESULTS + "/tables/{study}/{dataset}.csv", caption="../report/table.rst",
+                   category="Tables", subcategory="{dataset}"),
+        md=RESULTS + "/tables/{study}/{dataset}.md",
+        tex=RESULTS + "/tables/{study}/{dataset}.tex",
+        html=report(RESULTS + "/tables/{study}/{dataset}.html", caption="../report/table.rst",
+                    category="Tables", subcategory="{dataset}"),
+        plot=report(RESULTS + "/plots/{study}/{dataset}.ndcg_at_k.png", caption="../report/ndcg_at_k.rst",
+                    category="Plots", subcategory="{dataset}"),
+    params:
+        folds=FOLDS,
+        featuresets=FEATURESETS,
+        methods=METHODS,
+        baseline=SETTINGS.baseline,
+        report=config["report"],
+        evaluation=config["evaluation"],
+        mlflow=config.get("mlflow", {}),
+        results=RESULTS,
+    log:
+        RESULTS + "/logs/tables/{study}/{dataset}.log",
+    script:
+        "../scripts/tables.py"

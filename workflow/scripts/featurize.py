@@ -1,0 +1,33 @@
+"""One feature set of one fold: normalise (fitted on train), then append the second-order
+products whose |rho| with the label reaches the feature set's threshold."""
+
+import pandas as pd
+
+from rankstudy import atomic, pairs
+from rankstudy.config import rho_of
+from rankstudy.data import load_npz, save_npz
+from rankstudy.jobs import job_logging
+from rankstudy.normalize import Normalizer
+
+with job_logging(snakemake, "featurize"):
+    splits = {s: load_npz(snakemake.input[s]) for s in ("train", "vali", "test")}
+    normalizer = Normalizer(snakemake.params.normalization).fit(splits["train"])
+    splits = {s: normalizer.transform(d) for s, d in splits.items()}
+    threshold = rho_of(snakemake.wildcards.featureset)
+    if threshold is None:
+        selected = pd.DataFrame({"i": pd.Series(dtype=int), "j": pd.Series(dtype=int), "rho": pd.Series(dtype=float)})
+    else:
+        corr = pd.read_csv(snakemake.input.correlations[0], sep="\t")
+        selected = pairs.select_pairs(corr, threshold)
+        index = selected[["i", "j"]].to_numpy()
+        splits = {s: pairs.expand(d, index) for s, d in splits.items()}
+    print(f"feature set {snakemake.wildcards.featureset}: {len(selected)} second-order features, "
+          f"{splits['train'].n_features} in all")
+    for s, d in splits.items():
+        save_npz(d, snakemake.output[s])
+    # 1-based feature numbers, as in LETOR files
+    out = selected.assign(i=selected["i"] + 1, j=selected["j"] + 1)
+    atomic.write_csv(out, snakemake.output.pairs, sep="\t", float_format="%.10g")
+    atomic.write_json(snakemake.output.transform, {
+        "normalizer": normalizer.to_dict(), "rho_threshold": threshold, "n_pairs": len(selected),
+        "n_features": splits["train"].n_features})

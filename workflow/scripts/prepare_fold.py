@@ -1,0 +1,62 @@
+"""Parse (or generate) one fold's train/vali/test splits once, apply the configured cleaning,
+and cache them as binary .npz files; later rules never reparse text."""
+
+import hashlib
+from pathlib import Path
+
+from rankstudy import atomic, cleaning, datasets, synthetic
+from rankstudy.data import save_npz
+from rankstudy.jobs import job_logging
+from rankstudy.letor import check_disjoint_queries, read_letor
+
+SPLITS = ("train", "vali", "test")
+
+
+def fingerprint(splits):
+    h = hashlib.sha256()
+    for split in SPLITS:
+        d = splits[split]
+        for array in (d.X, d.y, d.qid):
+            h.update(array.tobytes())
+    return h.hexdigest()[:16]
+
+
+with job_logging(snakemake, "prepare_fold"):
+    source = atomic.read_json(snakemake.input[0])
+    name, fold = snakemake.wildcards.dataset, int(snakemake.wildcards.fold)
+    if source["source"] == "synthetic":
+        parts = synthetic.make_parts(seed=source["seed"], **{k: source[k] for k in ("n_queries", "n_features") if k in source})
+        splits = synthetic.fold_splits(parts, fold)
+        max_label, files = 4, {}
+    else:
+        entry, root = source["entry"], Path(source["root"])
+        files = {s: datasets.split_file(name, entry, root.parent, fold, s) for s in SPLITS}
+        splits = {}
+        for s in SPLITS:
+            print(f"parsing {files[s]}")
+            splits[s] = read_letor(files[s], n_features=entry.get("n_features"))
+        check_disjoint_queries({str(files[s]): splits[s] for s in SPLITS})
+        max_label = entry["labels"][1]
+    rules = snakemake.params.cleaning
+    dropped = {}
+    for s in SPLITS:
+        if s in rules.get("chakrabarti", []):
+            splits[s], n_zero = cleaning.drop_zero_vectors(splits[s])
+            splits[s], n_dup = cleaning.drop_near_duplicate_pairs(splits[s], rel_threshold=snakemake.params.rel_threshold)
+            dropped[f"{s}.zero_vectors"], dropped[f"{s}.near_duplicates"] = n_zero, n_dup
+        if s in rules.get("drop_no_relevant", []):
+            splits[s], n_q = cleaning.drop_queries_without_relevant(splits[s], rel_threshold=snakemake.params.rel_threshold)
+            dropped[f"{s}.queries_without_relevant"] = n_q
+    for key, n in dropped.items():
+        print(f"cleaning {key}: dropped {n}")
+    meta = {
+        "dataset": name, "fold": fold, "max_label": max_label, "fingerprint": fingerprint(splits),
+        "files": {s: str(p) for s, p in files.items()}, "dropped": dropped,
+        "n_features": splits["train"].n_features,
+        **{f"{s}.n_queries": splits[s].n_queries for s in SPLITS},
+        **{f"{s}.n_docs": int(splits[s].X.shape[0]) for s in SPLITS},
+    }
+    for s in SPLITS:
+        save_npz(splits[s], snakemake.output[s])
+    atomic.write_json(snakemake.output.meta, meta)
+    print(meta)

@@ -1,0 +1,46 @@
+"""Comparison tables (methods x metrics, mean +- std over folds, significance against the
+baseline over queries) and the NDCG@k plot of one study and data set; logged to MLflow."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from rankstudy import plots, tables, tracking
+from rankstudy.config import system_label
+from rankstudy.jobs import job_logging
+
+NO_RELEVANT = {"zero": "count as 0 (LETOR evaluation tool)", "one": "count as 1 (LightGBM convention)",
+               "drop": "are left out"}
+
+with job_logging(snakemake, "tables"):
+    w, p = snakemake.wildcards, snakemake.params
+    frames = []
+    for path in snakemake.input.per_query:
+        parts = Path(path).parts  # .../runs/{dataset}/{featureset}/{method}/fold{k}/metrics...
+        featureset, method, fold = parts[-4], parts[-3], int(parts[-2][4:])
+        frames.append(pd.read_csv(path).assign(system=system_label(method, featureset), fold=fold))
+    per_query = pd.concat(frames, ignore_index=True)
+    # row order: methods in config order, each with its feature sets
+    order = [system_label(m, f) for m in p.methods for f in p.featuresets]
+    per_query["system"] = pd.Categorical(per_query["system"], categories=order, ordered=True)
+    per_query = per_query.sort_values(["system", "fold", "qid"], kind="stable")
+    per_query["system"] = per_query["system"].astype(str)
+    report, evaluation = p.report, p.evaluation
+    metric_names = report.get("metrics", evaluation["metrics"])
+    table = tables.comparison_table(per_query, metric_names, p.baseline,
+                                    n_resamples=report.get("n_resamples", 10000),
+                                    alpha=report.get("alpha", 0.05), seed=0)
+    caption = (f"{w.dataset}, study {w.study}: test split, mean ± std over {len(p.folds)} fold(s) "
+               f"{p.folds}; significance vs baseline {p.baseline} over queries (paired t-test *, "
+               f"randomization test †, Holm-corrected, alpha {report.get('alpha', 0.05)}). "
+               f"Score ties are broken by input order; queries without a relevant document "
+               f"(label >= {evaluation.get('rel_threshold', 1)}) {NO_RELEVANT[evaluation.get('no_relevant', 'zero')]}.")
+    prefix = Path(snakemake.output.csv).with_suffix("")
+    written = tables.write_tables(table, metric_names, prefix, caption)
+    plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k")
+    print(Path(snakemake.output.md).read_text())
+    mlflow = p.mlflow
+    uri = tracking.resolve_tracking_uri(mlflow.get("tracking_uri"), Path(p.results).resolve())
+    tracking.log_study_run(uri, mlflow.get("experiment", "rankstudy"), study=w.study, dataset=w.dataset,
+                           artifacts=[*map(Path, written), Path(plot)],
+                           params={"baseline": p.baseline, "folds": p.folds, "caption": caption})
