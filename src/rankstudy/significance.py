@@ -1,0 +1,94 @@
+"""Paired significance tests over per-query metric values, and Holm's correction.
+
+All tests take two arrays of per-query values for the *same* queries in the same
+order (system ``a`` and system ``b``). Pairs where either value is NaN (queries
+dropped by the no-relevant-document policy) are removed before testing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+# Upper bound on the number of entries of one sign matrix, so memory stays small
+# (about 32 MB of float64) whatever the number of queries.
+_MAX_SIGN_MATRIX_ENTRIES = 1 << 22
+# Relative size of floating-point noise in metric differences, below which values count as equal.
+_ROUNDING = 1e-12
+
+
+def paired_finite(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of ``a`` and ``b`` where both values are finite, as float arrays."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"paired test needs two 1-d arrays of equal length, got {a.shape} and {b.shape}")
+    keep = np.isfinite(a) & np.isfinite(b)
+    return a[keep], b[keep]
+
+
+def paired_ttest(a, b) -> float:
+    """Two-sided p-value of the paired t-test of mean(a - b) = 0.
+
+    Identical arrays give 1.0 (scipy would give NaN from 0/0); a constant non-zero
+    difference gives 0.0. Fewer than two pairs give NaN: there is nothing to test.
+    """
+    a, b = paired_finite(a, b)
+    if len(a) < 2:
+        return float("nan")
+    diff = a - b
+    # Zero variance (up to rounding, e.g. a = b + 0.1): t is 0/0 or +-inf, and
+    # scipy would return NaN or warn about catastrophic cancellation.
+    scale = _ROUNDING * max(1.0, float(np.abs(diff).max()))
+    if np.ptp(diff) <= scale:
+        return 1.0 if abs(diff.mean()) <= scale else 0.0
+    return float(stats.ttest_rel(a, b).pvalue)
+
+
+def randomization_test(a, b, n_resamples: int = 10000, seed: int = 0) -> float:
+    """Two-sided paired sign-flip randomization test of the mean difference.
+
+    Under H0 each per-query difference is equally likely to have either sign, so
+    we flip signs at random and count resampled |mean| at least as large as the
+    observed one. p = (count + 1) / (n_resamples + 1), which is never 0 and is a
+    valid p-value for a Monte-Carlo test. Sign matrices are drawn in chunks of
+    shape (chunk, n_queries) to keep memory bounded.
+    """
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    a, b = paired_finite(a, b)
+    n = len(a)
+    if n == 0:
+        return float("nan")
+    diff = a - b
+    observed = abs(diff.mean())
+    # Resampled means equal to the observed one must count; allow for rounding
+    # in the matrix product, which sums in a different order than .mean().
+    threshold = observed - _ROUNDING * max(1.0, float(np.abs(diff).max()))
+    rng = np.random.default_rng(seed)
+    chunk = max(1, min(n_resamples, _MAX_SIGN_MATRIX_ENTRIES // n))
+    count = 0
+    for start in range(0, n_resamples, chunk):
+        rows = min(chunk, n_resamples - start)
+        signs = rng.integers(0, 2, size=(rows, n), dtype=np.int8) * 2 - 1
+        resampled_means = (signs @ diff) / n
+        count += int(np.count_nonzero(np.abs(resampled_means) >= threshold))
+    return (count + 1) / (n_resamples + 1)
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm-Bonferroni adjusted p-values, in the input order.
+
+    adjusted p_(i) = max_{j <= i} min(1, (m - j + 1) p_(j)) over the ascending
+    order of the m non-NaN p-values; NaN entries stay NaN and do not count in m.
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    adjusted = np.full(p.shape, np.nan)
+    valid = np.flatnonzero(~np.isnan(p))
+    m = len(valid)
+    if m == 0:
+        return adjusted
+    order = valid[np.argsort(p[valid], kind="stable")]
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted[order] = np.maximum.accumulate(scaled)  # keeps the adjusted values monotone
+    return adjusted

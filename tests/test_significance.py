@@ -1,0 +1,143 @@
+"""Paired t-test, sign-flip randomization test and Holm correction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from rankstudy import significance
+from rankstudy.significance import holm, paired_ttest, randomization_test
+
+
+def exact_sign_flip_pvalue(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided p over all 2^n sign flips of the differences (small n only)."""
+    diff = np.asarray(a, float) - np.asarray(b, float)
+    n = len(diff)
+    signs = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1) * 2 - 1
+    means = np.abs(signs @ diff) / n
+    return float(np.mean(means >= abs(diff.mean()) - 1e-12))
+
+
+# A 10-query example whose exact p is moderate (not near 0 or 1), so a wrong
+# tail (one-sided), a wrong statistic or a wrong count would show.
+A10 = np.array([0.62, 0.48, 0.71, 0.55, 0.40, 0.66, 0.59, 0.52, 0.47, 0.70])
+B10 = np.array([0.55, 0.50, 0.60, 0.58, 0.31, 0.64, 0.49, 0.57, 0.45, 0.61])
+
+
+# ---------------------------------------------------------------- t-test
+
+
+def test_paired_ttest_matches_hand_computation():
+    a = [0.5, 0.7, 0.6, 0.9, 0.4]
+    b = [0.4, 0.5, 0.6, 0.6, 0.3]
+    # d = [.1 .2 0 .3 .1]: mean .14, sample var .052/4 = .013, t = .14 / sqrt(.013/5)
+    t = 0.14 / np.sqrt(0.013 / 5)
+    assert t == pytest.approx(2.7456258919, rel=1e-9)
+    # Student t with 4 df has a closed form: P(|T| < t) = s (1 + (1 - s^2) / 2), s = t / sqrt(t^2 + 4)
+    s = t / np.sqrt(t**2 + 4)
+    p_hand = 1 - s * (1 + (1 - s**2) / 2)
+    assert paired_ttest(a, b) == pytest.approx(p_hand, rel=1e-9)
+    assert paired_ttest(b, a) == pytest.approx(p_hand, rel=1e-9)  # two-sided
+
+
+def test_paired_ttest_degenerate_cases():
+    x = np.array([0.3, 0.5, 0.9])
+    assert paired_ttest(x, x) == 1.0
+    assert paired_ttest(x + 0.1, x) == 0.0  # constant non-zero difference (up to rounding)
+    assert paired_ttest(x + np.array([0.0, 1e-17, -1e-17]), x) == 1.0
+    assert np.isnan(paired_ttest([0.5], [0.4]))
+    with pytest.raises(ValueError):
+        paired_ttest([0.1, 0.2], [0.1, 0.2, 0.3])
+
+
+def test_paired_ttest_drops_nan_pairs():
+    a = np.array([0.5, np.nan, 0.7, 0.6, 0.9, 0.4, 0.2])
+    b = np.array([0.4, 0.3, 0.5, 0.6, 0.6, 0.3, np.nan])
+    keep = [0, 2, 3, 4, 5]
+    assert paired_ttest(a, b) == pytest.approx(stats.ttest_rel(a[keep], b[keep]).pvalue, rel=1e-12)
+
+
+# ---------------------------------------------------------------- randomization test
+
+
+def test_randomization_matches_exact_enumeration_n10():
+    exact = exact_sign_flip_pvalue(A10, B10)
+    assert 0.05 < exact < 0.5  # the example is informative
+    n_resamples = 20000
+    p = randomization_test(A10, B10, n_resamples=n_resamples, seed=1)
+    se = np.sqrt(exact * (1 - exact) / n_resamples)
+    assert abs(p - exact) < 4 * se + 1 / (n_resamples + 1)
+
+
+def test_randomization_matches_scipy_permutation_test():
+    def mean_diff(x, y, axis):
+        return np.mean(x - y, axis=axis)
+
+    # n = 10: scipy enumerates all 2^10 sign flips exactly.
+    exact = stats.permutation_test(
+        (A10, B10), mean_diff, permutation_type="samples", alternative="two-sided", n_resamples=5000
+    ).pvalue
+    assert exact == pytest.approx(exact_sign_flip_pvalue(A10, B10), abs=1e-12)
+    assert randomization_test(A10, B10, n_resamples=20000, seed=2) == pytest.approx(exact, abs=0.015)
+
+    # n = 40: both sides are Monte Carlo.
+    rng = np.random.default_rng(7)
+    b = rng.uniform(0.2, 0.8, 40)
+    a = b + rng.normal(0.03, 0.1, 40)
+    ref = stats.permutation_test(
+        (a, b), mean_diff, permutation_type="samples", alternative="two-sided",
+        n_resamples=20000, rng=np.random.default_rng(3),
+    ).pvalue
+    assert 0.02 < ref < 0.8
+    assert randomization_test(a, b, n_resamples=20000, seed=3) == pytest.approx(ref, abs=0.02)
+
+
+def test_randomization_chunking_does_not_change_the_answer(monkeypatch):
+    exact = exact_sign_flip_pvalue(A10, B10)
+    monkeypatch.setattr(significance, "_MAX_SIGN_MATRIX_ENTRIES", 10 * 7)  # chunks of 7 rows
+    p = randomization_test(A10, B10, n_resamples=5001, seed=4)
+    assert abs(p - exact) < 4 * np.sqrt(exact * (1 - exact) / 5001) + 1 / 5002
+
+
+def test_randomization_bounds_reproducibility_and_nan():
+    x = np.array([0.3, 0.5, 0.9, 0.1])
+    assert randomization_test(x, x, n_resamples=999) == 1.0
+    rng = np.random.default_rng(0)
+    b = rng.uniform(size=50)
+    # A huge effect: no resample reaches it, so p is the smallest possible value.
+    assert randomization_test(b + 1.0 + rng.uniform(size=50), b, n_resamples=999) == pytest.approx(1 / 1000)
+    a = b + rng.normal(0, 0.2, 50)
+    assert randomization_test(a, b, seed=5, n_resamples=2000) == randomization_test(a, b, seed=5, n_resamples=2000)
+    a_nan, b_nan = a.copy(), b.copy()
+    a_nan[[3, 9]] = np.nan
+    b_nan[20] = np.nan
+    keep = np.isfinite(a_nan) & np.isfinite(b_nan)
+    assert randomization_test(a_nan, b_nan, seed=5, n_resamples=2000) == randomization_test(
+        a[keep], b[keep], seed=5, n_resamples=2000
+    )
+    with pytest.raises(ValueError):
+        randomization_test(a, b, n_resamples=0)
+
+
+# ---------------------------------------------------------------- Holm
+
+
+def test_holm_hand_worked_example():
+    # sorted: .005*4 = .02, .01*3 = .03, .03*2 = .06, .04*1 = .04 -> raised to .06 (monotone)
+    p = [0.01, 0.04, 0.03, 0.005]
+    np.testing.assert_allclose(holm(p), [0.03, 0.06, 0.06, 0.02])
+
+
+def test_holm_nan_cap_and_edge_cases():
+    np.testing.assert_allclose(holm([0.01, np.nan, 0.04, 0.03, 0.005]), [0.03, np.nan, 0.06, 0.06, 0.02])
+    np.testing.assert_allclose(holm([0.5, 0.6]), [1.0, 1.0])  # .5*2 = 1, .6 raised to 1
+    np.testing.assert_allclose(holm([0.3, 0.02]), [0.3, 0.04])
+    assert holm([]).shape == (0,)
+    assert np.isnan(holm([np.nan, np.nan])).all()
+    rng = np.random.default_rng(0)
+    p = rng.uniform(size=30)
+    adjusted = holm(p)
+    assert np.all(adjusted >= p) and np.all(adjusted <= 1)
+    order = np.argsort(p)
+    assert np.all(np.diff(adjusted[order]) >= 0)
