@@ -1,0 +1,355 @@
+"""Rankers: small estimator objects with fit/predict, parameters as plain data.
+
+* :class:`LinearRanker` -- score = w'x, trained with L-BFGS-B on any loss of
+  :mod:`rankstudy.losses` plus a Gaussian prior (l2/2 ||w||^2).
+* :class:`LambdaMART` -- LightGBM's lambdarank objective, early stopping on
+  validation NDCG@10.
+
+Both save to one JSON file (``{"kind", "params", "state", "history"}``) that
+:func:`load_ranker` turns back into the right class.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+from functools import partial
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+from rankstudy import atomic
+from rankstudy.data import RankData, positions, segment_ids
+from rankstudy.losses import get_loss
+
+SAVE_FORMAT = "rankstudy.ranker"
+SAVE_VERSION = 1
+
+
+class NotFittedError(RuntimeError):
+    pass
+
+
+class Ranker:
+    """Base class. Subclasses set ``kind``, take their parameters as keyword arguments of
+    ``__init__`` (stored under the same names), and implement ``fit``, ``predict``,
+    ``_get_state`` and ``_set_state`` (JSON-able fitted state)."""
+
+    kind: str = ""
+
+    def __init__(self) -> None:
+        self.history_: list[dict] = []
+
+    def fit(self, train: RankData, vali: RankData | None = None) -> "Ranker":
+        raise NotImplementedError
+
+    def predict(self, data: RankData) -> np.ndarray:
+        raise NotImplementedError
+
+    @classmethod
+    def param_names(cls) -> list[str]:
+        return [p for p in inspect.signature(cls.__init__).parameters if p != "self"]
+
+    def get_params(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.param_names()}
+
+    def _get_state(self) -> dict:
+        raise NotImplementedError
+
+    def _set_state(self, state: dict) -> None:
+        raise NotImplementedError
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write params, fitted state and history as one JSON file (atomically: temp + rename)."""
+        doc = {
+            "format": SAVE_FORMAT, "version": SAVE_VERSION, "kind": self.kind,
+            "params": self.get_params(), "state": self._get_state(), "history": self.history_,
+        }
+        # json writes floats as shortest round-trip reprs, so weights reload exactly
+        atomic.write_text(path, json.dumps(doc))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Ranker":
+        """Load a saved ranker; called on the base class it dispatches on the saved kind."""
+        with open(path) as f:
+            doc = json.load(f)
+        if doc.get("format") != SAVE_FORMAT:
+            raise ValueError(f"{path}: not a saved rankstudy ranker")
+        klass = _ranker_class(doc["kind"])
+        if not issubclass(klass, cls):
+            raise ValueError(f"{path} holds a {doc['kind']!r} ranker, not a {cls.__name__}")
+        ranker = klass(**doc["params"])
+        ranker._set_state(doc["state"])
+        ranker.history_ = doc["history"]
+        return ranker
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+
+# --------------------------------------------------------------------------- linear
+
+class LinearObjective:
+    """f(theta) = loss(pad(X w + b)) + l2/2 ||w||^2 and its gradient, for L-BFGS.
+
+    ``theta`` is ``w`` or ``[w, b]`` when ``fit_intercept`` (the bias is not penalised).
+    The padding layout, padded labels and mask are built once here, not per call.
+    """
+
+    def __init__(self, data: RankData, loss, l2: float, fit_intercept: bool) -> None:
+        self.X = data.X
+        self.loss = loss
+        self.l2 = float(l2)
+        self.fit_intercept = fit_intercept
+        lengths = data.query_lengths
+        self.shape = (len(lengths), int(lengths.max()))
+        # flat index of each row in the padded (Q, L) array; the same layout as data.pad
+        self.flat = segment_ids(data.offsets) * self.shape[1] + positions(data.offsets)
+        self.mask = np.zeros(self.shape, dtype=bool)
+        self.mask.flat[self.flat] = True
+        self.labels = np.zeros(self.shape)
+        self.labels.flat[self.flat] = data.y
+        self.last_theta: np.ndarray | None = None
+        self.last_loss = np.nan
+
+    @property
+    def n_params(self) -> int:
+        return self.X.shape[1] + int(self.fit_intercept)
+
+    def scores(self, theta: np.ndarray) -> np.ndarray:
+        m = self.X.shape[1]
+        s = self.X @ theta[:m]
+        return s + theta[m] if self.fit_intercept else s
+
+    def data_loss(self, theta: np.ndarray) -> float:
+        """Loss term alone (no penalty); reuses the last evaluation when theta matches."""
+        if self.last_theta is not None and np.array_equal(theta, self.last_theta):
+            return self.last_loss
+        self(theta, need_grad=False)
+        return self.last_loss
+
+    def _penalty(self, theta: np.ndarray) -> float:
+        w = theta[: self.X.shape[1]]
+        return 0.5 * self.l2 * float(w @ w)
+
+    def __call__(self, theta: np.ndarray, need_grad: bool = True):
+        theta = np.asarray(theta, dtype=np.float64)
+        padded = np.zeros(self.shape)
+        padded.flat[self.flat] = self.scores(theta)
+        value, grad_padded = self.loss(padded, self.labels, self.mask)
+        self.last_theta, self.last_loss = theta.copy(), value
+        objective = value + self._penalty(theta)
+        if not need_grad:
+            return objective, None
+        grad_scores = grad_padded.ravel()[self.flat]
+        m = self.X.shape[1]
+        grad = np.empty(self.n_params)
+        grad[:m] = self.X.T @ grad_scores + self.l2 * theta[:m]
+        if self.fit_intercept:
+            grad[m] = grad_scores.sum()
+        return objective, grad
+
+
+class LinearRanker(Ranker):
+    """Linear scoring function w'x trained by L-BFGS-B on a ranking loss + l2/2 ||w||^2.
+
+    A bias is fitted only for ``pointwise_mse``: every other loss is invariant to a
+    constant shift of a query's scores, so a bias would be unidentifiable there.
+    ``seed`` drives ListMLE's label tie-break (start point is w = 0: all losses are
+    convex in w, so no random restarts are needed).
+
+    History: one dict per L-BFGS iteration (step 0 = the start point) with
+    ``objective`` (loss + penalty), ``train_loss`` and, when vali is given, ``vali_loss``.
+    """
+
+    kind = "linear"
+
+    def __init__(self, loss: str = "ranknet", l2: float = 1e-3, max_iter: int = 200,
+                 tol: float = 1e-6, seed: int = 0) -> None:
+        super().__init__()
+        get_loss(loss)  # fail at construction on an unknown name
+        self.loss = loss
+        self.l2 = l2
+        self.max_iter = max_iter
+        self.tol = tol
+        self.seed = seed
+
+    @property
+    def fit_intercept(self) -> bool:
+        return self.loss == "pointwise_mse"
+
+    def loss_function(self):
+        fn = get_loss(self.loss)
+        if "seed" in inspect.signature(fn).parameters:
+            fn = partial(fn, seed=self.seed)
+        return fn
+
+    def objective(self, data: RankData) -> LinearObjective:
+        return LinearObjective(data, self.loss_function(), self.l2, self.fit_intercept)
+
+    def fit(self, train: RankData, vali: RankData | None = None) -> "LinearRanker":
+        train_obj = self.objective(train)
+        vali_obj = self.objective(vali) if vali is not None else None
+        history: list[dict] = []
+
+        def record(theta: np.ndarray, objective: float) -> None:
+            entry = {"step": len(history), "objective": float(objective),
+                     "train_loss": float(train_obj.data_loss(theta))}
+            if vali_obj is not None:
+                entry["vali_loss"] = float(vali_obj.data_loss(theta))
+            history.append(entry)
+
+        theta0 = np.zeros(train_obj.n_params)
+        record(theta0, train_obj(theta0, need_grad=False)[0])
+        result = minimize(
+            train_obj, theta0, jac=True, method="L-BFGS-B", tol=self.tol,
+            options={"maxiter": int(self.max_iter)},
+            callback=lambda intermediate_result: record(intermediate_result.x, intermediate_result.fun),
+        )
+        m = train.n_features
+        self.coef_ = np.asarray(result.x[:m], dtype=np.float64)
+        self.intercept_ = float(result.x[m]) if self.fit_intercept else 0.0
+        self.n_iter_ = int(result.nit)
+        self.n_fev_ = int(result.nfev)
+        self.converged_ = bool(result.success)
+        self.history_ = history
+        return self
+
+    def predict(self, data: RankData) -> np.ndarray:
+        if not hasattr(self, "coef_"):
+            raise NotFittedError("LinearRanker is not fitted")
+        if data.n_features != len(self.coef_):
+            raise ValueError(f"expected {len(self.coef_)} features, got {data.n_features}")
+        return data.X @ self.coef_ + self.intercept_
+
+    def _get_state(self) -> dict:
+        return {"coef": self.coef_.tolist(), "intercept": self.intercept_,
+                "n_iter": self.n_iter_, "n_fev": self.n_fev_, "converged": self.converged_}
+
+    def _set_state(self, state: dict) -> None:
+        self.coef_ = np.asarray(state["coef"], dtype=np.float64)
+        self.intercept_ = float(state["intercept"])
+        self.n_iter_ = int(state["n_iter"])
+        self.n_fev_ = int(state["n_fev"])
+        self.converged_ = bool(state["converged"])
+
+
+# --------------------------------------------------------------------------- LambdaMART
+
+def _integer_labels(y: np.ndarray) -> np.ndarray:
+    labels = np.rint(y)
+    if not np.array_equal(labels, y) or labels.min() < 0:
+        raise ValueError("LambdaMART needs non-negative integer relevance labels")
+    return labels.astype(np.int32)
+
+
+class LambdaMART(Ranker):
+    """Gradient-boosted trees with LightGBM's lambdarank objective (gains 2^r - 1).
+
+    With ``vali``, training stops when validation NDCG@10 has not improved for
+    ``early_stopping_rounds`` rounds and the model is cut back to the best iteration;
+    without it all ``n_estimators`` rounds are kept. Single-threaded and
+    ``deterministic=True`` so a given seed reproduces the same model.
+
+    History: one dict per boosting round with ``train_ndcg@10`` and, when vali is
+    given, ``vali_ndcg@10``; ``best_iteration_`` is the number of rounds kept.
+    """
+
+    kind = "lambdamart"
+    eval_at = 10
+
+    def __init__(self, n_estimators: int = 300, learning_rate: float = 0.05, num_leaves: int = 31,
+                 min_data_in_leaf: int = 20, lambda_l2: float = 0.0, early_stopping_rounds: int = 30,
+                 seed: int = 0) -> None:
+        super().__init__()
+        self.n_estimators = n_estimators
+        self.learning_rate = learning_rate
+        self.num_leaves = num_leaves
+        self.min_data_in_leaf = min_data_in_leaf
+        self.lambda_l2 = lambda_l2
+        self.early_stopping_rounds = early_stopping_rounds
+        self.seed = seed
+
+    def lightgbm_params(self) -> dict:
+        return {
+            "objective": "lambdarank", "metric": "ndcg", "eval_at": [self.eval_at],
+            "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
+            "min_data_in_leaf": self.min_data_in_leaf, "lambda_l2": self.lambda_l2,
+            "seed": self.seed, "deterministic": True, "force_row_wise": True,
+            "num_threads": 1, "verbosity": -1,
+        }
+
+    def fit(self, train: RankData, vali: RankData | None = None) -> "LambdaMART":
+        import lightgbm as lgb
+
+        params = self.lightgbm_params()
+        dtrain = lgb.Dataset(train.X, label=_integer_labels(train.y), group=train.query_lengths,
+                             params={"verbosity": -1})
+        sets, names = [dtrain], ["train"]
+        if vali is not None:
+            sets.append(lgb.Dataset(vali.X, label=_integer_labels(vali.y), group=vali.query_lengths,
+                                    reference=dtrain))
+            names.append("vali")
+        evals: dict = {}
+        callbacks = [lgb.record_evaluation(evals)]
+        if vali is not None and self.early_stopping_rounds:
+            # LightGBM's early stopping ignores the training set and watches "vali"
+            callbacks.append(lgb.early_stopping(int(self.early_stopping_rounds), verbose=False))
+        booster = lgb.train(params, dtrain, num_boost_round=int(self.n_estimators),
+                            valid_sets=sets, valid_names=names, callbacks=callbacks)
+        best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
+        # keep only the best rounds so predict() and the saved model agree
+        self._set_state({"model": booster.model_to_string(num_iteration=best), "best_iteration": best})
+        metric = f"ndcg@{self.eval_at}"
+        self.history_ = [
+            {"step": i + 1, **{f"{name}_{metric}": float(evals[name][metric][i]) for name in names}}
+            for i in range(len(evals["train"][metric]))
+        ]
+        return self
+
+    def predict(self, data: RankData) -> np.ndarray:
+        if not hasattr(self, "booster_"):
+            raise NotFittedError("LambdaMART is not fitted")
+        if data.n_features != self.booster_.num_feature():
+            raise ValueError(f"expected {self.booster_.num_feature()} features, got {data.n_features}")
+        return np.asarray(self.booster_.predict(data.X, num_threads=1), dtype=np.float64)
+
+    def _get_state(self) -> dict:
+        return {"model": self.booster_.model_to_string(), "best_iteration": self.best_iteration_}
+
+    def _set_state(self, state: dict) -> None:
+        import lightgbm as lgb
+
+        self.booster_ = lgb.Booster(model_str=state["model"])
+        self.best_iteration_ = int(state["best_iteration"])
+
+
+# --------------------------------------------------------------------------- registry
+
+RANKERS: dict[str, type[Ranker]] = {"linear": LinearRanker, "lambdamart": LambdaMART}
+
+
+def _ranker_class(kind: str) -> type[Ranker]:
+    try:
+        return RANKERS[kind]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown ranker kind {kind!r}; valid kinds: {', '.join(sorted(RANKERS))}") from None
+
+
+def make_ranker(kind: str, params: dict | None = None) -> Ranker:
+    """Build a ranker from plain data (e.g. a config entry), rejecting unknown parameters."""
+    klass = _ranker_class(kind)
+    params = dict(params or {})
+    valid = klass.param_names()
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for ranker {kind!r}; "
+                         f"valid parameters: {', '.join(valid)}")
+    return klass(**params)
+
+
+def load_ranker(path: str | os.PathLike) -> Ranker:
+    return Ranker.load(path)

@@ -1,0 +1,225 @@
+"""Rankers: the linear objective's gradient, that every ranker learns a certain linear
+signal, training history, save/load round trips, determinism and config errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rankstudy.data import RankData, pad
+from rankstudy.losses import LOSSES, get_loss
+from rankstudy.rankers import (
+    RANKERS, LambdaMART, LinearObjective, LinearRanker, NotFittedError, Ranker, load_ranker, make_ranker,
+)
+
+W_TRUE = np.array([1.0, -0.8, 0.6, 0.4, -0.3, 0.2, 0.0, 0.0])
+
+
+def make_data(n_queries: int, seed: int) -> RankData:
+    """Labels 0-4 cut from a noisy linear utility (skewed towards 0, like LETOR)."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(5, 40, n_queries)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    n = int(offsets[-1])
+    X = rng.normal(size=(n, len(W_TRUE)))
+    utility = X @ W_TRUE + 0.5 * rng.normal(size=n)
+    y = np.digitize(utility, np.linalg.norm(W_TRUE) * np.array([0.5, 1.0, 1.5, 2.0])).astype(float)
+    return RankData(X=X, y=y, qid=np.repeat(np.arange(n_queries) + 1000 * seed, lengths),
+                    docid=np.arange(n).astype(str), offsets=offsets)
+
+
+def mean_ndcg_at_10(scores: np.ndarray, data: RankData) -> float:
+    """Independent reference: gains 2^r - 1, log2 discounts, queries without relevant docs skipped."""
+    discounts = 1.0 / np.log2(np.arange(2, 12))
+    values = []
+    for q in range(data.n_queries):
+        a, b = data.offsets[q], data.offsets[q + 1]
+        gains = 2.0 ** data.y[a:b] - 1
+        ideal = np.sort(gains)[::-1][:10]
+        if ideal.sum() == 0:
+            continue
+        top = np.argsort(-scores[a:b], kind="stable")[:10]
+        values.append((gains[top] * discounts[: len(top)]).sum() / (ideal * discounts[: len(ideal)]).sum())
+    return float(np.mean(values))
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return make_data(150, 1), make_data(40, 2), make_data(80, 3)
+
+
+@pytest.fixture(scope="module")
+def random_ndcg(splits):
+    test = splits[2]
+    rng = np.random.default_rng(0)
+    return float(np.mean([mean_ndcg_at_10(rng.normal(size=len(test.y)), test) for _ in range(20)]))
+
+
+@pytest.fixture(scope="module")
+def lambdamart(splits):
+    train, vali, _ = splits
+    return LambdaMART(n_estimators=300, early_stopping_rounds=20).fit(train, vali)
+
+
+@pytest.fixture(scope="module")
+def linear_models(splits):
+    train, vali, _ = splits
+    return {loss: LinearRanker(loss=loss).fit(train, vali) for loss in LOSSES}
+
+
+# --------------------------------------------------------------------------- linear objective
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_linear_objective_gradient_matches_finite_differences(loss):
+    data = make_data(12, 7)
+    ranker = LinearRanker(loss=loss, l2=0.3)
+    objective = ranker.objective(data)
+    rng = np.random.default_rng(1)
+    theta = 0.5 * rng.normal(size=objective.n_params)
+    _, grad = objective(theta)
+    h = 1e-6
+    numeric = np.array([(objective(theta + h * e)[0] - objective(theta - h * e)[0]) / (2 * h)
+                        for e in np.eye(len(theta))])
+    assert np.linalg.norm(grad - numeric) / (np.linalg.norm(grad) + np.linalg.norm(numeric)) < 1e-5
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_linear_objective_equals_loss_of_padded_scores_plus_penalty(fit_intercept):
+    data = make_data(10, 8)
+    rng = np.random.default_rng(2)
+    objective = LinearObjective(data, get_loss("listnet"), l2=0.7, fit_intercept=fit_intercept)
+    theta = rng.normal(size=objective.n_params)
+    w = theta[: data.n_features]
+    scores = data.X @ w + (theta[-1] if fit_intercept else 0.0)
+    s, mask = pad(scores, data.offsets)
+    y, _ = pad(data.y, data.offsets)
+    expected = get_loss("listnet")(s, y, mask)[0] + 0.35 * w @ w
+    assert objective(theta)[0] == pytest.approx(expected, rel=1e-12)
+
+
+def test_intercept_only_for_pointwise_mse(linear_models):
+    assert linear_models["pointwise_mse"].intercept_ != 0.0
+    assert all(linear_models[loss].intercept_ == 0.0 for loss in LOSSES if loss != "pointwise_mse")
+
+
+# --------------------------------------------------------------------------- learning
+
+@pytest.mark.parametrize("loss", sorted(LOSSES))
+def test_linear_ranker_learns_the_signal(loss, linear_models, splits, random_ndcg):
+    model = linear_models[loss]
+    ndcg = mean_ndcg_at_10(model.predict(splits[2]), splits[2])
+    assert ndcg > random_ndcg + 0.15, (loss, ndcg, random_ndcg)
+    # and the direction of the true utility is recovered (labels are monotone in it)
+    cosine = model.coef_ @ W_TRUE / np.linalg.norm(model.coef_) / np.linalg.norm(W_TRUE)
+    assert cosine > 0.95
+
+
+def test_lambdamart_learns_the_signal(lambdamart, splits, random_ndcg):
+    ndcg = mean_ndcg_at_10(lambdamart.predict(splits[2]), splits[2])
+    assert ndcg > random_ndcg + 0.15, (ndcg, random_ndcg)
+
+
+def test_linear_history_records_every_iteration(linear_models):
+    for loss, model in linear_models.items():
+        history = model.history_
+        assert [h["step"] for h in history] == list(range(model.n_iter_ + 1))
+        assert history[-1]["train_loss"] < history[0]["train_loss"]
+        assert history[-1]["vali_loss"] < history[0]["vali_loss"]
+        objectives = [h["objective"] for h in history]
+        assert all(b <= a + 1e-12 for a, b in zip(objectives, objectives[1:])), loss  # L-BFGS descends
+
+
+def test_lambdamart_history_and_early_stopping(lambdamart):
+    history = lambdamart.history_
+    vali = [h["vali_ndcg@10"] for h in history]
+    assert [h["step"] for h in history] == list(range(1, len(history) + 1))
+    assert "train_ndcg@10" in history[0]
+    assert 1 <= lambdamart.best_iteration_ <= len(history) <= 300
+    # kept rounds = the first best validation round
+    assert vali[lambdamart.best_iteration_ - 1] == max(vali)
+    if len(history) < 300:  # stopped early: exactly early_stopping_rounds past the best
+        assert len(history) == lambdamart.best_iteration_ + 20
+    assert lambdamart.booster_.current_iteration() == lambdamart.best_iteration_
+
+
+def test_lambdamart_is_deterministic(splits):
+    train, vali, test = splits
+    a = LambdaMART(n_estimators=15, seed=3).fit(train, vali).predict(test)
+    b = LambdaMART(n_estimators=15, seed=3).fit(train, vali).predict(test)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_listmle_seed_reaches_the_loss(splits):
+    train = splits[0]
+    a = LinearRanker(loss="listmle", seed=0, max_iter=3).fit(train)
+    b = LinearRanker(loss="listmle", seed=1, max_iter=3).fit(train)
+    # labels have ties, so the tie-break (hence the gradient at w = 0) differs
+    assert not np.array_equal(a.coef_, b.coef_)
+    c = LinearRanker(loss="listmle", seed=1, max_iter=3).fit(train)
+    np.testing.assert_array_equal(b.coef_, c.coef_)
+
+
+# --------------------------------------------------------------------------- persistence
+
+def test_save_load_round_trip_gives_identical_scores(tmp_path, linear_models, lambdamart, splits):
+    test = splits[2]
+    for name, model in [*linear_models.items(), ("lambdamart", lambdamart)]:
+        path = tmp_path / f"{name}.json"
+        model.save(path)
+        loaded = load_ranker(path)
+        assert type(loaded) is type(model)
+        assert loaded.get_params() == model.get_params()
+        assert loaded.history_ == model.history_
+        np.testing.assert_array_equal(loaded.predict(test), model.predict(test))
+        assert type(model).load(path).get_params() == model.get_params()
+    with pytest.raises(ValueError, match="lambdamart"):
+        LinearRanker.load(tmp_path / "lambdamart.json")
+
+
+def test_get_params_are_plain_data():
+    for kind, klass in RANKERS.items():
+        params = klass().get_params()
+        assert json.loads(json.dumps(params)) == params
+        assert make_ranker(kind, params).get_params() == params
+
+
+def test_predict_before_fit_raises(splits):
+    for klass in RANKERS.values():
+        with pytest.raises(NotFittedError):
+            klass().predict(splits[2])
+
+
+def test_lambdamart_rejects_non_integer_labels(splits):
+    train = splits[0]
+    bad = RankData(X=train.X, y=train.y + 0.5, qid=train.qid, docid=train.docid, offsets=train.offsets)
+    with pytest.raises(ValueError, match="integer"):
+        LambdaMART(n_estimators=2).fit(bad)
+
+
+# --------------------------------------------------------------------------- config errors
+
+def test_unknown_kind_lists_valid_kinds():
+    with pytest.raises(ValueError) as err:
+        make_ranker("xgboost", {})
+    assert "xgboost" in str(err.value) and "linear" in str(err.value) and "lambdamart" in str(err.value)
+
+
+def test_unknown_param_is_named_with_valid_ones():
+    with pytest.raises(ValueError) as err:
+        make_ranker("linear", {"loss": "ranknet", "alpha": 1.0})
+    message = str(err.value)
+    assert "alpha" in message and all(p in message for p in LinearRanker.param_names())
+
+
+def test_unknown_loss_lists_valid_losses():
+    with pytest.raises(ValueError) as err:
+        make_ranker("linear", {"loss": "softmax"})
+    assert all(name in str(err.value) for name in LOSSES)
+
+
+def test_base_ranker_load_dispatches(tmp_path, linear_models):
+    path = tmp_path / "m.json"
+    linear_models["ranknet"].save(path)
+    assert isinstance(Ranker.load(path), LinearRanker)
