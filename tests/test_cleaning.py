@@ -1,0 +1,148 @@
+"""Cleaning steps against small brute-force implementations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rankstudy import cleaning
+from rankstudy.cleaning import drop_near_duplicate_pairs, drop_queries_without_relevant, drop_zero_vectors
+from rankstudy.data import RankData
+from rankstudy.letor import read_letor
+
+
+def make_data(rng: np.random.Generator, lengths: list[int], n_features: int = 20) -> RankData:
+    n = sum(lengths)
+    X = rng.normal(size=(n, n_features))
+    y = rng.integers(0, 3, n).astype(float)
+    qid = np.repeat(np.arange(len(lengths)) * 10 + 3, lengths)
+    return RankData(X=X, y=y, qid=qid, docid=np.arange(n).astype(str),
+                    offsets=np.concatenate([[0], np.cumsum(lengths)]))
+
+
+def rows_of(data: RankData) -> list[tuple]:
+    return list(zip(data.qid.tolist(), data.docid.tolist(), data.y.tolist(), map(tuple, data.X.tolist())))
+
+
+def brute_keep_rows(data: RankData, keep) -> list[tuple]:
+    return [r for r, k in zip(rows_of(data), keep) if k]
+
+
+def brute_near_duplicates(data: RankData, cosine: float, rel: float) -> tuple[list[bool], list[float]]:
+    """Rows to drop, and every within-query good/bad cosine (to check none sits on the threshold)."""
+    drop = [False] * len(data.y)
+    seen = []
+    for q in range(data.n_queries):
+        lo, hi = data.offsets[q], data.offsets[q + 1]
+        for i in range(lo, hi):
+            for j in range(lo, hi):
+                if data.y[i] >= rel > data.y[j]:
+                    ni, nj = np.linalg.norm(data.X[i]), np.linalg.norm(data.X[j])
+                    c = 0.0 if ni == 0 or nj == 0 else float(data.X[i] @ data.X[j] / (ni * nj))
+                    seen.append(c)
+                    if c > cosine:
+                        drop[i] = drop[j] = True
+    return drop, seen
+
+
+def check_structure(data: RankData) -> None:
+    assert data.offsets[0] == 0 and data.offsets[-1] == len(data.y)
+    assert np.all(np.diff(data.offsets) > 0)
+    for q in range(data.n_queries):  # each block is one query
+        assert len(set(data.qid[data.offsets[q]:data.offsets[q + 1]])) == 1
+
+
+def test_drop_queries_without_relevant():
+    data = make_data(np.random.default_rng(0), [3, 1, 5, 2, 4])
+    data.y[:] = 0
+    data.y[[1, 5, 12]] = [1, 2, 0.5]  # queries 0 and 2 have a relevant doc; query 4 only 0.5
+    cleaned, dropped = drop_queries_without_relevant(data)
+    assert dropped == 3
+    assert list(cleaned.query_ids) == [3, 23]
+    assert rows_of(cleaned) == rows_of(data)[0:3] + rows_of(data)[4:9]
+    check_structure(cleaned)
+    cleaned, dropped = drop_queries_without_relevant(data, rel_threshold=0.5)
+    assert dropped == 2 and list(cleaned.query_ids) == [3, 23, 43]
+
+
+def test_drop_queries_without_relevant_can_drop_everything():
+    data = make_data(np.random.default_rng(0), [2, 2])
+    data.y[:] = 0
+    cleaned, dropped = drop_queries_without_relevant(data)
+    assert dropped == 2 and cleaned.n_queries == 0 and cleaned.X.shape == (0, 20)
+
+
+def test_drop_zero_vectors_removes_rows_and_emptied_queries():
+    data = make_data(np.random.default_rng(1), [3, 2, 4])
+    zero = [0, 3, 4, 8]  # query 1 becomes empty
+    data.X[zero] = 0
+    data.X[5, 1:] = 0  # one non-zero feature left: kept
+    cleaned, dropped = drop_zero_vectors(data)
+    keep = [i not in zero for i in range(len(data.y))]
+    assert dropped == 4
+    assert rows_of(cleaned) == brute_keep_rows(data, keep)
+    assert list(cleaned.query_ids) == [3, 23]
+    check_structure(cleaned)
+
+
+def near_duplicate_data(seed: int) -> RankData:
+    rng = np.random.default_rng(seed)
+    lengths = list(rng.integers(1, 40, size=30)) + [300, 1, 2]
+    data = make_data(rng, lengths)
+    for q in range(data.n_queries):  # plant near and not-so-near copies inside queries
+        lo, hi = data.offsets[q], data.offsets[q + 1]
+        for _ in range((hi - lo) // 5):
+            i, j = rng.integers(lo, hi, size=2)
+            noise = rng.choice([1e-4, 0.3])  # cosine ~0.99999999 or ~0.95
+            data.X[j] = data.X[i] + noise * rng.normal(size=data.n_features)
+    data.X[rng.integers(0, len(data.y), size=10)] = 0  # zero vectors never count as duplicates
+    return data
+
+
+@pytest.mark.parametrize("block_elements", [cleaning.PAIR_BLOCK_ELEMENTS, 500])
+def test_drop_near_duplicate_pairs_matches_brute_force(monkeypatch, block_elements):
+    monkeypatch.setattr(cleaning, "PAIR_BLOCK_ELEMENTS", block_elements)
+    data = near_duplicate_data(2)
+    expected_drop, cosines = brute_near_duplicates(data, 0.99, 1.0)
+    assert min(abs(np.array(cosines) - 0.99)) > 1e-6  # no pair sits on the threshold
+    assert 10 < sum(expected_drop) < len(data.y) // 2  # the test data does exercise the rule
+
+    cleaned, dropped = drop_near_duplicate_pairs(data, cosine=0.99, rel_threshold=1.0)
+    assert dropped == sum(expected_drop)
+    assert rows_of(cleaned) == brute_keep_rows(data, [not d for d in expected_drop])
+    check_structure(cleaned)
+
+
+def test_drop_near_duplicate_pairs_threshold_and_relevance():
+    data = near_duplicate_data(3)
+    for cosine, rel in [(0.9, 1.0), (0.99, 2.0)]:
+        expected_drop, cosines = brute_near_duplicates(data, cosine, rel)
+        assert min(abs(np.array(cosines) - cosine)) > 1e-6
+        cleaned, dropped = drop_near_duplicate_pairs(data, cosine=cosine, rel_threshold=rel)
+        assert dropped == sum(expected_drop)
+        assert rows_of(cleaned) == brute_keep_rows(data, [not d for d in expected_drop])
+
+
+def test_identical_documents_with_equal_labels_are_kept():
+    data = make_data(np.random.default_rng(4), [4])
+    data.X[1] = data.X[0]
+    data.y[:] = [2, 1, 0, 0]  # both relevant: not a contradiction
+    assert drop_near_duplicate_pairs(data)[1] == 0
+    data.y[:] = [2, 0, 0, 0]
+    cleaned, dropped = drop_near_duplicate_pairs(data)
+    assert dropped == 2 and list(cleaned.docid) == ["2", "3"]
+
+
+def test_mq2008_cleaning_matches_brute_force(mq2008_dir):
+    data = read_letor(mq2008_dir / "Fold1" / "vali.txt.gz")
+    cleaned, dropped = drop_zero_vectors(data)
+    zero = ~data.X.any(axis=1)
+    assert dropped == zero.sum()  # (zero in MQ2008 Fold1 vali)
+    assert rows_of(cleaned) == brute_keep_rows(data, ~zero)
+
+    expected_drop, cosines = brute_near_duplicates(data, 0.99, 1.0)
+    cosines = np.array(cosines)
+    assert not np.any(np.abs(cosines - 0.99) < 1e-9)
+    cleaned, dropped = drop_near_duplicate_pairs(data)
+    assert dropped == sum(expected_drop) > 0
+    assert rows_of(cleaned) == brute_keep_rows(data, [not d for d in expected_drop])

@@ -1,0 +1,375 @@
+"""rankstudy.tracking against a real SQLite store and a real `mlflow server` (no mocks)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from rankstudy import tracking
+from rankstudy.tracking import (
+    fold_runs,
+    log_fold_run,
+    log_parent_metrics,
+    log_study_run,
+    mlflow_key,
+    resolve_tracking_uri,
+    tracking_lock,
+)
+
+from mlflow import MlflowClient  # noqa: E402  (after rankstudy.tracking set its env defaults)
+from mlflow.exceptions import MlflowException  # noqa: E402
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+EXPERIMENT = "rankstudy-test"
+PARENT_KEY = "MQ2008/all/lambdamart"
+
+
+@pytest.fixture(scope="session")
+def initialized_db(tmp_path_factory) -> Path:
+    """An empty store whose schema is already created (that takes seconds), to copy."""
+    db = tmp_path_factory.mktemp("template") / "mlflow.db"
+    fold_runs(f"sqlite:///{db}", EXPERIMENT)  # first use runs the schema migrations
+    return db
+
+
+@pytest.fixture
+def fresh_uri(tmp_path: Path) -> str:
+    """A store that does not exist yet."""
+    return f"sqlite:///{tmp_path / 'results' / 'mlflow.db'}"
+
+
+@pytest.fixture
+def sqlite_uri(tmp_path: Path, initialized_db: Path) -> str:
+    """A store with the schema in place but no experiment or run."""
+    db = tmp_path / "results" / "mlflow.db"
+    db.parent.mkdir()
+    shutil.copyfile(initialized_db, db)
+    return f"sqlite:///{db}"
+
+
+@pytest.fixture
+def artifacts(tmp_path: Path) -> list[Path]:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    scores = folder / "scores.tsv"
+    scores.write_text("qid\tdocid\tscore\n1\td1\t0.5\n")
+    model = folder / "model.txt"
+    model.write_text("tree\n")
+    return [scores, model]
+
+
+def fold_kwargs(fold: int, **overrides) -> dict:
+    """Arguments of log_fold_run as a fold job would pass them."""
+    kwargs = dict(
+        dataset="MQ2008",
+        featureset="all",
+        method="lambdamart",
+        fold=fold,
+        params={"learning_rate": 0.05, "model": {"num_leaves": 31, "objective": "lambdarank"}},
+        metrics={"test.ndcg@10": 0.40 + fold / 100, "test.map": 0.30},
+        history=[{"step": step, "train.loss": 1.0 / (step + 1), "valid.ndcg@10": 0.1 * step}
+                 for step in range(5)],
+        artifacts=[],
+        tags={"git.commit": "abc123"},
+    )
+    kwargs.update(overrides)
+    return kwargs
+
+
+def live_runs(client: MlflowClient, level: str) -> list:
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    return client.search_runs([experiment.experiment_id], f"tags.`rankstudy.level` = '{level}'")
+
+
+# ---------------------------------------------------------------- pure helpers
+
+
+def test_metric_names_map_at_sign_to_at():
+    assert mlflow_key("test.ndcg@10") == "test.ndcg_at_10"
+    assert mlflow_key("valid/err@5 k:1") == "valid/err_at_5 k:1"  # allowed chars kept
+    assert mlflow_key("p(10)") == "p_10_"
+
+
+def test_resolve_tracking_uri_precedence(monkeypatch, tmp_path):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    default = resolve_tracking_uri(None, tmp_path / "results")
+    assert default == f"sqlite:///{(tmp_path / 'results').resolve()}/mlflow.db"
+    assert default.startswith("sqlite:////")  # absolute path
+    assert resolve_tracking_uri("", tmp_path) == f"sqlite:///{tmp_path.resolve()}/mlflow.db"
+    assert resolve_tracking_uri("http://127.0.0.1:5000", tmp_path) == "http://127.0.0.1:5000"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:////elsewhere/m.db")
+    assert resolve_tracking_uri("http://127.0.0.1:5000", tmp_path) == "sqlite:////elsewhere/m.db"
+
+
+def test_sqlite_lock_excludes_other_processes(fresh_uri, tmp_path):
+    lock_file = tmp_path / "results" / "mlflow.db.lock"
+    probe = (
+        "import fcntl, sys\n"
+        "f = open(sys.argv[1], 'a')\n"
+        "try:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\nexcept BlockingIOError:\n"
+        "    sys.exit(3)\n"
+    )
+    with tracking_lock(fresh_uri):
+        with tracking_lock(fresh_uri):  # re-entrant in one thread
+            assert lock_file.exists()
+            held = subprocess.run([sys.executable, "-c", probe, str(lock_file)], timeout=30)
+    free = subprocess.run([sys.executable, "-c", probe, str(lock_file)], timeout=30)
+    assert (held.returncode, free.returncode) == (3, 0)
+
+
+def test_server_lock_is_a_no_op(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with tracking_lock("http://127.0.0.1:5000"):
+        pass
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------- sqlite store
+
+
+def test_fold_run_logs_parent_and_child(fresh_uri, artifacts, tmp_path):
+    run_id = log_fold_run(fresh_uri, EXPERIMENT, **fold_kwargs(1, artifacts=artifacts))
+    client = MlflowClient(fresh_uri)
+
+    [parent] = live_runs(client, "parent")
+    assert parent.data.tags["rankstudy.key"] == PARENT_KEY
+    assert parent.info.run_name == "lambdamart [all] MQ2008"
+
+    child = client.get_run(run_id)
+    tags = child.data.tags
+    assert tags["rankstudy.key"] == f"{PARENT_KEY}/fold1"
+    assert tags["rankstudy.level"] == "fold"
+    assert tags["mlflow.parentRunId"] == parent.info.run_id
+    assert (tags["dataset"], tags["featureset"], tags["method"], tags["fold"]) == (
+        "MQ2008", "all", "lambdamart", "1")
+    assert tags["git.commit"] == "abc123"
+    assert child.info.status == "FINISHED"
+
+    assert child.data.params == {"learning_rate": "0.05", "model.num_leaves": "31",
+                                 "model.objective": "lambdarank"}
+    assert child.data.metrics["test.ndcg_at_10"] == pytest.approx(0.41)
+    assert child.data.metrics["test.map"] == pytest.approx(0.30)
+    history = client.get_metric_history(run_id, "valid.ndcg_at_10")
+    assert [m.step for m in history] == list(range(5))
+    assert [m.value for m in history] == pytest.approx([0.1 * s for s in range(5)])
+    assert len(client.get_metric_history(run_id, "train.loss")) == 5
+
+    listed = sorted(item.path for item in client.list_artifacts(run_id))
+    assert listed == ["model.txt", "scores.tsv"]
+    # Artifacts sit next to the database, not in ./mlruns of the cwd.
+    stored = tmp_path / "results" / "mlartifacts" / run_id / "artifacts" / "scores.tsv"
+    assert stored.read_text() == artifacts[0].read_text()
+
+
+def test_rerunning_a_fold_replaces_its_run(sqlite_uri, artifacts):
+    first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
+    other = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(2))
+    second = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, artifacts=artifacts))
+
+    table = fold_runs(sqlite_uri, EXPERIMENT)
+    assert sorted(table["run_id"]) == sorted([second, other])
+    assert table.groupby("fold").size().to_dict() == {1: 1, 2: 1}
+    assert table["parent_run_id"].nunique() == 1
+    assert "metrics.test.ndcg_at_10" in table.columns
+
+    client = MlflowClient(sqlite_uri)
+    assert client.get_run(first).info.lifecycle_stage == "deleted"
+    assert len(live_runs(client, "parent")) == 1
+
+
+def test_failed_rerun_keeps_the_earlier_run(sqlite_uri, tmp_path):
+    first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
+    with pytest.raises(FileNotFoundError):
+        log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, artifacts=[tmp_path / "nope"]))
+    # A param key over MLflow's 250-character limit fails inside MLflow, after the
+    # new run was created: that half-logged run must not replace the complete one.
+    with pytest.raises(MlflowException):
+        log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, params={"x" * 300: 1}))
+    assert list(fold_runs(sqlite_uri, EXPERIMENT)["run_id"]) == [first]
+
+
+def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):
+    child = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
+    keys = dict(dataset="MQ2008", featureset="all", method="lambdamart")
+    log_parent_metrics(sqlite_uri, EXPERIMENT, **keys, metrics={"test.ndcg@10": 0.40})
+    parent_id = log_parent_metrics(sqlite_uri, EXPERIMENT, **keys,
+                                   metrics={"test.ndcg@10": 0.45}, artifacts=artifacts[:1])
+
+    client = MlflowClient(sqlite_uri)
+    assert client.get_run(child).data.tags["mlflow.parentRunId"] == parent_id
+    parent = client.get_run(parent_id)
+    assert parent.data.metrics["test.ndcg_at_10"] == pytest.approx(0.45)
+    assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg_at_10")] == [0, 1]
+    assert [item.path for item in client.list_artifacts(parent_id)] == ["scores.tsv"]
+
+    # A parent with no folds yet is created on demand.
+    lone = log_parent_metrics(sqlite_uri, EXPERIMENT, dataset="MQ2008", featureset="all",
+                              method="ranknet", metrics={"test.map": 0.2})
+    assert client.get_run(lone).data.tags["rankstudy.key"] == "MQ2008/all/ranknet"
+
+
+def test_study_run_is_replaced_on_rerun(sqlite_uri, artifacts):
+    first = log_study_run(sqlite_uri, EXPERIMENT, study="main", dataset="MQ2008",
+                          artifacts=artifacts, params={"methods": ["a", "b"]})
+    second = log_study_run(sqlite_uri, EXPERIMENT, study="main", dataset="MQ2008",
+                           artifacts=artifacts[:1])
+    client = MlflowClient(sqlite_uri)
+    [live] = live_runs(client, "study")
+    assert live.info.run_id == second != first
+    assert live.data.tags["rankstudy.key"] == "study/main/MQ2008"
+    assert [item.path for item in client.list_artifacts(second)] == ["scores.tsv"]
+    assert client.get_run(first).data.params == {"methods": "['a', 'b']"}
+
+
+def test_fold_runs_of_a_missing_experiment_is_empty(sqlite_uri):
+    table = fold_runs(sqlite_uri, "never-logged")
+    assert table.empty and list(table.columns) == tracking.FOLD_RUN_COLUMNS
+
+
+def test_parallel_jobs_on_a_fresh_store_lose_nothing(fresh_uri):
+    """8 separate processes, like `snakemake --cores 8`, log folds into a store that
+    does not exist yet (the first one to get in creates the schema).
+
+    The 'forkserver' context gives each worker a fresh process forked from a clean
+    server that has only imported rankstudy.tracking and MLflow's SQL store: no state
+    inherited from this test process, and not 8 x 2-4 s of CPU re-importing mlflow on
+    a 2-core machine.
+    Without a barrier they still collide, as no worker has anything else to do.
+    """
+    n = 8
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["rankstudy.tracking", "mlflow.store.tracking.sqlalchemy_store"])
+    workers = []
+    for fold in range(n):
+        method = "lambdamart" if fold % 2 else "ranknet"
+        kwargs = fold_kwargs(fold, method=method, artifacts=[])
+        workers.append(context.Process(target=log_fold_run, args=(fresh_uri, EXPERIMENT),
+                                       kwargs=kwargs))
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=120)
+    assert [worker.exitcode for worker in workers] == [0] * n
+
+    table = fold_runs(fresh_uri, EXPERIMENT)
+    assert sorted(table["fold"]) == list(range(n))
+    assert table.groupby("method")["parent_run_id"].nunique().to_dict() == {
+        "lambdamart": 1, "ranknet": 1}
+    client = MlflowClient(fresh_uri)
+    parents = live_runs(client, "parent")
+    assert sorted(run.data.tags["rankstudy.key"] for run in parents) == [
+        "MQ2008/all/lambdamart", "MQ2008/all/ranknet"]
+    assert set(table["parent_run_id"]) == {run.info.run_id for run in parents}
+
+
+# ---------------------------------------------------------------- tracking server
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_health(url: str, server: subprocess.Popen, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"mlflow server exited with {server.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.3)
+    raise TimeoutError(f"mlflow server at {url} not healthy after {timeout} s")
+
+
+@pytest.fixture
+def mlflow_server(tmp_path: Path):
+    """A real `mlflow server` on 127.0.0.1 with its own SQLite store and artifact folder."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log_file = open(tmp_path / "server.log", "w")
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true",
+           # The background job runner is not needed and costs a process and startup time.
+           "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    command = [
+        sys.executable, "-m", "mlflow", "server",
+        "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}",
+        "--artifacts-destination", str(tmp_path / "server-artifacts"),
+        "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+        # MLflow 3 checks the Host header (DNS-rebinding protection); name ours explicitly.
+        "--allowed-hosts", f"127.0.0.1:{port},localhost:{port}",
+    ]
+    # Own session, so teardown can stop the server and its uvicorn worker together.
+    server = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+                              cwd=tmp_path, start_new_session=True)
+    try:
+        wait_for_health(url, server, timeout=75)
+        yield url
+    except Exception:
+        print((tmp_path / "server.log").read_text()[-3000:])
+        raise
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=15)
+        log_file.close()
+
+
+def rest(url: str, endpoint: str, body: dict | None = None) -> dict:
+    """Call the MLflow REST API with plain urllib (GET without body, POST with)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"{url}/api/2.0/mlflow/{endpoint}", data=data,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.load(response)
+
+
+def test_logging_to_a_tracking_server(mlflow_server, artifacts, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
+    uri = resolve_tracking_uri("sqlite:////not/used.db", "results")
+    assert uri == mlflow_server
+
+    log_fold_run(uri, EXPERIMENT, **fold_kwargs(0))
+    child_id = log_fold_run(uri, EXPERIMENT, **fold_kwargs(0, artifacts=artifacts))  # rerun
+    log_fold_run(uri, EXPERIMENT, **fold_kwargs(1))
+
+    experiment = rest(mlflow_server, f"experiments/get-by-name?experiment_name={EXPERIMENT}")
+    experiment_id = experiment["experiment"]["experiment_id"]
+    found = rest(mlflow_server, "runs/search", {
+        "experiment_ids": [experiment_id],
+        "filter": f"tags.`rankstudy.key` = '{PARENT_KEY}/fold0'",
+        "run_view_type": "ACTIVE_ONLY",
+    })
+    [child] = found["runs"]
+    assert child["info"]["run_id"] == child_id
+    metrics = {m["key"]: m["value"] for m in child["data"]["metrics"]}
+    assert metrics["test.ndcg_at_10"] == pytest.approx(0.40)
+    tags = {t["key"]: t["value"] for t in child["data"]["tags"]}
+    assert tags["rankstudy.level"] == "fold"
+
+    everything = rest(mlflow_server, "runs/search", {"experiment_ids": [experiment_id]})
+    levels = sorted(
+        next(t["value"] for t in run["data"]["tags"] if t["key"] == "rankstudy.level")
+        for run in everything["runs"])
+    assert levels == ["fold", "fold", "parent"]
+
+    listed = rest(mlflow_server, f"artifacts/list?run_id={child_id}")
+    assert sorted(f["path"] for f in listed["files"]) == ["model.txt", "scores.tsv"]
