@@ -1,17 +1,29 @@
 # Shared helpers: config checks that need the package, wildcard constraints, target lists.
 import json
+import os
 import re
 from pathlib import Path
 
+# Parallel jobs each get one core: stop BLAS from oversubscribing it with its own threads.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
 from rankstudy.config import check_config, git_commit
 
-RESULTS = "results"
 SETTINGS = check_config(config, workdir=Path(workflow.basedir))
 FEATURESETS = SETTINGS.featuresets
 METHODS = list(config["methods"])
 DATASETS = list(config["datasets"])
 FOLDS = [int(f) for f in config["folds"]]
 SPLITS = ["train", "vali", "test"]
+# The jobs' software: this environment (used with `--sdm conda`; otherwise the current one).
+ENV = "../../environment.yml"
+# Default MLflow store beside the outputs; MLFLOW_TRACKING_URI still wins inside the jobs.
+MLFLOW = {
+    "tracking_uri": (config.get("mlflow") or {}).get("tracking_uri")
+    or f"sqlite:///{Path('results').resolve()}/mlflow.db",
+    "experiment": (config.get("mlflow") or {}).get("experiment", "rankstudy"),
+}
 
 
 wildcard_constraints:
@@ -23,27 +35,30 @@ wildcard_constraints:
     study="[A-Za-z0-9_.-]+",
 
 
-def run_dir(w):
-    return f"{RESULTS}/runs/{w.dataset}/{w.featureset}/{w.method}/fold{w.fold}"
+def correlations_if_needed(w):
+    """Only second-order feature sets need the pair correlations of their fold."""
+    if w.featureset == "first":
+        return []
+    return [f"results/features/{w.dataset}/fold{w.fold}/pair_correlations.tsv"]
 
 
 def fold_summaries(w):
     return expand(
-        RESULTS + "/runs/{dataset}/{featureset}/{method}/fold{fold}/summary.json",
+        "results/runs/{dataset}/{featureset}/{method}/fold{fold}/summary.json",
         dataset=w.dataset, featureset=w.featureset, method=w.method, fold=FOLDS,
     )
 
 
 def dataset_summaries(w):
     return expand(
-        RESULTS + "/runs/{dataset}/{featureset}/{method}/summary.json",
+        "results/runs/{dataset}/{featureset}/{method}/summary.json",
         dataset=w.dataset, featureset=FEATURESETS, method=METHODS,
     )
 
 
 def dataset_per_query(w):
     return expand(
-        RESULTS + "/runs/{dataset}/{featureset}/{method}/fold{fold}/metrics.per_query.test.csv",
+        "results/runs/{dataset}/{featureset}/{method}/fold{fold}/metrics.per_query.test.csv",
         dataset=w.dataset, featureset=FEATURESETS, method=METHODS, fold=FOLDS,
     )
 
@@ -52,8 +67,8 @@ def all_targets():
     study = config["study"]
     return expand(
         [
-            RESULTS + "/tables/{study}/{dataset}.md",
-            RESULTS + "/plots/{study}/{dataset}.ndcg_at_k.png",
+            "results/tables/{study}/{dataset}.md",
+            "results/plots/{study}/{dataset}.ndcg_at_k.png",
         ],
         study=study, dataset=DATASETS,
     )

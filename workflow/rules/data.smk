@@ -4,29 +4,34 @@
 
 rule fetch_dataset:
     output:
-        RESULTS + "/data/{dataset}/source.json",
+        "results/data/{dataset}/source.json",
     params:
+        entry=lambda w: SETTINGS.registry[w.dataset],
         data_root=config.get("data_root", "data"),
         synthetic=config.get("synthetic", {}),
         seed=config.get("seed", 0),
     log:
-        RESULTS + "/logs/fetch_dataset/{dataset}.log",
+        "results/logs/fetch_dataset/{dataset}.log",
+    conda:
+        ENV
     script:
         "../scripts/fetch_dataset.py"
 
 
 rule prepare_fold:
     input:
-        RESULTS + "/data/{dataset}/source.json",
+        "results/data/{dataset}/source.json",
     output:
-        train=RESULTS + "/data/{dataset}/fold{fold}/train.npz",
-        vali=RESULTS + "/data/{dataset}/fold{fold}/vali.npz",
-        test=RESULTS + "/data/{dataset}/fold{fold}/test.npz",
-        meta=RESULTS + "/data/{dataset}/fold{fold}/meta.json",
+        train="results/data/{dataset}/fold{fold}/train.npz",
+        vali="results/data/{dataset}/fold{fold}/vali.npz",
+        test="results/data/{dataset}/fold{fold}/test.npz",
+        meta="results/data/{dataset}/fold{fold}/meta.json",
     params:
         cleaning=config.get("cleaning", {}),
         rel_threshold=config["evaluation"].get("rel_threshold", 1),
     log:
-        RESULTS + "/logs/prepare_fold/{dataset}/fold{fold}.log",
+        "results/logs/prepare_fold/{dataset}/fold{fold}.log",
+    conda:
+        ENV
     script:
         "../scripts/prepare_fold.py"

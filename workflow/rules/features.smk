@@ -3,39 +3,37 @@
 
 rule pair_correlations:
     input:
-        train=RESULTS + "/data/{dataset}/fold{fold}/train.npz",
+        train="results/data/{dataset}/fold{fold}/train.npz",
     output:
-        RESULTS + "/features/{dataset}/fold{fold}/pair_correlations.tsv",
+        "results/features/{dataset}/fold{fold}/pair_correlations.tsv",
     params:
         normalization=config["features"]["normalization"],
         chunk_rows=config["features"].get("chunk_rows", 65536),
     log:
-        RESULTS + "/logs/pair_correlations/{dataset}/fold{fold}.log",
+        "results/logs/pair_correlations/{dataset}/fold{fold}.log",
+    conda:
+        ENV
     script:
         "../scripts/pair_correlations.py"
 
 
-def correlations_if_needed(w):
-    return [] if w.featureset == "first" else [
-        RESULTS + f"/features/{w.dataset}/fold{w.fold}/pair_correlations.tsv"
-    ]
-
-
 rule featurize:
     input:
-        train=RESULTS + "/data/{dataset}/fold{fold}/train.npz",
-        vali=RESULTS + "/data/{dataset}/fold{fold}/vali.npz",
-        test=RESULTS + "/data/{dataset}/fold{fold}/test.npz",
+        train="results/data/{dataset}/fold{fold}/train.npz",
+        vali="results/data/{dataset}/fold{fold}/vali.npz",
+        test="results/data/{dataset}/fold{fold}/test.npz",
         correlations=correlations_if_needed,
     output:
-        train=RESULTS + "/features/{dataset}/{featureset}/fold{fold}/train.npz",
-        vali=RESULTS + "/features/{dataset}/{featureset}/fold{fold}/vali.npz",
-        test=RESULTS + "/features/{dataset}/{featureset}/fold{fold}/test.npz",
-        pairs=RESULTS + "/features/{dataset}/{featureset}/fold{fold}/pairs.tsv",
-        transform=RESULTS + "/features/{dataset}/{featureset}/fold{fold}/transform.json",
+        train="results/features/{dataset}/{featureset}/fold{fold}/train.npz",
+        vali="results/features/{dataset}/{featureset}/fold{fold}/vali.npz",
+        test="results/features/{dataset}/{featureset}/fold{fold}/test.npz",
+        pairs="results/features/{dataset}/{featureset}/fold{fold}/pairs.tsv",
+        transform="results/features/{dataset}/{featureset}/fold{fold}/transform.json",
     params:
         normalization=config["features"]["normalization"],
     log:
-        RESULTS + "/logs/featurize/{dataset}/{featureset}/fold{fold}.log",
+        "results/logs/featurize/{dataset}/{featureset}/fold{fold}.log",
+    conda:
+        ENV
     script:
         "../scripts/featurize.py"

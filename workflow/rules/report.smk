@@ -6,15 +6,15 @@ rule tables:
     input:
         per_query=dataset_per_query,
         summaries=dataset_summaries,
-        meta=lambda w: expand(RESULTS + "/data/{dataset}/fold{fold}/meta.json", dataset=w.dataset, fold=FOLDS),
+        meta=lambda w: expand("results/data/{dataset}/fold{fold}/meta.json", dataset=w.dataset, fold=FOLDS),
     output:
-        csv=report(RESULTS + "/tables/{study}/{dataset}.csv", caption="../report/table.rst",
+        csv=report("results/tables/{study}/{dataset}.csv", caption="../report/table.rst",
                    category="Tables", subcategory="{dataset}"),
-        md=RESULTS + "/tables/{study}/{dataset}.md",
-        tex=RESULTS + "/tables/{study}/{dataset}.tex",
-        html=report(RESULTS + "/tables/{study}/{dataset}.html", caption="../report/table.rst",
+        md="results/tables/{study}/{dataset}.md",
+        tex="results/tables/{study}/{dataset}.tex",
+        html=report("results/tables/{study}/{dataset}.html", caption="../report/table.rst",
                     category="Tables", subcategory="{dataset}"),
-        plot=report(RESULTS + "/plots/{study}/{dataset}.ndcg_at_k.png", caption="../report/ndcg_at_k.rst",
+        plot=report("results/plots/{study}/{dataset}.ndcg_at_k.png", caption="../report/ndcg_at_k.rst",
                     category="Plots", subcategory="{dataset}"),
     params:
         folds=FOLDS,
@@ -23,9 +23,10 @@ rule tables:
         baseline=SETTINGS.baseline,
         report=config["report"],
         evaluation=config["evaluation"],
-        mlflow=config.get("mlflow", {}),
-        results=RESULTS,
+        mlflow=MLFLOW,
     log:
-        RESULTS + "/logs/tables/{study}/{dataset}.log",
+        "results/logs/tables/{study}/{dataset}.log",
+    conda:
+        ENV
     script:
         "../scripts/tables.py"

@@ -1,5 +1,6 @@
-"""Fold means (and standard deviations) of one (dataset, feature set, method), set on its
-MLflow parent run."""
+"""Fold means (and standard deviations) of one (dataset, feature set, method), and its MLflow
+runs: one child per fold with the fold's params, metrics, training curve and artifacts, under
+a parent run holding the means. A fold logged before is replaced, never duplicated."""
 
 from pathlib import Path
 
@@ -8,19 +9,35 @@ import numpy as np
 from rankstudy import atomic, tracking
 from rankstudy.jobs import job_logging
 
+ARTIFACTS = ("model.json", "scores.test.tsv", "run.test.trec", "metrics.per_query.vali.csv",
+             "metrics.per_query.test.csv", "selection.csv", "config.resolved.json")
+
 with job_logging(snakemake, "aggregate"):
-    w = snakemake.wildcards
-    folds = [atomic.read_json(p) for p in snakemake.input]
+    w, mlflow = snakemake.wildcards, snakemake.params.mlflow
+    uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
+    experiment = mlflow.get("experiment", "rankstudy")
+    folds = []
+    for path in map(Path, snakemake.input):
+        fold = atomic.read_json(path)
+        run_id = tracking.log_fold_run(
+            uri, experiment, dataset=w.dataset, featureset=w.featureset, method=w.method, fold=fold["fold"],
+            params={"method": fold["params"], "kind": fold["kind"], "featureset": w.featureset,
+                    "fold": fold["fold"], "data_fingerprint": fold["fingerprint"], "evaluation": fold["evaluation"]},
+            metrics=fold["metrics"], history=atomic.read_json(path.parent / "history.json"),
+            artifacts=[path.parent / name for name in ARTIFACTS],
+            tags={"git_commit": snakemake.params.commit, "data_fingerprint": fold["fingerprint"]})
+        print(f"fold {fold['fold']}: MLflow run {run_id}")
+        folds.append({**fold, "mlflow_run_id": run_id})
     names = sorted(folds[0]["metrics"])
     values = {k: np.array([f["metrics"][k] for f in folds], dtype=float) for k in names}
     summary = {"dataset": w.dataset, "featureset": w.featureset, "method": w.method,
-               "folds": [f["fold"] for f in folds],
+               "folds": [f["fold"] for f in folds], "fold_runs": {f["fold"]: f["mlflow_run_id"] for f in folds},
                "mean": {k: float(np.nanmean(v)) for k, v in values.items()},
                "std": {k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0 for k, v in values.items()}}
-    mlflow = snakemake.params.mlflow
-    uri = tracking.resolve_tracking_uri(mlflow.get("tracking_uri"), Path(snakemake.params.results).resolve())
     summary["mlflow_parent_run_id"] = tracking.log_parent_metrics(
-        uri, mlflow.get("experiment", "rankstudy"), dataset=w.dataset, featureset=w.featureset,
-        method=w.method, metrics={f"mean.{k}": v for k, v in summary["mean"].items()})
+        uri, experiment, dataset=w.dataset, featureset=w.featureset, method=w.method,
+        metrics={**{f"mean.{k}": v for k, v in summary["mean"].items()},
+                 **{f"std.{k}": v for k, v in summary["std"].items()}},
+    )
     atomic.write_json(snakemake.output[0], summary)
-    print(summary["mean"])
+    print({k: round(v, 4) for k, v in summary["mean"].items() if k.startswith("test.")})

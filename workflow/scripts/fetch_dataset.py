@@ -4,20 +4,18 @@ used as is when its files are under data_root, else downloaded and unpacked ther
 from pathlib import Path
 
 from rankstudy import atomic, datasets
-from rankstudy.config import resolve_path
 from rankstudy.jobs import job_logging
 
 with job_logging(snakemake, "fetch_dataset"):
     name = snakemake.wildcards.dataset
-    base = Path(snakemake.workflow.basedir)
-    registry = datasets.load_registry(resolve_path(snakemake.config.get("registry", "config/datasets.yaml"), base))
-    entry = registry[name]
+    entry = snakemake.params.entry
     if entry["source"] == "synthetic":
         source = {"name": name, "source": "synthetic", "seed": snakemake.params.seed,
                   **snakemake.params.synthetic}
     else:
         data_root = Path(snakemake.params.data_root).resolve()
         root = datasets.ensure_available(name, entry, data_root, data_root / "_downloads", progress=print)
-        source = {"name": name, "source": entry["source"], "root": str(Path(root).resolve()), "entry": entry}
+        source = {"name": name, "source": entry["source"], "data_root": str(data_root),
+                  "root": str(Path(root).resolve()), "entry": entry}
     print(f"data set {name}: {source.get('root', 'embedded generator')}")
     atomic.write_json(snakemake.output[0], source)

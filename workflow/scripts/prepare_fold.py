@@ -29,8 +29,8 @@ with job_logging(snakemake, "prepare_fold"):
         splits = synthetic.fold_splits(parts, fold)
         max_label, files = 4, {}
     else:
-        entry, root = source["entry"], Path(source["root"])
-        files = {s: datasets.split_file(name, entry, root.parent, fold, s) for s in SPLITS}
+        entry = source["entry"]
+        files = {s: datasets.split_file(name, entry, Path(source["data_root"]), fold, s) for s in SPLITS}
         splits = {}
         for s in SPLITS:
             print(f"parsing {files[s]}")

@@ -40,7 +40,7 @@ with job_logging(snakemake, "tables"):
     plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k")
     print(Path(snakemake.output.md).read_text())
     mlflow = p.mlflow
-    uri = tracking.resolve_tracking_uri(mlflow.get("tracking_uri"), Path(p.results).resolve())
+    uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
     tracking.log_study_run(uri, mlflow.get("experiment", "rankstudy"), study=w.study, dataset=w.dataset,
                            artifacts=[*map(Path, written), Path(plot)],
                            params={"baseline": p.baseline, "folds": p.folds, "caption": caption})

@@ -1,0 +1,68 @@
+"""The run configuration: schema validation and the name checks done at workflow start."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from rankstudy.config import ConfigError, check_config, featureset_names
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = str(REPO / "workflow/schemas/config.schema.yaml")
+
+
+@pytest.fixture
+def config():
+    return yaml.safe_load((REPO / "config/config.yaml").read_text())
+
+
+def test_default_config_is_valid(config):
+    validate(copy.deepcopy(config), SCHEMA)
+    settings = check_config(config, REPO)
+    assert settings.featuresets == ["first", "rho0.10"]
+    assert settings.baseline == "ranknet [first]"
+
+
+def test_schema_rejects_unknown_key_and_bad_value(config):
+    with pytest.raises(WorkflowError, match="nosuchkey"):
+        validate({**config, "nosuchkey": 1}, SCHEMA)
+    bad = copy.deepcopy(config)
+    bad["features"]["normalization"] = "minmax"
+    with pytest.raises(WorkflowError, match="minmax"):
+        validate(bad, SCHEMA)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["methods"]["ranknet"].update(kind="svm"), r"methods\.ranknet\.kind.*valid kinds: lambdamart, linear"),
+    (lambda c: c["methods"]["ranknet"]["params"].update(loss="hinge"), r"unknown loss 'hinge'.*listmle"),
+    (lambda c: c["methods"]["ranknet"]["grid"].update(C=[1]), r"methods\.ranknet\.grid\.C: not a parameter"),
+    (lambda c: c.update(datasets=["MQ2009"]), r"unknown data set 'MQ2009'.*MQ2008"),
+    (lambda c: c["evaluation"].update(metrics=["ndcg@x"]), r"evaluation\.metrics"),
+    (lambda c: c["report"].update(baseline="nomethod"), r"report\.baseline"),
+    (lambda c: c["features"].update(first_order=False, rho=[]), r"no feature set"),
+])
+def test_wrong_names_fail_with_the_key_and_valid_names(config, edit, message):
+    edit(config)
+    with pytest.raises(ConfigError, match=message):
+        check_config(config, REPO)
+
+
+def test_rho_sweep_gives_one_featureset_per_threshold():
+    assert featureset_names({"first_order": False, "rho": [0.0, 0.1, 0.2]}) == ["rho0.00", "rho0.10", "rho0.20"]
+
+
+def test_environment_yml_lists_the_pyproject_dependencies():
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    wanted = project["dependencies"] + project["optional-dependencies"]["test"]
+    names = lambda specs: {re.split(r"[<>=!~ ]", s.strip(), maxsplit=1)[0].lower() for s in specs}
+    env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
+    listed = [d for d in env if isinstance(d, str)] + [p for d in env if isinstance(d, dict) for p in d["pip"]]
+    assert names(wanted) <= names(listed)

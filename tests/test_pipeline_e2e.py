@@ -1,0 +1,166 @@
+"""End to end: the real `snakemake` CLI on a tiny config in a temporary copy of the workflow,
+then the outputs, the MLflow store and a single-fold rerun are checked."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def make_workdir(tmp: Path, overrides: dict) -> Path:
+    """A copy of the workflow as a user's clone has it, with a config file of our own."""
+    for name in ("Snakefile", "workflow", "config", "environment.yml"):
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / name)
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config.update(overrides)
+    (tmp / "test.yaml").write_text(yaml.safe_dump(config))
+    return tmp
+
+
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = [SNAKEMAKE, "--cores", "2", "--configfile", "test.yaml", "--replace-workflow-config", *args]
+    out = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        raise AssertionError(f"{' '.join(cmd)} failed:\n{out.stdout[-5000:]}\n{out.stderr[-8000:]}")
+    return out
+
+
+def job_counts(output: str) -> dict[str, int]:
+    """Parse Snakemake's 'Job stats' table."""
+    stats = output.split("Job stats:")[1]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", stats, re.M)
+            if m.group(1) != "total"}
+
+
+def ndcg_at_10(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Independent per-query NDCG@10 (gain 2^r - 1, log2 discount, stable tie order)."""
+    order = np.argsort(-scores, kind="stable")[:10]
+    ideal = np.sort(labels)[::-1][:10]
+    disc = 1 / np.log2(np.arange(2, 12))
+    idcg = ((2 ** ideal - 1) * disc[: len(ideal)]).sum()
+    return 0.0 if idcg == 0 else ((2 ** labels[order] - 1) * disc[: len(order)]).sum() / idcg
+
+
+def fold_runs(workdir: Path) -> pd.DataFrame:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
+    exp = client.get_experiment_by_name("rankstudy")
+    runs = client.search_runs([exp.experiment_id], max_results=10000)
+    return pd.DataFrame([{"key": r.data.tags.get("rankstudy.key"), "level": r.data.tags.get("rankstudy.level"),
+                          "id": r.info.run_id} for r in runs])
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    workdir = make_workdir(tmp_path_factory.mktemp("e2e"), {
+        "folds": [1, 2],
+        "synthetic": {"n_queries": 60, "n_features": 17},
+        "methods": {
+            "pointwise": {"kind": "linear", "params": {"loss": "pointwise_mse"}, "grid": {"l2": [0.01, 1.0]}},
+            "ranknet": {"kind": "linear", "params": {"loss": "ranknet"}, "grid": {"l2": [0.01]}},
+            "lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 30, "num_leaves": 7}},
+        },
+        "features": {"normalization": "zscore", "first_order": True, "rho": [0.1]},
+        "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "err", "map"], "n_resamples": 200},
+    })
+    out = snakemake(workdir)
+    return workdir, out
+
+
+def test_tables_plots_and_runs_exist(tiny_run):
+    workdir, _ = tiny_run
+    for ext in ("csv", "md", "tex", "html"):
+        text = (workdir / f"results/tables/default/synthetic.{ext}").read_text()
+        # LaTeX braces the brackets: look for the names, not the exact label
+        assert all(name in text for name in ("ranknet", "pointwise", "lambdamart", "first", "rho0.10"))
+    assert (workdir / "results/plots/default/synthetic.ndcg_at_k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = pd.read_csv(workdir / "results/tables/default/synthetic.csv")
+    # long format: one row per (metric, system); 3 methods x 2 feature sets, 3 metrics
+    assert table["system"].nunique() == 6 and len(table) == 18
+    run = workdir / "results/runs/synthetic/rho0.10/ranknet/fold2"
+    for name in ("model.json", "scores.test.tsv", "run.test.trec", "metrics.per_query.test.csv",
+                 "metrics.per_query.vali.csv", "summary.json", "history.json", "selection.csv"):
+        assert (run / name).stat().st_size > 0, name
+    pairs = pd.read_csv(workdir / "results/features/synthetic/rho0.10/fold1/pairs.tsv", sep="\t")
+    assert len(pairs) > 0 and (pairs["rho"].abs() >= 0.1).all()
+
+
+def test_per_query_metrics_match_a_recomputation_from_scores(tiny_run):
+    workdir, _ = tiny_run
+    run = workdir / "results/runs/synthetic/first/pointwise/fold1"
+    scores = pd.read_csv(run / "scores.test.tsv", sep="\t")
+    per_query = pd.read_csv(run / "metrics.per_query.test.csv").set_index("qid")
+    assert list(scores.columns) == ["qid", "doc", "label", "score"]
+    for qid, group in scores.groupby("qid", sort=False):
+        expected = ndcg_at_10(group["label"].to_numpy(), group["score"].to_numpy())
+        assert per_query.loc[qid, "ndcg@10"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
+    workdir, _ = tiny_run
+    runs = fold_runs(workdir)
+    folds = runs[runs.level == "fold"]
+    assert len(folds) == 2 * 3 * 2 and folds.key.is_unique
+    assert (runs.level == "parent").sum() == 2 * 3
+
+
+def test_rerun_one_fold_reruns_only_its_jobs_and_leaves_no_duplicate(tiny_run):
+    workdir, _ = tiny_run
+    target = "results/runs/synthetic/first/ranknet/fold2/model.json"
+    dry = snakemake(workdir, "--dry-run", "--forcerun", target)
+    assert job_counts(dry.stdout) == {"train": 1, "aggregate": 1, "tables": 1, "all": 1}
+    snakemake(workdir, "--forcerun", target)
+    runs = fold_runs(workdir)
+    folds = runs[runs.level == "fold"]
+    assert len(folds) == 12 and folds.key.is_unique
+    assert (runs.level == "parent").sum() == 6
+
+
+def test_lint_reports_no_error(tiny_run):
+    workdir, _ = tiny_run
+    out = subprocess.run([SNAKEMAKE, "--lint", "--configfile", "test.yaml", "--replace-workflow-config"],
+                         cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_unknown_method_kind_fails_at_start_with_valid_names(tmp_path):
+    workdir = make_workdir(tmp_path, {"methods": {"x": {"kind": "nosuchkind"}}})
+    out = subprocess.run([SNAKEMAKE, "--cores", "1", "-n", "--configfile", "test.yaml", "--replace-workflow-config"],
+                         cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0
+    assert "methods.x.kind" in out.stderr + out.stdout and "lambdamart" in out.stderr + out.stdout
+
+
+def test_mq2008_all_folds_every_method_beats_random(tmp_path, shared_data):
+    """Real LETOR data through the `local` path: every default method, all five folds."""
+    workdir = make_workdir(tmp_path, {"datasets": ["MQ2008"], "data_root": str(shared_data),
+                                      "features": {"normalization": "zscore", "first_order": True, "rho": []},
+                                      "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "map"],
+                                                 "n_resamples": 500}})
+    snakemake(workdir)
+    rng = np.random.default_rng(0)
+    for method in yaml.safe_load((REPO / "config/config.yaml").read_text())["methods"]:
+        ours, rand = [], []
+        for fold in range(1, 6):
+            scores = pd.read_csv(workdir / f"results/runs/MQ2008/first/{method}/fold{fold}/scores.test.tsv", sep="\t")
+            for _, g in scores.groupby("qid", sort=False):
+                labels = g["label"].to_numpy()
+                ours.append(ndcg_at_10(labels, g["score"].to_numpy()))
+                rand.append(np.mean([ndcg_at_10(labels, rng.random(len(labels))) for _ in range(5)]))
+        assert len(ours) == 784
+        assert np.mean(ours) > np.mean(rand) + 0.08, (method, np.mean(ours), np.mean(rand))
