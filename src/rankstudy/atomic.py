@@ -26,7 +26,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
     with atomic_path(path) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")
     return Path(path)
 
 

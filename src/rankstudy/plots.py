@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from rankstudy.tables import atomic_output
+from rankstudy.atomic import atomic_path
 
 
 def mean_over_folds(per_query: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -25,7 +25,7 @@ def mean_over_folds(per_query: pd.DataFrame, columns: list[str]) -> pd.DataFrame
 def save_figure(fig: Figure, out_png: Path) -> Path:
     out_png = Path(out_png)
     FigureCanvasAgg(fig)
-    with atomic_output(out_png) as tmp:
+    with atomic_path(out_png) as tmp:
         fig.savefig(tmp, format="png", dpi=150, bbox_inches="tight")
     return out_png
 

@@ -11,16 +11,14 @@ metric is taken as higher-is-better when marking the best system.
 
 from __future__ import annotations
 
-import contextlib
 import html
-import os
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from rankstudy import atomic
 from rankstudy.significance import holm, paired_ttest, randomization_test
 
 KEY_COLUMNS = ("system", "fold", "qid")
@@ -147,28 +145,6 @@ def comparison_table(
 
 
 # --------------------------------------------------------------------------- writing
-
-
-@contextlib.contextmanager
-def atomic_output(path: Path) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; rename it onto ``path`` only on success."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    with atomic_output(path) as tmp:
-        tmp.write_text(text, encoding="utf-8")
-    return Path(path)
 
 
 def mean_std_text(mean: float, std: float) -> str:
@@ -370,9 +346,7 @@ def write_tables(table: pd.DataFrame, metrics: Sequence[str], out_prefix: Path, 
         ".html": html_document(table, metrics, caption),
     }
     csv_path = out_prefix.with_name(out_prefix.name + ".csv")
-    with atomic_output(csv_path) as tmp:
-        numbers.to_csv(tmp, index=False)
-    written = [csv_path]
+    written = [atomic.write_csv(numbers, csv_path)]
     for suffix, text in documents.items():
-        written.append(write_text_atomic(out_prefix.with_name(out_prefix.name + suffix), text))
+        written.append(atomic.write_text(out_prefix.with_name(out_prefix.name + suffix), text))
     return written
