@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rankstudy import datasets, metrics, rankers
-from rankstudy.losses import LOSSES
+from rankstudy.loss_registry import LOSSES
 
 
 class ConfigError(ValueError):
@@ -29,18 +29,34 @@ class Settings:
 
 
 def featureset_names(features: dict) -> list[str]:
-    """`first` (first-order features only) and one `rho{t:.2f}` per threshold of the rho sweep."""
+    """`first` (first-order features only), one `rho{t:.2f}` per threshold of the rho sweep
+    (products materialised as extra columns), and one `quad{t:.2f}` per threshold of
+    `quadratic_rho` (products left to the quadratic functional, computed in chunks)."""
     names = ["first"] if features.get("first_order", True) else []
     names += [rho_name(t) for t in features.get("rho", [])]
+    names += [rho_name(t, "quad") for t in features.get("quadratic_rho", [])]
     return names
 
 
-def rho_name(threshold: float) -> str:
-    return f"rho{float(threshold):.2f}"
+def rho_name(threshold: float, prefix: str = "rho") -> str:
+    return f"{prefix}{float(threshold):.2f}"
 
 
 def rho_of(featureset: str) -> float | None:
-    return float(featureset[3:]) if featureset.startswith("rho") else None
+    """The rho threshold of a second-order feature set, None for `first`."""
+    for prefix in ("rho", "quad"):
+        if featureset.startswith(prefix):
+            return float(featureset[len(prefix):])
+    return None
+
+
+def is_quadratic(featureset: str) -> bool:
+    return featureset.startswith("quad")
+
+
+def run_methods(config: dict) -> list[str]:
+    """The methods this run trains: `run_methods` if given, else every entry of `methods`."""
+    return list(config.get("run_methods") or config["methods"])
 
 
 def system_label(method: str, featureset: str) -> str:
@@ -97,6 +113,10 @@ def check_config(config: dict, workdir: Path) -> Settings:
             raise ConfigError(f"config key folds: {bad} out of range for {name!r}, which has {n_folds} fold(s)")
     for name, spec in config["methods"].items():
         check_method(name, spec)
+    for name in config.get("run_methods") or []:
+        if name not in config["methods"]:
+            raise ConfigError(f"config key run_methods: {name!r} is not defined under methods "
+                              f"({', '.join(config['methods'])})")
     evaluation = config["evaluation"]
     for m in evaluation["metrics"]:
         check_metric("evaluation.metrics", m)
@@ -108,11 +128,18 @@ def check_config(config: dict, workdir: Path) -> Settings:
         raise ConfigError("config key features: no feature set (first_order is false and rho is empty)")
     if len(set(featuresets)) != len(featuresets):
         raise ConfigError(f"config key features.rho: thresholds give duplicate feature sets {featuresets}")
-    baseline = config["report"].get("baseline", next(iter(config["methods"])))
+    methods = run_methods(config)
+    quadratic = [f for f in featuresets if is_quadratic(f)]
+    for name in methods if quadratic else []:
+        if config["methods"][name]["kind"] != "linear":
+            raise ConfigError(f"config key features.quadratic_rho: feature sets {quadratic} need the "
+                              f"quadratic functional of a linear method, but {name!r} is "
+                              f"{config['methods'][name]['kind']!r}; use features.rho for it")
+    baseline = config["report"].get("baseline", methods[0])
     if "[" not in baseline:
-        if baseline not in config["methods"]:
-            raise ConfigError(f"config key report.baseline: {baseline!r} is not among methods "
-                              f"({', '.join(config['methods'])})")
+        if baseline not in methods:
+            raise ConfigError(f"config key report.baseline: {baseline!r} is not among the methods run "
+                              f"({', '.join(methods)})")
         baseline = system_label(baseline, featuresets[0])
     return Settings(featuresets=featuresets, baseline=baseline, registry=registry,
                     registry_path=registry_path)

@@ -227,9 +227,3 @@ def get_loss(name: str) -> LossFn:
     except (KeyError, TypeError):
         raise ValueError(f"unknown loss {name!r}; valid losses: {', '.join(sorted(LOSSES))}") from None
 
-
-# Tran et al.'s loss families live in their own modules and build on the helpers above, so they
-# are imported last (after everything they use is defined) and merged into the one registry.
-from rankstudy.elementwise import ELEMENTWISE_LOSSES  # noqa: E402
-
-LOSSES.update(ELEMENTWISE_LOSSES)
