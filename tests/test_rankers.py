@@ -1,5 +1,6 @@
 """Rankers: the linear objective's gradient, that every ranker learns a certain linear
-signal, training history, save/load round trips, determinism and config errors."""
+signal, training history, save/load round trips, determinism and config errors; the
+quadratic functional, group-level training and loss_params of LinearRanker."""
 
 from __future__ import annotations
 
@@ -9,9 +10,13 @@ import numpy as np
 import pytest
 
 from rankstudy.data import RankData, pad
+from rankstudy.functionals import FUNCTIONALS
+from rankstudy.groups import GROUP_AGGREGATES
 from rankstudy.losses import LOSSES, get_loss
+from rankstudy.pairs import expand
 from rankstudy.rankers import (
-    RANKERS, LambdaMART, LinearObjective, LinearRanker, NotFittedError, Ranker, load_ranker, make_ranker,
+    RANKERS, LambdaMART, LinearObjective, LinearRanker, NotFittedError, QuadraticObjective, Ranker,
+    load_ranker, make_ranker,
 )
 
 W_TRUE = np.array([1.0, -0.8, 0.6, 0.4, -0.3, 0.2, 0.0, 0.0])
@@ -223,3 +228,159 @@ def test_base_ranker_load_dispatches(tmp_path, linear_models):
     path = tmp_path / "m.json"
     linear_models["ranknet"].save(path)
     assert isinstance(Ranker.load(path), LinearRanker)
+
+
+# --------------------------------------------------------------------------- quadratic functional
+
+PAIRS = [[0, 1], [2, 2], [3, 0], [5, 7]]
+
+
+def finite_difference_gradient(objective, theta, h=1e-6):
+    return np.array([(objective(theta + h * e)[0] - objective(theta - h * e)[0]) / (2 * h)
+                     for e in np.eye(len(theta))])
+
+
+@pytest.mark.parametrize("loss", ["ranknet", "listmle", "pointwise_mse"])
+def test_quadratic_objective_gradient_matches_finite_differences(loss):
+    data = make_data(12, 7)
+    objective = LinearRanker(loss=loss, l2=0.3, functional="quadratic", pairs=PAIRS, chunk_rows=37).objective(data)
+    assert isinstance(objective, QuadraticObjective)
+    assert objective.n_params == data.n_features + len(PAIRS) + (loss == "pointwise_mse")
+    theta = 0.3 * np.random.default_rng(1).normal(size=objective.n_params)
+    _, grad = objective(theta)
+    numeric = finite_difference_gradient(objective, theta)
+    assert np.linalg.norm(grad - numeric) / (np.linalg.norm(grad) + np.linalg.norm(numeric)) < 1e-6
+
+
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_quadratic_objective_equals_linear_objective_on_expanded_features(fit_intercept):
+    """[w, c] on x is w'' on [x, products]: same objective, same gradient, penalty on w and c."""
+    data = make_data(15, 9)
+    loss = get_loss("listnet")
+    quadratic = QuadraticObjective(data, loss, l2=0.7, fit_intercept=fit_intercept, pairs=PAIRS, chunk_rows=50)
+    linear = LinearObjective(expand(data, PAIRS), loss, l2=0.7, fit_intercept=fit_intercept)
+    theta = np.random.default_rng(3).normal(size=linear.n_params)
+    (value_q, grad_q), (value_l, grad_l) = quadratic(theta), linear(theta)
+    assert value_q == pytest.approx(value_l, rel=1e-12)
+    np.testing.assert_allclose(grad_q, grad_l, rtol=1e-10, atol=1e-12)
+
+
+def make_product_data(n_queries: int, seed: int) -> RankData:
+    """Labels 0-2 driven by the interaction x_0 * x_1 (plus a weak linear term): no linear
+    function of x can order them, the quadratic functional with pair (0, 1) can."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(10, 30, n_queries)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    n = int(offsets[-1])
+    X = rng.normal(size=(n, 5))
+    utility = 2.0 * X[:, 0] * X[:, 1] + 0.3 * X[:, 2] + 0.3 * rng.normal(size=n)
+    y = np.digitize(utility, [0.8, 2.0]).astype(float)
+    return RankData(X=X, y=y, qid=np.repeat(np.arange(n_queries), lengths),
+                    docid=np.arange(n).astype(str), offsets=offsets)
+
+
+def test_quadratic_ranker_learns_a_feature_interaction():
+    train, test = make_product_data(120, 11), make_product_data(60, 12)
+    all_pairs = np.column_stack(np.triu_indices(5)).tolist()
+    linear = LinearRanker(loss="ranknet").fit(train)
+    quadratic = LinearRanker(loss="ranknet", functional="quadratic", pairs=all_pairs).fit(train)
+    ndcg_linear = mean_ndcg_at_10(linear.predict(test), test)
+    ndcg_quadratic = mean_ndcg_at_10(quadratic.predict(test), test)
+    assert ndcg_quadratic > ndcg_linear + 0.2, (ndcg_quadratic, ndcg_linear)
+    # the interaction's coefficient dominates the learned quadratic part
+    assert all_pairs.index([0, 1]) == int(np.argmax(np.abs(quadratic.pair_coef_)))
+
+
+# --------------------------------------------------------------------------- group-level training
+
+@pytest.mark.parametrize("agg", GROUP_AGGREGATES)
+def test_grouped_training_learns_the_signal(agg, splits, random_ndcg):
+    train, vali, test = splits
+    model = LinearRanker(loss="listmle", group=agg).fit(train, vali)
+    ndcg = mean_ndcg_at_10(model.predict(test), test)
+    assert ndcg > random_ndcg + 0.15, (agg, ndcg, random_ndcg)
+    assert model.history_[-1]["vali_loss"] < model.history_[0]["vali_loss"]
+
+
+def test_group_changes_the_objective(splits):
+    train = splits[0]
+    theta = np.linspace(-1, 1, train.n_features)
+    plain = LinearRanker(loss="listmle").objective(train)(theta)[0]
+    grouped = LinearRanker(loss="listmle", group="mean").objective(train)(theta)[0]
+    assert grouped < plain  # fewer, tie-free items per query: a much smaller PL likelihood
+
+
+# --------------------------------------------------------------------------- loss_params
+
+def test_loss_params_reach_the_loss(splits):
+    train = splits[0]
+    via_params = LinearRanker(loss="listmle", loss_params={"seed": 1}, max_iter=3).fit(train)
+    via_seed = LinearRanker(loss="listmle", seed=1, max_iter=3).fit(train)
+    default = LinearRanker(loss="listmle", max_iter=3).fit(train)
+    np.testing.assert_array_equal(via_params.coef_, via_seed.coef_)
+    assert not np.array_equal(via_params.coef_, default.coef_)
+    # loss_params override the ranker's seed
+    overridden = LinearRanker(loss="listmle", seed=0, loss_params={"seed": 1}, max_iter=3).fit(train)
+    np.testing.assert_array_equal(overridden.coef_, via_seed.coef_)
+
+
+def test_loss_params_block_size_keeps_ranknet_results(splits):
+    train = splits[0]
+    small_blocks = LinearRanker(loss="ranknet", loss_params={"block_elements": 64}, max_iter=5).fit(train)
+    default = LinearRanker(loss="ranknet", max_iter=5).fit(train)
+    np.testing.assert_allclose(small_blocks.coef_, default.coef_, rtol=1e-8)
+
+
+def test_unknown_loss_params_are_named_with_valid_ones():
+    with pytest.raises(ValueError) as err:
+        LinearRanker(loss="ranknet", loss_params={"blok_elements": 8})
+    assert "blok_elements" in str(err.value) and "block_elements" in str(err.value)
+    with pytest.raises(ValueError, match="seed"):
+        LinearRanker(loss="listnet", loss_params={"seed": 1})
+
+
+# --------------------------------------------------------------------------- persistence and config
+
+@pytest.mark.parametrize("params", [
+    {"loss": "ranknet", "functional": "quadratic", "pairs": PAIRS, "chunk_rows": 100},
+    {"loss": "pointwise_mse", "functional": "quadratic", "pairs": PAIRS},
+    {"loss": "listmle", "group": "geomean", "loss_params": {"seed": 2}},
+], ids=["quadratic", "quadratic-intercept", "grouped"])
+def test_extended_linear_round_trip(tmp_path, splits, params):
+    train, _, test = splits
+    model = make_ranker("linear", params).fit(train)
+    model.save(tmp_path / "m.json")
+    loaded = load_ranker(tmp_path / "m.json")
+    assert loaded.get_params() == model.get_params()
+    assert json.loads(json.dumps(model.get_params())) == model.get_params()
+    np.testing.assert_array_equal(loaded.predict(test), model.predict(test))
+    if params.get("functional") == "quadratic":
+        assert len(loaded.pair_coef_) == len(PAIRS) and np.any(loaded.pair_coef_ != 0)
+        np.testing.assert_array_equal(loaded.pair_coef_, model.pair_coef_)
+
+
+def test_model_saved_before_the_new_parameters_still_loads(tmp_path, splits):
+    """The version-1 file format as written before loss_params/group/functional existed."""
+    doc = {"format": "rankstudy.ranker", "version": 1, "kind": "linear",
+           "params": {"loss": "ranknet", "l2": 0.001, "max_iter": 200, "tol": 1e-06, "seed": 0},
+           "state": {"coef": W_TRUE.tolist(), "intercept": 0.0, "n_iter": 7, "n_fev": 9, "converged": True},
+           "history": [{"step": 0, "objective": 1.0, "train_loss": 1.0}]}
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    model = load_ranker(tmp_path / "old.json")
+    assert model.functional == "linear" and model.group is None and model.pairs is None
+    np.testing.assert_array_equal(model.predict(splits[2]), splits[2].X @ W_TRUE)
+
+
+def test_extended_config_errors():
+    with pytest.raises(ValueError) as err:
+        make_ranker("linear", {"functional": "cubic"})
+    assert "cubic" in str(err.value) and all(f in str(err.value) for f in FUNCTIONALS)
+    with pytest.raises(ValueError) as err:
+        make_ranker("linear", {"group": "median"})
+    assert "median" in str(err.value) and all(a in str(err.value) for a in GROUP_AGGREGATES)
+    with pytest.raises(ValueError, match="pairs"):
+        make_ranker("linear", {"functional": "quadratic"})
+    with pytest.raises(ValueError, match="pairs"):
+        make_ranker("linear", {"pairs": PAIRS})
+    with pytest.raises(ValueError, match="out of range"):
+        make_ranker("linear", {"functional": "quadratic", "pairs": [[0, 99]]}).fit(make_data(5, 1))

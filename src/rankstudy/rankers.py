@@ -1,7 +1,9 @@
 """Rankers: small estimator objects with fit/predict, parameters as plain data.
 
-* :class:`LinearRanker` -- score = w'x, trained with L-BFGS-B on any loss of
-  :mod:`rankstudy.losses` plus a Gaussian prior (l2/2 ||w||^2).
+* :class:`LinearRanker` -- score = w'x (or the quadratic functional w'x + x'Cx of
+  :mod:`rankstudy.functionals`), trained with L-BFGS-B on any loss of
+  :mod:`rankstudy.losses` (optionally over label-tie groups, :mod:`rankstudy.groups`)
+  plus a Gaussian prior (l2/2 ||w||^2).
 * :class:`LambdaMART` -- LightGBM's lambdarank objective, early stopping on
   validation NDCG@10.
 
@@ -22,7 +24,9 @@ from scipy.optimize import minimize
 
 from rankstudy import atomic
 from rankstudy.data import RankData, positions, segment_ids
-from rankstudy.losses import get_loss
+from rankstudy.functionals import FUNCTIONALS, check_pairs, quadratic_scores, quadratic_vjp
+from rankstudy.groups import check_aggregate, grouped_loss
+from rankstudy.loss_registry import get_loss
 
 SAVE_FORMAT = "rankstudy.ranker"
 SAVE_VERSION = 1
@@ -97,6 +101,7 @@ class LinearObjective:
 
     ``theta`` is ``w`` or ``[w, b]`` when ``fit_intercept`` (the bias is not penalised).
     The padding layout, padded labels and mask are built once here, not per call.
+    Subclasses change the functional by overriding ``n_weights``, ``scores`` and ``weight_grad``.
     """
 
     def __init__(self, data: RankData, loss, l2: float, fit_intercept: bool) -> None:
@@ -116,13 +121,25 @@ class LinearObjective:
         self.last_loss = np.nan
 
     @property
+    def n_weights(self) -> int:
+        """Number of penalised parameters (theta[:n_weights]); the bias, if any, follows them."""
+        return self.X.shape[1]
+
+    @property
     def n_params(self) -> int:
-        return self.X.shape[1] + int(self.fit_intercept)
+        return self.n_weights + int(self.fit_intercept)
+
+    def functional_scores(self, weights: np.ndarray) -> np.ndarray:
+        return self.X @ weights
+
+    def weight_grad(self, grad_scores: np.ndarray) -> np.ndarray:
+        """d sum_n grad_scores_n f_n / d weights."""
+        return self.X.T @ grad_scores
 
     def scores(self, theta: np.ndarray) -> np.ndarray:
-        m = self.X.shape[1]
-        s = self.X @ theta[:m]
-        return s + theta[m] if self.fit_intercept else s
+        k = self.n_weights
+        s = self.functional_scores(theta[:k])
+        return s + theta[k] if self.fit_intercept else s
 
     def data_loss(self, theta: np.ndarray) -> float:
         """Loss term alone (no penalty); reuses the last evaluation when theta matches."""
@@ -132,7 +149,7 @@ class LinearObjective:
         return self.last_loss
 
     def _penalty(self, theta: np.ndarray) -> float:
-        w = theta[: self.X.shape[1]]
+        w = theta[: self.n_weights]
         return 0.5 * self.l2 * float(w @ w)
 
     def __call__(self, theta: np.ndarray, need_grad: bool = True):
@@ -145,21 +162,60 @@ class LinearObjective:
         if not need_grad:
             return objective, None
         grad_scores = grad_padded.ravel()[self.flat]
-        m = self.X.shape[1]
+        k = self.n_weights
         grad = np.empty(self.n_params)
-        grad[:m] = self.X.T @ grad_scores + self.l2 * theta[:m]
+        grad[:k] = self.weight_grad(grad_scores) + self.l2 * theta[:k]
         if self.fit_intercept:
-            grad[m] = grad_scores.sum()
+            grad[k] = grad_scores.sum()
         return objective, grad
 
 
-class LinearRanker(Ranker):
-    """Linear scoring function w'x trained by L-BFGS-B on a ranking loss + l2/2 ||w||^2.
+class QuadraticObjective(LinearObjective):
+    """:class:`LinearObjective` for the quadratic functional w'x + sum_k c_k x_{i_k} x_{j_k}
+    (Tran et al. 2011, Eq. 4): ``theta = [w, c]`` (+ bias), l2/2 ||[w, c]||^2. Scores and
+    gradients are accumulated over row chunks, never forming the n x k product matrix."""
 
-    A bias is fitted only for ``pointwise_mse``: every other loss is invariant to a
+    def __init__(self, data: RankData, loss, l2: float, fit_intercept: bool, pairs,
+                 chunk_rows: int = 8192) -> None:
+        super().__init__(data, loss, l2, fit_intercept)
+        self.pairs = check_pairs(pairs, data.n_features)
+        self.chunk_rows = int(chunk_rows)
+
+    @property
+    def n_weights(self) -> int:
+        return self.X.shape[1] + len(self.pairs)
+
+    def functional_scores(self, weights: np.ndarray) -> np.ndarray:
+        m = self.X.shape[1]
+        return quadratic_scores(self.X, self.pairs, weights[:m], weights[m:], self.chunk_rows)
+
+    def weight_grad(self, grad_scores: np.ndarray) -> np.ndarray:
+        return np.concatenate(quadratic_vjp(self.X, self.pairs, grad_scores, self.chunk_rows))
+
+
+# regression losses compare scores with labels, so they need a bias; ranking losses are
+# shift-invariant per query, where a bias would be unidentifiable
+INTERCEPT_LOSSES = ("pointwise_mse", "weighted_regression")
+
+
+class LinearRanker(Ranker):
+    """Linear (or quadratic) scoring function trained by L-BFGS-B on a ranking loss + l2/2 ||theta||^2.
+
+    * ``functional="linear"``: score = w'x. ``functional="quadratic"``: score =
+      w'x + sum_k c_k x_{i_k} x_{j_k} over the 0-based feature index ``pairs``
+      (Tran et al. 2011, Eq. 4; e.g. the pairs kept by :class:`rankstudy.pairs.SecondOrderSelector`),
+      evaluated in chunks of ``chunk_rows`` rows; the penalty covers both w and c.
+    * ``loss_params``: keyword options for the loss (e.g. ``{"block_elements": 4096}`` for
+      ranknet); they override ``seed`` for a loss that takes one.
+    * ``group``: one of :data:`rankstudy.groups.GROUP_AGGREGATES` to train on label-tie
+      groups (:func:`rankstudy.groups.grouped_loss`); prediction still scores each document.
+
+    ``loss`` is any name of :mod:`rankstudy.loss_registry`. A bias is fitted only for the
+    regression losses (:data:`INTERCEPT_LOSSES`): every other loss is invariant to a
     constant shift of a query's scores, so a bias would be unidentifiable there.
-    ``seed`` drives ListMLE's label tie-break (start point is w = 0: all losses are
-    convex in w, so no random restarts are needed).
+    ``seed`` drives ListMLE's label tie-break (start point is theta = 0: all losses are
+    convex in the scores and both functionals are linear in theta, so no random restarts
+    are needed).
 
     History: one dict per L-BFGS iteration (step 0 = the start point) with
     ``objective`` (loss + penalty), ``train_loss`` and, when vali is given, ``vali_loss``.
@@ -168,26 +224,53 @@ class LinearRanker(Ranker):
     kind = "linear"
 
     def __init__(self, loss: str = "ranknet", l2: float = 1e-3, max_iter: int = 200,
-                 tol: float = 1e-6, seed: int = 0) -> None:
+                 tol: float = 1e-6, seed: int = 0, loss_params: dict | None = None,
+                 group: str | None = None, functional: str = "linear",
+                 pairs: list[list[int]] | None = None, chunk_rows: int = 8192) -> None:
         super().__init__()
-        get_loss(loss)  # fail at construction on an unknown name
+        # fail at construction on unknown names or inconsistent settings
+        loss_fn = get_loss(loss)
+        if functional not in FUNCTIONALS:
+            raise ValueError(f"unknown functional {functional!r}; valid functionals: {', '.join(FUNCTIONALS)}")
+        if group is not None:
+            check_aggregate(group)
+        if functional == "quadratic" and pairs is None:
+            raise ValueError("functional='quadratic' needs pairs (a list of [i, j] feature index pairs)")
+        if functional == "linear" and pairs is not None:
+            raise ValueError("pairs only apply to functional='quadratic'")
+        if int(chunk_rows) < 1:
+            raise ValueError("chunk_rows must be >= 1")
+        _check_loss_options(loss, loss_fn, loss_params or {})
         self.loss = loss
         self.l2 = l2
         self.max_iter = max_iter
         self.tol = tol
         self.seed = seed
+        self.loss_params = None if loss_params is None else dict(loss_params)
+        self.group = group
+        self.functional = functional
+        # kept as plain lists so get_params() stays JSON data
+        self.pairs = None if pairs is None else check_pairs(pairs).tolist()
+        self.chunk_rows = chunk_rows
 
     @property
     def fit_intercept(self) -> bool:
-        return self.loss == "pointwise_mse"
+        return self.loss in INTERCEPT_LOSSES
 
     def loss_function(self):
         fn = get_loss(self.loss)
+        options = {}
         if "seed" in inspect.signature(fn).parameters:
-            fn = partial(fn, seed=self.seed)
-        return fn
+            options["seed"] = self.seed
+        options.update(self.loss_params or {})
+        if options:
+            fn = partial(fn, **options)
+        return grouped_loss(fn, self.group) if self.group is not None else fn
 
     def objective(self, data: RankData) -> LinearObjective:
+        if self.functional == "quadratic":
+            return QuadraticObjective(data, self.loss_function(), self.l2, self.fit_intercept,
+                                      self.pairs, self.chunk_rows)
         return LinearObjective(data, self.loss_function(), self.l2, self.fit_intercept)
 
     def fit(self, train: RankData, vali: RankData | None = None) -> "LinearRanker":
@@ -209,9 +292,10 @@ class LinearRanker(Ranker):
             options={"maxiter": int(self.max_iter)},
             callback=lambda intermediate_result: record(intermediate_result.x, intermediate_result.fun),
         )
-        m = train.n_features
+        m, k = train.n_features, train_obj.n_weights
         self.coef_ = np.asarray(result.x[:m], dtype=np.float64)
-        self.intercept_ = float(result.x[m]) if self.fit_intercept else 0.0
+        self.pair_coef_ = np.asarray(result.x[m:k], dtype=np.float64)
+        self.intercept_ = float(result.x[k]) if self.fit_intercept else 0.0
         self.n_iter_ = int(result.nit)
         self.n_fev_ = int(result.nfev)
         self.converged_ = bool(result.success)
@@ -223,18 +307,43 @@ class LinearRanker(Ranker):
             raise NotFittedError("LinearRanker is not fitted")
         if data.n_features != len(self.coef_):
             raise ValueError(f"expected {len(self.coef_)} features, got {data.n_features}")
-        return data.X @ self.coef_ + self.intercept_
+        if self.functional == "quadratic":
+            scores = quadratic_scores(data.X, self.pairs, self.coef_, self.pair_coef_, self.chunk_rows)
+        else:
+            scores = data.X @ self.coef_
+        return scores + self.intercept_
 
     def _get_state(self) -> dict:
-        return {"coef": self.coef_.tolist(), "intercept": self.intercept_,
-                "n_iter": self.n_iter_, "n_fev": self.n_fev_, "converged": self.converged_}
+        state = {"coef": self.coef_.tolist(), "intercept": self.intercept_,
+                 "n_iter": self.n_iter_, "n_fev": self.n_fev_, "converged": self.converged_}
+        if self.functional == "quadratic":
+            state["pair_coef"] = self.pair_coef_.tolist()
+        return state
 
     def _set_state(self, state: dict) -> None:
         self.coef_ = np.asarray(state["coef"], dtype=np.float64)
+        # models saved before the quadratic functional existed have no pair_coef
+        self.pair_coef_ = np.asarray(state.get("pair_coef", []), dtype=np.float64)
+        if len(self.pair_coef_) != len(self.pairs or []):
+            raise ValueError(f"saved state has {len(self.pair_coef_)} pair coefficients "
+                             f"for {len(self.pairs or [])} pairs")
         self.intercept_ = float(state["intercept"])
         self.n_iter_ = int(state["n_iter"])
         self.n_fev_ = int(state["n_fev"])
         self.converged_ = bool(state["converged"])
+
+
+def _check_loss_options(name: str, loss_fn, options: dict) -> None:
+    """Reject loss_params the loss does not take, naming the ones it does (a typo in a
+    config would otherwise only surface as a TypeError in the middle of fit)."""
+    params = inspect.signature(loss_fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    valid = [p for p, spec in list(params.items())[3:] if spec.kind is not inspect.Parameter.VAR_POSITIONAL]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown loss_params {', '.join(map(repr, unknown))} for loss {name!r}; "
+                         f"valid options: {', '.join(valid) or '(none)'}")
 
 
 # --------------------------------------------------------------------------- LambdaMART
