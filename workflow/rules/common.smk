@@ -8,11 +8,11 @@ from pathlib import Path
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from rankstudy.config import check_config, git_commit
+from rankstudy.config import check_config, git_commit, run_methods
 
 SETTINGS = check_config(config, workdir=Path(workflow.basedir))
 FEATURESETS = SETTINGS.featuresets
-METHODS = list(config["methods"])
+METHODS = run_methods(config)
 DATASETS = list(config["datasets"])
 FOLDS = [int(f) for f in config["folds"]]
 SPLITS = ["train", "vali", "test"]
@@ -63,12 +63,18 @@ def dataset_per_query(w):
     )
 
 
-def all_targets():
-    study = config["study"]
+def dataset_transforms(w):
     return expand(
-        [
-            "results/tables/{study}/{dataset}.md",
-            "results/plots/{study}/{dataset}.ndcg_at_k.png",
-        ],
-        study=study, dataset=DATASETS,
+        "results/features/{dataset}/{featureset}/fold{fold}/transform.json",
+        dataset=w.dataset, featureset=FEATURESETS, fold=FOLDS,
     )
+
+
+def all_targets():
+    targets = [
+        "results/tables/{study}/{dataset}.md",
+        "results/plots/{study}/{dataset}.ndcg_at_k.png",
+    ]
+    if config.get("paper"):
+        targets.append("results/tables/{study}/{dataset}.paper.md")
+    return expand(targets, study=config["study"], dataset=DATASETS)

@@ -30,3 +30,23 @@ rule tables:
         ENV
     script:
         "../scripts/tables.py"
+
+
+rule paper_table:
+    input:
+        per_query=dataset_per_query,
+        transforms=dataset_transforms,
+    output:
+        md="results/tables/{study}/{dataset}.paper.md",
+        csv="results/tables/{study}/{dataset}.paper.csv",
+        html=report("results/tables/{study}/{dataset}.paper.html", caption="../report/paper_table.rst",
+                    category="Tables", subcategory="{dataset}"),
+    params:
+        paper=config.get("paper", {}),
+        folds=FOLDS,
+    log:
+        "results/logs/paper_table/{study}/{dataset}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/paper_table.py"

@@ -9,6 +9,7 @@ rule train:
         vali="results/features/{dataset}/{featureset}/fold{fold}/vali.npz",
         test="results/features/{dataset}/{featureset}/fold{fold}/test.npz",
         meta="results/data/{dataset}/fold{fold}/meta.json",
+        pairs="results/features/{dataset}/{featureset}/fold{fold}/pairs.tsv",
     output:
         model="results/runs/{dataset}/{featureset}/{method}/fold{fold}/model.json",
         scores_vali="results/runs/{dataset}/{featureset}/{method}/fold{fold}/scores.vali.tsv",

@@ -4,7 +4,7 @@ products whose |rho| with the label reaches the feature set's threshold."""
 import pandas as pd
 
 from rankstudy import atomic, pairs
-from rankstudy.config import rho_of
+from rankstudy.config import is_quadratic, rho_of
 from rankstudy.data import load_npz, save_npz
 from rankstudy.jobs import job_logging
 from rankstudy.normalize import Normalizer
@@ -19,10 +19,14 @@ with job_logging(snakemake, "featurize"):
     else:
         corr = pd.read_csv(snakemake.input.correlations[0], sep="\t")
         selected = pairs.select_pairs(corr, threshold)
-        index = selected[["i", "j"]].to_numpy()
-        splits = {s: pairs.expand(d, index) for s, d in splits.items()}
+        if not is_quadratic(snakemake.wildcards.featureset):
+            # rho feature sets materialise the products; quad ones leave them to the quadratic
+            # functional, which computes them in chunks from pairs.tsv
+            index = selected[["i", "j"]].to_numpy()
+            splits = {s: pairs.expand(d, index) for s, d in splits.items()}
+    n_features = splits["train"].n_features + (len(selected) if is_quadratic(snakemake.wildcards.featureset) else 0)
     print(f"feature set {snakemake.wildcards.featureset}: {len(selected)} second-order features, "
-          f"{splits['train'].n_features} in all")
+          f"{n_features} in all")
     for s, d in splits.items():
         save_npz(d, snakemake.output[s])
     # 1-based feature numbers, as in LETOR files
@@ -30,4 +34,4 @@ with job_logging(snakemake, "featurize"):
     atomic.write_csv(out, snakemake.output.pairs, sep="\t", float_format="%.10g")
     atomic.write_json(snakemake.output.transform, {
         "normalizer": normalizer.to_dict(), "rho_threshold": threshold, "n_pairs": len(selected),
-        "n_features": splits["train"].n_features})
+        "n_features": n_features, "quadratic": is_quadratic(snakemake.wildcards.featureset)})

@@ -2,7 +2,10 @@
 then write the chosen model, its scores on vali and test, a TREC run, the per-query metrics
 of both splits, its training curve and a summary."""
 
+import pandas as pd
+
 from rankstudy import atomic, metrics, runfiles
+from rankstudy.config import is_quadratic
 from rankstudy.data import load_npz
 from rankstudy.jobs import job_logging
 from rankstudy.selection import select_and_fit
@@ -17,6 +20,11 @@ with job_logging(snakemake, "train"):
     print(f"{w.method} on {w.dataset} [{w.featureset}] fold {w.fold}: "
           f"{splits['train'].n_queries} training queries, {splits['train'].n_features} features")
     params = {"seed": snakemake.params.seed, **(spec.get("params") or {})}
+    if is_quadratic(w.featureset):
+        # the quadratic functional scores the selected products itself, chunk by chunk
+        selected = pd.read_csv(snakemake.input.pairs, sep="\t")
+        params.update(functional="quadratic", pairs=(selected[["i", "j"]].to_numpy() - 1).tolist())
+        print(f"quadratic functional over {len(selected)} second-order pairs")
     ranker, chosen, table = select_and_fit(
         spec["kind"], params, spec.get("grid"), splits["train"], splits["vali"],
         metric=evaluation.get("selection_metric", "ndcg@10"),

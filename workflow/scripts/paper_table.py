@@ -1,0 +1,30 @@
+"""A seed paper's table in its own layout (rows, columns, metric), our numbers beside the
+published ones, for one study and data set."""
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rankstudy import atomic, paper_tables
+from rankstudy.config import system_label
+from rankstudy.jobs import job_logging
+
+with job_logging(snakemake, "paper_table"):
+    w, spec = snakemake.wildcards, snakemake.params.paper
+    frames = []
+    for path in snakemake.input.per_query:
+        parts = Path(path).parts  # .../runs/{dataset}/{featureset}/{method}/fold{k}/metrics...
+        frames.append(pd.read_csv(path).assign(system=system_label(parts[-3], parts[-4]), fold=int(parts[-2][4:])))
+    per_query = pd.concat(frames, ignore_index=True)
+    sizes = {}
+    for path in snakemake.input.transforms:  # .../features/{dataset}/{featureset}/fold{k}/transform.json
+        sizes.setdefault(Path(path).parts[-3], []).append(atomic.read_json(path)["n_features"])
+    n_features = {fs: float(np.mean(v)) for fs, v in sizes.items()}
+    published = paper_tables.load_published(spec["reference"], spec["table"])
+    table = paper_tables.fill(spec, per_query, n_features, published)
+    caption = (f"Table {spec['table']} of {Path(spec['reference']).stem.split('-')[0]} on {w.dataset} (study {w.study}): "
+               f"ours = mean ± std over folds {snakemake.params.folds} of the test split; paper = the published "
+               f"number, measured on the data set named below (not ours unless you supplied it).")
+    written = paper_tables.write(table, Path(snakemake.output.md[: -len(".paper.md")]), caption)
+    print(Path(snakemake.output.md).read_text())
