@@ -66,3 +66,22 @@ def test_environment_yml_lists_the_pyproject_dependencies():
     env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
     listed = [d for d in env if isinstance(d, str)] + [p for d in env if isinstance(d, dict) for p in d["pip"]]
     assert names(wanted) <= names(listed)
+
+
+@pytest.mark.parametrize("study", sorted((REPO / "config/studies").glob("*.yaml")), ids=lambda p: p.stem)
+def test_study_configs_are_valid_over_the_defaults(study):
+    """A study file is passed with --configfile, so Snakemake merges it over config/config.yaml."""
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    update_config(config, yaml.safe_load(study.read_text()))
+    validate(copy.deepcopy(config), SCHEMA)
+    settings = check_config(config, REPO)
+    from rankstudy import paper_tables
+
+    cells = paper_tables.cells(config["paper"])
+    published = paper_tables.load_published(REPO / config["paper"]["reference"], config["paper"]["table"])
+    # every published cell of the paper's table is mapped to one of our systems, and back
+    assert set(zip(cells["row"], cells["column"])) == set(zip(published["row"], published["column"]))
+    systems = {f"{m} [{f}]" for m in config["run_methods"] for f in settings.featuresets}
+    assert set(cells["system"]) <= systems

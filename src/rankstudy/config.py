@@ -12,7 +12,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankstudy import datasets, metrics, rankers
+from rankstudy import datasets, metrics
+from rankstudy.ranker_registry import RANKERS
 from rankstudy.loss_registry import LOSSES
 
 
@@ -77,10 +78,10 @@ def _valid_params(cls) -> set[str]:
 
 def check_method(name: str, spec: dict) -> None:
     kind = spec.get("kind")
-    if kind not in rankers.RANKERS:
+    if kind not in RANKERS:
         raise ConfigError(f"config key methods.{name}.kind: unknown kind {kind!r}; "
-                          f"valid kinds: {', '.join(sorted(rankers.RANKERS))}")
-    valid = _valid_params(rankers.RANKERS[kind])
+                          f"valid kinds: {', '.join(sorted(RANKERS))}")
+    valid = _valid_params(RANKERS[kind])
     for section in ("params", "grid"):
         for key in spec.get(section) or {}:
             if key not in valid:

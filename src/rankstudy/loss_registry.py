@@ -8,8 +8,10 @@ from __future__ import annotations
 from rankstudy.elementwise import ELEMENTWISE_LOSSES
 from rankstudy.losses import LOSSES as BASELINE_LOSSES
 from rankstudy.losses import LossFn
+from rankstudy.pairwise import PAIRWISE_LOSSES
+from rankstudy.smoothed import SMOOTHED_LOSSES
 
-LOSSES: dict[str, LossFn] = {**BASELINE_LOSSES, **ELEMENTWISE_LOSSES}
+LOSSES: dict[str, LossFn] = {**BASELINE_LOSSES, **ELEMENTWISE_LOSSES, **PAIRWISE_LOSSES, **SMOOTHED_LOSSES}
 
 
 def get_loss(name: str) -> LossFn:

@@ -442,22 +442,16 @@ RANKERS: dict[str, type[Ranker]] = {"linear": LinearRanker, "lambdamart": Lambda
 
 
 def _ranker_class(kind: str) -> type[Ranker]:
-    try:
-        return RANKERS[kind]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown ranker kind {kind!r}; valid kinds: {', '.join(sorted(RANKERS))}") from None
+    # the registry spans modules that build on this one, hence the import here
+    from rankstudy.ranker_registry import ranker_class
+
+    return ranker_class(kind)
 
 
 def make_ranker(kind: str, params: dict | None = None) -> Ranker:
-    """Build a ranker from plain data (e.g. a config entry), rejecting unknown parameters."""
-    klass = _ranker_class(kind)
-    params = dict(params or {})
-    valid = klass.param_names()
-    unknown = sorted(set(params) - set(valid))
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for ranker {kind!r}; "
-                         f"valid parameters: {', '.join(valid)}")
-    return klass(**params)
+    from rankstudy.ranker_registry import make_ranker as make
+
+    return make(kind, params)
 
 
 def load_ranker(path: str | os.PathLike) -> Ranker:

@@ -11,7 +11,8 @@ import pandas as pd
 
 from rankstudy import metrics
 from rankstudy.data import RankData
-from rankstudy.rankers import Ranker, make_ranker
+from rankstudy.ranker_registry import make_ranker
+from rankstudy.rankers import Ranker
 
 
 def grid_candidates(grid: dict | None) -> list[dict]:
