@@ -14,7 +14,8 @@ from rankstudy.data import pad
 from rankstudy.losses import LOSSES
 from rankstudy.metrics import per_query
 from rankstudy.qa import make_qa_parts, qa_fold_splits
-from rankstudy.rankers import RANKERS, NotFittedError, Ranker
+from rankstudy.ranker_registry import RANKERS
+from rankstudy.rankers import NotFittedError, Ranker
 from rankstudy.separate import (
     SeparateObjective, SeparateRanker, _softmax_best, resolve_loss, separate_scores,
 )
@@ -124,8 +125,8 @@ def test_learns_best_answers(splits, random_mrr, params):
     assert all("vali_loss" in h for h in history)
 
 
-def test_save_load_gives_identical_scores(splits, tmp_path, monkeypatch):
-    monkeypatch.setitem(RANKERS, "separate", SeparateRanker)  # until rankers.py registers it
+def test_save_load_gives_identical_scores(splits, tmp_path):
+    assert RANKERS["separate"] is SeparateRanker
     ranker = SeparateRanker(functional="f2", tau=2.0, d=4, max_iter=15, seed=7).fit(splits["train"])
     path = tmp_path / "model.json"
     ranker.save(path)
