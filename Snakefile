@@ -8,6 +8,9 @@ min_version("9.0")
 
 configfile: "config/config.yaml"
 
+# `--config 'folds=[3]'` arrives as strings: accept digits there
+config["folds"] = [int(f) if str(f).isdigit() else f for f in config.get("folds", [])]
+
 validate(config, "workflow/schemas/config.schema.yaml")
 
 report: "workflow/report/workflow.rst"

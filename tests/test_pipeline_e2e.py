@@ -164,3 +164,27 @@ def test_mq2008_all_folds_every_method_beats_random(tmp_path, shared_data):
                 rand.append(np.mean([ndcg_at_10(labels, rng.random(len(labels))) for _ in range(5)]))
         assert len(ours) == 784
         assert np.mean(ours) > np.mean(rand) + 0.08, (method, np.mean(ours), np.mean(rand))
+
+
+def test_study_config_renders_the_papers_table(tmp_path):
+    """A study file (merged over the defaults, as --configfile does) on tiny synthetic data:
+    Table 5 exercises the quad feature sets (chunked quadratic functional) and 'No. feats'."""
+    from snakemake.utils import update_config
+
+    study = yaml.safe_load((REPO / "config/studies/tran2011-table5.yaml").read_text())
+    update_config(study, {"folds": [1], "synthetic": {"n_queries": 60, "n_features": 17}})
+    workdir = make_workdir(tmp_path, {})
+    config = yaml.safe_load((workdir / "test.yaml").read_text())
+    update_config(config, study)
+    (workdir / "test.yaml").write_text(yaml.safe_dump(config))
+    snakemake(workdir)
+    paper = pd.read_csv(workdir / "results/tables/tran2011-table5/synthetic.paper.csv", dtype={"row": str})
+    assert len(paper) == 8 * 5 and paper["published"].notna().all()
+    feats = paper[paper["column"] == "No. feats"].set_index("row")["ours"]
+    assert feats["first-order (519 feats)"] == 17 and feats["rho=0.00"] == 17 + 17 * 18 / 2
+    ndcg = paper[paper["column"] == "N@10"].set_index("row")["ours"]
+    assert ndcg.between(0, 1).all()
+    # the planted pairwise features: second-order beats first-order on the synthetic set
+    assert ndcg["rho=0.00"] > ndcg["first-order (519 feats)"] + 0.05
+    text = (workdir / "results/tables/tran2011-table5/synthetic.paper.md").read_text()
+    assert "Yahoo! LTR challenge subset" in text and "rho=0.30" in text

@@ -27,7 +27,7 @@ MLFLOW = {
 
 
 wildcard_constraints:
-    dataset="[A-Za-z0-9_.-]+",
+    dataset="[A-Za-z0-9_-]+",
     featureset="|".join(map(re.escape, FEATURESETS)) if FEATURESETS else "[^/]+",
     method="|".join(map(re.escape, METHODS)),
     fold=r"\d+",
