@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from rankstudy.data import pad
-from rankstudy.losses import LOSSES
+from rankstudy.loss_registry import LOSSES
 from rankstudy.metrics import per_query
 from rankstudy.qa import make_qa_parts, qa_fold_splits
 from rankstudy.ranker_registry import RANKERS
 from rankstudy.rankers import NotFittedError, Ranker
 from rankstudy.separate import (
-    SeparateObjective, SeparateRanker, _softmax_best, resolve_loss, separate_scores,
+    SeparateObjective, SeparateRanker, resolve_loss, separate_scores,
 )
 
 
@@ -53,9 +53,9 @@ def test_scores_match_equations(small, functional, activation):
 
 
 @pytest.mark.parametrize("functional, activation", [("f1", "tanh"), ("f1", "sigmoid"), ("f2", "tanh")])
-@pytest.mark.parametrize("loss", ["ranknet", "softmax_best"])
+@pytest.mark.parametrize("loss", ["ranknet", "multiclass_logistic", "smoothed_mrr"])
 def test_objective_gradient_matches_finite_differences(small, functional, activation, loss):
-    loss_fn = _softmax_best if loss == "softmax_best" else LOSSES[loss]
+    loss_fn = LOSSES[loss]
     objective = SeparateObjective(small, loss_fn, l2=0.05, d=3, functional=functional,
                                   activation=activation, tau=3.0)
     theta = np.random.default_rng(2).normal(0, 0.2, objective.n_params)
@@ -69,12 +69,12 @@ def test_objective_gradient_matches_finite_differences(small, functional, activa
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-7)
 
 
-def test_softmax_best_is_minus_log_probability_of_the_best(small):
+def test_multiclass_logistic_is_minus_log_probability_of_the_best(small):
     rng = np.random.default_rng(5)
     scores = rng.normal(size=small.n_docs)
     s, mask = pad(scores, small.offsets)
     y, _ = pad(small.y, small.offsets)
-    value, grad = _softmax_best(s, y, mask)
+    value, grad = LOSSES["multiclass_logistic"](s, y, mask)
     terms = []
     for q in range(small.n_queries):
         a, b = small.offsets[q], small.offsets[q + 1]
@@ -84,11 +84,6 @@ def test_softmax_best_is_minus_log_probability_of_the_best(small):
         terms.append(-np.log(p[small.y[a:b] == 1][0]))
     assert np.isclose(value, np.mean(terms))
     assert np.all(grad[~mask] == 0)
-    elementwise = pytest.importorskip("rankstudy.elementwise")
-    if hasattr(elementwise, "multiclass_logistic"):  # the registry's version must agree
-        other_value, other_grad = elementwise.multiclass_logistic(s, y, mask)
-        assert np.isclose(other_value, value)
-        np.testing.assert_allclose(other_grad, grad, atol=1e-12)
 
 
 def test_loss_lookup():

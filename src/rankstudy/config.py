@@ -136,6 +136,7 @@ def check_config(config: dict, workdir: Path) -> Settings:
             raise ConfigError(f"config key features.quadratic_rho: feature sets {quadratic} need the "
                               f"quadratic functional of a linear method, but {name!r} is "
                               f"{config['methods'][name]['kind']!r}; use features.rho for it")
+    check_data_kinds(config, registry, methods, featuresets)
     baseline = config["report"].get("baseline", methods[0])
     if "[" not in baseline:
         if baseline not in methods:
@@ -144,6 +145,23 @@ def check_config(config: dict, workdir: Path) -> Settings:
         baseline = system_label(baseline, featuresets[0])
     return Settings(featuresets=featuresets, baseline=baseline, registry=registry,
                     registry_path=registry_path)
+
+
+def check_data_kinds(config: dict, registry: dict, methods: list[str], featuresets: list[str]) -> None:
+    """Question-answer data sets need the separate-representation methods and the other way round."""
+    qa = [d for d in config["datasets"] if datasets.is_qa(registry[d])]
+    letor = [d for d in config["datasets"] if d not in qa]
+    separate = [m for m in methods if config["methods"][m]["kind"] == "separate"]
+    others = [m for m in methods if m not in separate]
+    if qa and others:
+        raise ConfigError(f"config key run_methods: {others} cannot rank question-answer data sets {qa}; "
+                          "use methods of kind 'separate' for them (or run them in another study)")
+    if letor and separate:
+        raise ConfigError(f"config key run_methods: {separate} (kind 'separate') need question-answer data, "
+                          f"but {letor} are LETOR-style data sets")
+    if qa and featuresets != ["first"]:
+        raise ConfigError(f"config key features: question-answer data sets {qa} take no second-order "
+                          f"feature sets; set rho and quadratic_rho to [] (got {featuresets})")
 
 
 def git_commit(path: Path) -> str:

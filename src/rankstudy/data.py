@@ -129,3 +129,21 @@ def save_npz(data: RankData, path: str | os.PathLike) -> None:
 def load_npz(path: str | os.PathLike) -> RankData:
     with np.load(path, allow_pickle=False) as z:
         return RankData(X=z["X"], y=z["y"], qid=z["qid"], docid=z["docid"], offsets=z["offsets"])
+
+
+def load_split(path: str | os.PathLike):
+    """A cached split of either kind: LETOR-style RankData or question-answer QAData."""
+    with np.load(path, allow_pickle=False) as z:
+        is_qa = "format" in z.files
+    if is_qa:
+        from rankstudy.qa import QAData  # qa builds on this module
+
+        return QAData.from_npz(path)
+    return load_npz(path)
+
+
+def save_split(data, path: str | os.PathLike) -> None:
+    if hasattr(data, "to_npz"):
+        data.to_npz(path)
+    else:
+        save_npz(data, path)

@@ -34,12 +34,15 @@ __all__ = [
 ]
 
 SPLITS = ("train", "vali", "test")
-SOURCES = ("synthetic", "download", "manual")
+SOURCES = ("synthetic", "download", "manual", "synthetic_qa", "qa_table")
+QA_SOURCES = ("synthetic_qa", "qa_table")  # question-answer data: separate query/answer vectors
 ARCHIVES = ("rar", "zip", "gz", "tar.gz")
 REQUIRED = {
     "synthetic": ("folds",),
     "download": ("url", "archive", "n_features", "labels", "folds", "layout"),
     "manual": ("n_features", "labels", "folds", "layout", "instructions"),
+    "synthetic_qa": ("folds",),
+    "qa_table": ("folds", "file", "instructions"),
 }
 CHECKSUM_HEX_LEN = {"sha256": 64, "md5": 32}
 MAX_SEARCH_DEPTH = 4  # how deep to look for the data folder inside an unpacked archive
@@ -47,6 +50,19 @@ MAX_SEARCH_DEPTH = 4  # how deep to look for the data folder inside an unpacked 
 
 class DatasetNotFound(FileNotFoundError):
     """A data set's files are not where the registry says; the message says what to do."""
+
+
+def is_qa(entry: dict) -> bool:
+    """Question-answer data (Tran et al.'s separate representation), not LETOR feature vectors."""
+    return entry.get("source") in QA_SOURCES
+
+
+def qa_table_file(name: str, entry: dict, data_root: str | os.PathLike) -> Path:
+    """The user's QA table of a `qa_table` entry, or DatasetNotFound saying where to put it."""
+    path = Path(data_root) / name / entry["file"]
+    if not path.exists():
+        raise DatasetNotFound(f"data set {name!r}: {path} not found. {entry['instructions']}")
+    return path
 
 
 class RegistryError(ValueError):
@@ -111,7 +127,7 @@ def validate_entry(name: str, entry: object, path: Path | str = "<registry>") ->
         raise _fail(path, name, "mirrors", f"must be a list of URLs, got {mirrors!r}")
     out["mirrors"] = list(mirrors)
 
-    if source == "synthetic":
+    if source in ("synthetic", *QA_SOURCES):
         return out
 
     layout = out["layout"]

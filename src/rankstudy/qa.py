@@ -419,3 +419,12 @@ class BagOfWords:
         return QAData(query_vectors=query_vectors, object_vectors=object_vectors,
                       y=table["best"].to_numpy(dtype=np.float64)[order],
                       qid=_numeric_question_ids(ids), docid=docid, offsets=offsets)
+
+
+def table_parts(table: pd.DataFrame, n_parts: int = 5, seed: int = 0) -> list[pd.DataFrame]:
+    """Split a QA table into parts by question (a seeded shuffle of the question ids), so the
+    LETOR fold rotation can be applied to a user's table that comes without folds."""
+    ids = table["question_id"].drop_duplicates().to_numpy()
+    part_of = dict(zip(np.random.default_rng(seed).permutation(ids), np.arange(len(ids)) % n_parts))
+    part = table["question_id"].map(part_of).to_numpy()
+    return [table[part == k].reset_index(drop=True) for k in range(n_parts)]

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from rankstudy.data import positions, segment_ids
-from rankstudy.losses import _clean, _masked_log_softmax, _query_weights, get_loss
+from rankstudy.loss_registry import get_loss
 from rankstudy.qa import QAData
 from rankstudy.rankers import NotFittedError, Ranker, _check_loss_options
 
@@ -89,30 +89,9 @@ def separate_scores(data: QAData, A: np.ndarray, B: np.ndarray, functional: str 
 
 # --------------------------------------------------------------------------- loss
 
-def _softmax_best(scores, labels, mask):
-    """Multiclass logistic loss (Tran Eq. 5): -log softmax(scores)_best per query, the
-    best = the documents holding the query's top label (averaged over ties). Queries whose
-    documents all share one label have no best object and are ignored; value = mean over
-    the others. Used only while the registry lacks ``multiclass_logistic``."""
-    s, y, mask = _clean(scores, labels, mask)
-    top = np.where(mask, y, -np.inf).max(axis=1, keepdims=True)
-    is_top = mask & (y == top)
-    weights = _query_weights((mask & (y < top)).any(axis=1))
-    n_top = np.maximum(is_top.sum(axis=1, keepdims=True), 1)
-    log_p = _masked_log_softmax(s, mask)
-    per_query = -(np.where(is_top, log_p, 0.0).sum(axis=1) / n_top[:, 0])
-    grad = (np.where(mask, np.exp(log_p), 0.0) - is_top / n_top) * weights[:, None]
-    return float((per_query * weights).sum()), grad
-
-
 def resolve_loss(name: str):
-    """The registry's loss; ``multiclass_logistic`` falls back to :func:`_softmax_best`."""
-    try:
-        return get_loss(name)
-    except ValueError:
-        if name == "multiclass_logistic":
-            return _softmax_best
-        raise
+    """Any loss of the registry (e.g. ``multiclass_logistic``, Tran Eq. 5, ``smoothed_mrr``, ``ranknet``)."""
+    return get_loss(name)
 
 
 # --------------------------------------------------------------------------- objective

@@ -9,6 +9,7 @@ rule fetch_dataset:
         entry=lambda w: SETTINGS.registry[w.dataset],
         data_root=config.get("data_root", "data"),
         synthetic=config.get("synthetic", {}),
+        synthetic_qa=config.get("synthetic_qa", {}),
         seed=config.get("seed", 0),
     log:
         "results/logs/fetch_dataset/{dataset}.log",

@@ -5,14 +5,18 @@ import pandas as pd
 
 from rankstudy import atomic, pairs
 from rankstudy.config import is_quadratic, rho_of
-from rankstudy.data import load_npz, save_npz
+from rankstudy.data import load_split, save_split
 from rankstudy.jobs import job_logging
 from rankstudy.normalize import Normalizer
 
 with job_logging(snakemake, "featurize"):
-    splits = {s: load_npz(snakemake.input[s]) for s in ("train", "vali", "test")}
-    normalizer = Normalizer(snakemake.params.normalization).fit(splits["train"])
-    splits = {s: normalizer.transform(d) for s, d in splits.items()}
+    splits = {s: load_split(snakemake.input[s]) for s in ("train", "vali", "test")}
+    # question-answer data keeps its bag-of-words counts as they are (no normalisation, no products)
+    qa_data = not hasattr(splits["train"], "X")
+    normalizer = Normalizer("none" if qa_data else snakemake.params.normalization)
+    if not qa_data:
+        normalizer.fit(splits["train"])
+        splits = {s: normalizer.transform(d) for s, d in splits.items()}
     threshold = rho_of(snakemake.wildcards.featureset)
     if threshold is None:
         selected = pd.DataFrame({"i": pd.Series(dtype=int), "j": pd.Series(dtype=int), "rho": pd.Series(dtype=float)})
@@ -24,11 +28,13 @@ with job_logging(snakemake, "featurize"):
             # functional, which computes them in chunks from pairs.tsv
             index = selected[["i", "j"]].to_numpy()
             splits = {s: pairs.expand(d, index) for s, d in splits.items()}
-    n_features = splits["train"].n_features + (len(selected) if is_quadratic(snakemake.wildcards.featureset) else 0)
+    first_order = (splits["train"].query_vectors.shape[1] + splits["train"].object_vectors.shape[1]
+                   if qa_data else splits["train"].n_features)
+    n_features = first_order + (len(selected) if is_quadratic(snakemake.wildcards.featureset) else 0)
     print(f"feature set {snakemake.wildcards.featureset}: {len(selected)} second-order features, "
           f"{n_features} in all")
     for s, d in splits.items():
-        save_npz(d, snakemake.output[s])
+        save_split(d, snakemake.output[s])
     # 1-based feature numbers, as in LETOR files
     out = selected.assign(i=selected["i"] + 1, j=selected["j"] + 1)
     atomic.write_csv(out, snakemake.output.pairs, sep="\t", float_format="%.10g")

@@ -12,6 +12,13 @@ with job_logging(snakemake, "fetch_dataset"):
     if entry["source"] == "synthetic":
         source = {"name": name, "source": "synthetic", "seed": snakemake.params.seed,
                   **snakemake.params.synthetic}
+    elif entry["source"] == "synthetic_qa":
+        source = {"name": name, "source": "synthetic_qa", "seed": snakemake.params.seed,
+                  **snakemake.params.synthetic_qa}
+    elif entry["source"] == "qa_table":
+        path = datasets.qa_table_file(name, entry, Path(snakemake.params.data_root).resolve())
+        source = {"name": name, "source": "qa_table", "seed": snakemake.params.seed, "file": str(path),
+                  "vocabulary": entry.get("vocabulary", 3000), "root": str(path.parent)}
     else:
         data_root = Path(snakemake.params.data_root).resolve()
         root = datasets.ensure_available(name, entry, data_root, data_root / "_downloads", progress=print)

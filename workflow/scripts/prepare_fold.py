@@ -4,8 +4,10 @@ and cache them as binary .npz files; later rules never reparse text."""
 import hashlib
 from pathlib import Path
 
-from rankstudy import atomic, cleaning, datasets, synthetic
-from rankstudy.data import save_npz
+import pandas as pd
+
+from rankstudy import atomic, cleaning, datasets, qa, synthetic
+from rankstudy.data import save_split
 from rankstudy.jobs import job_logging
 from rankstudy.letor import check_disjoint_queries, read_letor
 
@@ -16,9 +18,19 @@ def fingerprint(splits):
     h = hashlib.sha256()
     for split in SPLITS:
         d = splits[split]
-        for array in (d.X, d.y, d.qid):
+        features = [d.X] if hasattr(d, "X") else [d.query_vectors.data, d.object_vectors.data]
+        for array in (*features, d.y, d.qid):
             h.update(array.tobytes())
     return h.hexdigest()[:16]
+
+
+def qa_table_splits(source, fold):
+    """A user's QA table: 5 parts by question, the fold's rotation, bag-of-words fitted on train."""
+    parts = qa.table_parts(qa.load_qa_table(source["file"]), seed=source["seed"])
+    tables = {s: pd.concat([parts[k] for k in ks], ignore_index=True)
+              for s, ks in synthetic.fold_parts(fold).items()}
+    words = qa.BagOfWords(k=source["vocabulary"]).fit_table(tables["train"])
+    return {s: words.transform(tables[s]) for s in SPLITS}
 
 
 with job_logging(snakemake, "prepare_fold"):
@@ -28,6 +40,11 @@ with job_logging(snakemake, "prepare_fold"):
         parts = synthetic.make_parts(seed=source["seed"], **{k: source[k] for k in ("n_queries", "n_features") if k in source})
         splits = synthetic.fold_splits(parts, fold)
         max_label, files = 4, {}
+    elif source["source"] == "synthetic_qa":
+        parts = qa.make_qa_parts(seed=source["seed"], **{k: source[k] for k in ("n_questions", "vocab_size") if k in source})
+        splits, max_label, files = qa.qa_fold_splits(parts, fold), 1, {}
+    elif source["source"] == "qa_table":
+        splits, max_label, files = qa_table_splits(source, fold), 1, {s: source["file"] for s in SPLITS}
     else:
         entry = source["entry"]
         files = {s: datasets.split_file(name, entry, Path(source["data_root"]), fold, s) for s in SPLITS}
@@ -39,7 +56,7 @@ with job_logging(snakemake, "prepare_fold"):
         max_label = entry["labels"][1]
     rules = snakemake.params.cleaning
     dropped = {}
-    for s in SPLITS:
+    for s in SPLITS if hasattr(splits["train"], "X") else ():  # cleaning is for LETOR feature vectors
         if s in rules.get("chakrabarti", []):
             splits[s], n_zero = cleaning.drop_zero_vectors(splits[s])
             splits[s], n_dup = cleaning.drop_near_duplicate_pairs(splits[s], rel_threshold=snakemake.params.rel_threshold)
@@ -52,11 +69,12 @@ with job_logging(snakemake, "prepare_fold"):
     meta = {
         "dataset": name, "fold": fold, "max_label": max_label, "fingerprint": fingerprint(splits),
         "files": {s: str(p) for s, p in files.items()}, "dropped": dropped,
-        "n_features": splits["train"].n_features,
+        "n_features": splits["train"].n_features if hasattr(splits["train"], "X") else
+        splits["train"].query_vectors.shape[1] + splits["train"].object_vectors.shape[1],
         **{f"{s}.n_queries": splits[s].n_queries for s in SPLITS},
-        **{f"{s}.n_docs": int(splits[s].X.shape[0]) for s in SPLITS},
+        **{f"{s}.n_docs": int(splits[s].offsets[-1]) for s in SPLITS},
     }
     for s in SPLITS:
-        save_npz(splits[s], snakemake.output[s])
+        save_split(splits[s], snakemake.output[s])
     atomic.write_json(snakemake.output.meta, meta)
     print(meta)

@@ -6,19 +6,19 @@ import pandas as pd
 
 from rankstudy import atomic, metrics, runfiles
 from rankstudy.config import is_quadratic
-from rankstudy.data import load_npz
+from rankstudy.data import load_split
 from rankstudy.jobs import job_logging
 from rankstudy.selection import select_and_fit
 
 with job_logging(snakemake, "train"):
     w, spec, evaluation = snakemake.wildcards, snakemake.params.spec, snakemake.params.evaluation
     out = snakemake.output
-    splits = {s: load_npz(snakemake.input[s]) for s in ("train", "vali", "test")}
+    splits = {s: load_split(snakemake.input[s]) for s in ("train", "vali", "test")}
     meta = atomic.read_json(snakemake.input.meta)
     options = {"rel_threshold": evaluation.get("rel_threshold", 1), "max_label": meta["max_label"],
                "no_relevant": evaluation.get("no_relevant", "zero")}
     print(f"{w.method} on {w.dataset} [{w.featureset}] fold {w.fold}: "
-          f"{splits['train'].n_queries} training queries, {splits['train'].n_features} features")
+          f"{splits['train'].n_queries} training queries, {meta['n_features']} features")
     params = {"seed": snakemake.params.seed, **(spec.get("params") or {})}
     if is_quadratic(w.featureset):
         # the quadratic functional scores the selected products itself, chunk by chunk
