@@ -16,8 +16,34 @@ from pathlib import Path
 import numpy as np
 
 
+class QueryBlocks:
+    """Query-block bookkeeping shared by every split type: rows grouped by query, ``offsets``
+    the query boundaries, ``qid`` the query id of each row."""
+
+    offsets: np.ndarray
+    qid: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def query_lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    @property
+    def query_ids(self) -> np.ndarray:
+        """One qid per query block."""
+        return self.qid[self.offsets[:-1]]
+
+    def query_rows(self, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For a per-query bool ``keep``: the per-row mask and the new offsets."""
+        keep = np.asarray(keep, dtype=bool)
+        return np.repeat(keep, self.query_lengths), np.concatenate([[0], np.cumsum(self.query_lengths[keep])])
+
+
 @dataclass
-class RankData:
+class RankData(QueryBlocks):
     X: np.ndarray  # (n, m) float64 features
     y: np.ndarray  # (n,) float64 graded relevance labels
     qid: np.ndarray  # (n,) int64 query id of each row (constant within a query block)
@@ -37,31 +63,14 @@ class RankData:
             raise ValueError("RankData: offsets must start at 0, end at n and be strictly increasing")
 
     @property
-    def n_queries(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
     def n_features(self) -> int:
         return self.X.shape[1]
 
-    @property
-    def query_lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    @property
-    def query_ids(self) -> np.ndarray:
-        """One qid per query block."""
-        return self.qid[self.offsets[:-1]]
-
     def select_queries(self, keep: np.ndarray) -> "RankData":
         """A new RankData holding only the query blocks where ``keep`` (bool, per query) is true."""
-        keep = np.asarray(keep, dtype=bool)
-        rows = np.repeat(keep, self.query_lengths)
-        lengths = self.query_lengths[keep]
-        return RankData(
-            X=self.X[rows], y=self.y[rows], qid=self.qid[rows], docid=self.docid[rows],
-            offsets=np.concatenate([[0], np.cumsum(lengths)]),
-        )
+        rows, offsets = self.query_rows(keep)
+        return RankData(X=self.X[rows], y=self.y[rows], qid=self.qid[rows], docid=self.docid[rows],
+                        offsets=offsets)
 
     def with_features(self, X: np.ndarray) -> "RankData":
         return RankData(X=X, y=self.y, qid=self.qid, docid=self.docid, offsets=self.offsets)

@@ -29,7 +29,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.preprocessing import normalize
 
 from rankstudy import atomic
-from rankstudy.data import offsets_from_qid, positions
+from rankstudy.data import QueryBlocks, offsets_from_qid, positions
 from rankstudy.synthetic import N_PARTS, fold_parts
 
 QA_COLUMNS = ("question_id", "question", "answer", "best")
@@ -46,7 +46,7 @@ def _as_csr(matrix, name: str) -> sp.csr_matrix:
 
 
 @dataclass
-class QAData:
+class QAData(QueryBlocks):
     query_vectors: sp.csr_matrix  # (n_queries, k1) one row per question
     object_vectors: sp.csr_matrix  # (n_docs, k2) one row per answer, grouped by question
     y: np.ndarray  # (n_docs,) 1.0 for the best answer, else 0.0
@@ -71,31 +71,15 @@ class QAData:
                              f"{len(self.offsets) - 1} questions")
 
     @property
-    def n_queries(self) -> int:
-        return len(self.offsets) - 1
-
-    @property
     def n_docs(self) -> int:
         return len(self.y)
 
-    @property
-    def query_lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    @property
-    def query_ids(self) -> np.ndarray:
-        """One qid per question block."""
-        return self.qid[self.offsets[:-1]]
-
     def select_queries(self, keep: np.ndarray) -> "QAData":
         """A new QAData holding only the questions where ``keep`` (bool, per question) is true."""
-        keep = np.asarray(keep, dtype=bool)
-        rows = np.repeat(keep, self.query_lengths)
-        return QAData(
-            query_vectors=self.query_vectors[keep], object_vectors=self.object_vectors[rows],
-            y=self.y[rows], qid=self.qid[rows], docid=self.docid[rows],
-            offsets=np.concatenate([[0], np.cumsum(self.query_lengths[keep])]),
-        )
+        rows, offsets = self.query_rows(keep)
+        return QAData(query_vectors=self.query_vectors[np.asarray(keep, dtype=bool)],
+                      object_vectors=self.object_vectors[rows], y=self.y[rows], qid=self.qid[rows],
+                      docid=self.docid[rows], offsets=offsets)
 
     def to_npz(self, path: str | os.PathLike) -> None:
         """One .npz, written atomically; each CSR matrix as the data/indices/indptr/shape

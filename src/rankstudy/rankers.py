@@ -170,6 +170,26 @@ class LinearObjective:
         return objective, grad
 
 
+def minimize_lbfgs(train_obj, theta0: np.ndarray, vali_obj=None, *, tol: float, max_iter: int):
+    """SciPy L-BFGS-B on an objective ``theta -> (value, grad)`` that also has ``data_loss``;
+    returns (scipy result, training curve: one dict per iteration, step 0 = the start)."""
+    history: list[dict] = []
+
+    def record(theta: np.ndarray, objective: float) -> None:
+        entry = {"step": len(history), "objective": float(objective),
+                 "train_loss": float(train_obj.data_loss(theta))}
+        if vali_obj is not None:
+            entry["vali_loss"] = float(vali_obj.data_loss(theta))
+        history.append(entry)
+
+    record(theta0, train_obj(theta0, need_grad=False)[0])
+    # SciPy hands the callback an OptimizeResult only if its parameter has exactly this name
+    result = minimize(train_obj, theta0, jac=True, method="L-BFGS-B", tol=tol,
+                      options={"maxiter": int(max_iter)},
+                      callback=lambda intermediate_result: record(intermediate_result.x, intermediate_result.fun))
+    return result, history
+
+
 class QuadraticObjective(LinearObjective):
     """:class:`LinearObjective` for the quadratic functional w'x + sum_k c_k x_{i_k} x_{j_k}
     (Tran et al. 2011, Eq. 4): ``theta = [w, c]`` (+ bias), l2/2 ||[w, c]||^2. Scores and
@@ -276,22 +296,8 @@ class LinearRanker(Ranker):
     def fit(self, train: RankData, vali: RankData | None = None) -> "LinearRanker":
         train_obj = self.objective(train)
         vali_obj = self.objective(vali) if vali is not None else None
-        history: list[dict] = []
-
-        def record(theta: np.ndarray, objective: float) -> None:
-            entry = {"step": len(history), "objective": float(objective),
-                     "train_loss": float(train_obj.data_loss(theta))}
-            if vali_obj is not None:
-                entry["vali_loss"] = float(vali_obj.data_loss(theta))
-            history.append(entry)
-
-        theta0 = np.zeros(train_obj.n_params)
-        record(theta0, train_obj(theta0, need_grad=False)[0])
-        result = minimize(
-            train_obj, theta0, jac=True, method="L-BFGS-B", tol=self.tol,
-            options={"maxiter": int(self.max_iter)},
-            callback=lambda intermediate_result: record(intermediate_result.x, intermediate_result.fun),
-        )
+        result, history = minimize_lbfgs(train_obj, np.zeros(train_obj.n_params), vali_obj,
+                                         tol=self.tol, max_iter=self.max_iter)
         m, k = train.n_features, train_obj.n_weights
         self.coef_ = np.asarray(result.x[:m], dtype=np.float64)
         self.pair_coef_ = np.asarray(result.x[m:k], dtype=np.float64)

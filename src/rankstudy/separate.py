@@ -19,12 +19,11 @@ from functools import partial
 from typing import Callable
 
 import numpy as np
-from scipy.optimize import minimize
 
 from rankstudy.data import positions, segment_ids
 from rankstudy.loss_registry import get_loss
 from rankstudy.qa import QAData
-from rankstudy.rankers import NotFittedError, Ranker, _check_loss_options
+from rankstudy.rankers import NotFittedError, Ranker, _check_loss_options, minimize_lbfgs
 
 SEPARATE_FUNCTIONALS = ("f1", "f2")
 ACTIVATIONS = ("sigmoid", "tanh")
@@ -223,22 +222,8 @@ class SeparateRanker(Ranker):
         if vali is not None:
             self._check_dims(vali, train_obj.k1, train_obj.k2)
         vali_obj = self.objective(vali) if vali is not None else None
-        history: list[dict] = []
-
-        def record(theta: np.ndarray, objective: float) -> None:
-            entry = {"step": len(history), "objective": float(objective),
-                     "train_loss": float(train_obj.data_loss(theta))}
-            if vali_obj is not None:
-                entry["vali_loss"] = float(vali_obj.data_loss(theta))
-            history.append(entry)
-
-        theta0 = self.initial_theta(train_obj.k1, train_obj.k2)
-        record(theta0, train_obj(theta0, need_grad=False)[0])
-        result = minimize(
-            train_obj, theta0, jac=True, method="L-BFGS-B", tol=self.tol,
-            options={"maxiter": int(self.max_iter)},
-            callback=lambda intermediate_result: record(intermediate_result.x, intermediate_result.fun),
-        )
+        result, history = minimize_lbfgs(train_obj, self.initial_theta(train_obj.k1, train_obj.k2), vali_obj,
+                                         tol=self.tol, max_iter=self.max_iter)
         A, B = train_obj.unpack(np.asarray(result.x, dtype=np.float64))
         self.A_, self.B_ = A.copy(), B.copy()
         self.n_iter_ = int(result.nit)
