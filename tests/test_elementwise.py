@@ -25,6 +25,7 @@ from rankstudy.elementwise import (
 from rankstudy.losses import listmle, plackett_luce_order
 from rankstudy.metrics import ndcg
 from rankstudy.rankers import LinearObjective
+from gradcheck import finite_difference, relative_error
 
 WEIGHTED = ["weighted_regression", "wpl", "rpl", "wpll"]
 ALL_CASES = [("multiclass_logistic", None)] + [(n, w) for n in WEIGHTED for w in sorted(ELEMENT_WEIGHTS)]
@@ -47,19 +48,6 @@ def make_batch(seed: int = 0, lengths=(1, 2, 5, 7, 3, 7, 4, 6)):
 def call(name, weight, s, y, mask, **kw):
     fn = ELEMENTWISE_LOSSES[name]
     return fn(s, y, mask, **kw) if weight is None else fn(s, y, mask, weight=weight, **kw)
-
-
-def finite_difference(fn, s, h=1e-6):
-    grad = np.zeros_like(s)
-    for idx in np.ndindex(*s.shape):
-        step = np.zeros_like(s)
-        step[idx] = h
-        grad[idx] = (fn(s + step) - fn(s - step)) / (2 * h)
-    return grad
-
-
-def relative_error(a, b):
-    return np.linalg.norm(a - b) / max(np.linalg.norm(a) + np.linalg.norm(b), 1e-300)
 
 
 def logsumexp(v):

@@ -10,6 +10,7 @@ import pytest
 
 from rankstudy.data import pad
 from rankstudy.losses import LOSSES, get_loss, listmle, plackett_luce_order, ranknet, ranksvm
+from gradcheck import finite_difference, relative_error
 
 
 def make_batch(seed: int = 0, lengths=(1, 2, 5, 7, 3, 7, 4, 6)):
@@ -25,19 +26,6 @@ def make_batch(seed: int = 0, lengths=(1, 2, 5, 7, 3, 7, 4, 6)):
     s, mask = pad(scores, offsets)
     y, _ = pad(labels, offsets)
     return s, y, mask
-
-
-def finite_difference(fn, s, h=1e-6):
-    grad = np.zeros_like(s)
-    for idx in np.ndindex(*s.shape):
-        step = np.zeros_like(s)
-        step[idx] = h
-        grad[idx] = (fn(s + step) - fn(s - step)) / (2 * h)
-    return grad
-
-
-def relative_error(a, b):
-    return np.linalg.norm(a - b) / max(np.linalg.norm(a) + np.linalg.norm(b), 1e-300)
 
 
 # --------------------------------------------------------------------------- naive references

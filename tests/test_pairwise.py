@@ -17,6 +17,7 @@ from rankstudy.losses import plackett_luce_order, ranknet
 from rankstudy.metrics import per_query
 from rankstudy.pairwise import PAIR_WEIGHTS, PAIRWISE_LOSSES, PHIS, WUB_WEIGHTS, pairwise_loss, wub
 from rankstudy.rankers import LinearObjective
+from gradcheck import finite_difference, relative_error
 
 
 def make_batch(seed: int = 0, lengths=(1, 2, 5, 7, 3, 7, 4, 6)):
@@ -30,19 +31,6 @@ def make_batch(seed: int = 0, lengths=(1, 2, 5, 7, 3, 7, 4, 6)):
     s, mask = pad(1.5 * rng.normal(size=n), offsets)  # wide: both sides of the hinge
     y, _ = pad(labels, offsets)
     return s, y, mask
-
-
-def finite_difference(fn, s, h=1e-6):
-    grad = np.zeros_like(s)
-    for idx in np.ndindex(*s.shape):
-        step = np.zeros_like(s)
-        step[idx] = h
-        grad[idx] = (fn(s + step) - fn(s - step)) / (2 * h)
-    return grad
-
-
-def relative_error(a, b):
-    return np.linalg.norm(a - b) / max(np.linalg.norm(a) + np.linalg.norm(b), 1e-300)
 
 
 def strict_pair_differences(s, y, mask):

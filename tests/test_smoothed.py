@@ -14,6 +14,7 @@ from rankstudy.data import RankData, pad
 from rankstudy.metrics import per_query
 from rankstudy.rankers import LinearObjective
 from rankstudy.smoothed import SMOOTHED_LOSSES, smoothed_err, smoothed_mrr, smoothed_ndcg
+from gradcheck import finite_difference, relative_error
 
 # (loss, options, exact metric name, per_query options) for the limit test
 CASES = [
@@ -42,19 +43,6 @@ def make_batch(seed: int = 0, lengths=(1, 2, 5, 7, 3, 7, 4, 6, 12)):
     s, mask = pad(scores, offsets)
     y, _ = pad(labels, offsets)
     return s, y, mask, scores, labels, offsets
-
-
-def finite_difference(fn, s, h=1e-6):
-    grad = np.zeros_like(s)
-    for idx in np.ndindex(*s.shape):
-        step = np.zeros_like(s)
-        step[idx] = h
-        grad[idx] = (fn(s + step) - fn(s - step)) / (2 * h)
-    return grad
-
-
-def relative_error(a, b):
-    return np.linalg.norm(a - b) / max(np.linalg.norm(a) + np.linalg.norm(b), 1e-300)
 
 
 @pytest.mark.parametrize("fn,kw,metric,metric_kw", CASES, ids=CASE_IDS)
