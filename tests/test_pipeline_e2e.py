@@ -117,6 +117,17 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
     folds = runs[runs.level == "fold"]
     assert len(folds) == 2 * 3 * 2 and folds.key.is_unique
     assert (runs.level == "parent").sum() == 2 * 3
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
+    run_id = folds.set_index("key").loc["synthetic/first/pointwise/fold1", "id"]
+    run = client.get_run(run_id)
+    assert run.data.tags["dataset"] == "synthetic" and run.data.tags["git_commit"]
+    assert {"test.ndcg_at_10", "vali.ndcg_at_10", "test.err", "test.map"} <= set(run.data.metrics)
+    # the training curve and both l2 candidates of the grid, as step metrics
+    assert len(client.get_metric_history(run_id, "train_loss")) > 2
+    assert len(client.get_metric_history(run_id, "selection.vali.ndcg_at_10")) == 2
+    assert {a.path for a in client.list_artifacts(run_id)} >= {"model.json", "scores.test.tsv", "config.resolved.json"}
 
 
 def test_rerun_one_fold_reruns_only_its_jobs_and_leaves_no_duplicate(tiny_run):

@@ -5,6 +5,7 @@ a parent run holding the means. A fold logged before is replaced, never duplicat
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from rankstudy import atomic, tracking
 from rankstudy.jobs import job_logging
@@ -19,11 +20,16 @@ with job_logging(snakemake, "aggregate"):
     folds = []
     for path in map(Path, snakemake.input):
         fold = atomic.read_json(path)
+        # every hyper-parameter candidate's validation score, as a step metric (step = candidate)
+        selection = pd.read_csv(path.parent / "selection.csv")
+        scored = [c for c in selection.columns if c.startswith("vali.")]
+        candidates = [{"step": int(row["candidate"]), **{f"selection.{c}": float(row[c]) for c in scored}}
+                      for _, row in selection.iterrows()]
         run_id = tracking.log_fold_run(
             uri, experiment, dataset=w.dataset, featureset=w.featureset, method=w.method, fold=fold["fold"],
             params={"method": fold["params"], "kind": fold["kind"], "featureset": w.featureset,
                     "fold": fold["fold"], "data_fingerprint": fold["fingerprint"], "evaluation": fold["evaluation"]},
-            metrics=fold["metrics"], history=atomic.read_json(path.parent / "history.json"),
+            metrics=fold["metrics"], history=atomic.read_json(path.parent / "history.json") + candidates,
             artifacts=[path.parent / name for name in ARTIFACTS],
             tags={"git_commit": snakemake.params.commit, "data_fingerprint": fold["fingerprint"]})
         print(f"fold {fold['fold']}: MLflow run {run_id}")
