@@ -46,6 +46,13 @@ def test_schema_rejects_unknown_key_and_bad_value(config):
     (lambda c: c["evaluation"].update(metrics=["ndcg@x"]), r"evaluation\.metrics"),
     (lambda c: c["report"].update(baseline="nomethod"), r"report\.baseline"),
     (lambda c: c["features"].update(first_order=False, rho=[]), r"no feature set"),
+    (lambda c: c["methods"]["ranknet"]["params"].update(loss="wpl", loss_params={"weight": "sqrtr"}),
+     r"methods\.ranknet.*sqrtr.*sqrt_r"),
+    (lambda c: c["methods"]["ranknet"]["params"].update(loss="pairwise", loss_params={"phi": "huber"}),
+     r"methods\.ranknet.*huber.*logistic"),
+    (lambda c: c["methods"]["ranknet"]["params"].update(group="median"), r"methods\.ranknet.*median.*geomean"),
+    (lambda c: c["methods"]["ranknet"]["params"].update(functional="cubic"), r"methods\.ranknet.*cubic.*quadratic"),
+    (lambda c: c.update(run_methods=["ranknet", "nosuch"]), r"run_methods.*nosuch"),
 ])
 def test_wrong_names_fail_with_the_key_and_valid_names(config, edit, message):
     edit(config)

@@ -12,8 +12,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from rankstudy import datasets, metrics
-from rankstudy.ranker_registry import RANKERS
+from rankstudy.ranker_registry import RANKERS, make_ranker
 from rankstudy.loss_registry import LOSSES
 
 
@@ -92,6 +94,19 @@ def check_method(name: str, spec: dict) -> None:
         if loss not in LOSSES:
             raise ConfigError(f"config key methods.{name}: unknown loss {loss!r}; "
                               f"valid losses: {', '.join(sorted(LOSSES))}")
+    # build every grid candidate and call its loss once on a tiny list, so that a wrong name
+    # inside the parameters (functional, group, a loss's weight or phi) fails now, not mid-run
+    from rankstudy.selection import grid_candidates
+
+    for candidate in grid_candidates(spec.get("grid")):
+        params = {**(spec.get("params") or {}), **candidate}
+        try:
+            make_ranker(kind, params)
+            if params.get("loss"):
+                scores, labels = np.array([[0.3, -0.2, 0.1]]), np.array([[2.0, 0.0, 1.0]])
+                LOSSES[params["loss"]](scores, labels, np.ones((1, 3), bool), **(params.get("loss_params") or {}))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"config key methods.{name}: {exc}") from None
 
 
 def check_metric(key: str, name: str) -> None:
