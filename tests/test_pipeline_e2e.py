@@ -3,6 +3,7 @@ then the outputs, the MLflow store and a single-fold rerun are checked."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -230,3 +231,23 @@ def test_table4_study_on_a_users_qa_table(tmp_path):
     assert len(paper) == 6 and paper["published"].notna().all()
     # a random ranking of 3-6 answers has MRR around 0.5; the topic words make the best answer findable
     assert (paper["ours"] > 0.8).all(), paper
+
+
+def test_dataset_without_validation_split_gets_one_from_training_queries(tmp_path, shared_data):
+    """A registry entry of the user's own (like the full Istella release: train and test only),
+    on the real MSLR-WEB sample files: vali is carved from a seeded share of training queries."""
+    registry = yaml.safe_load((REPO / "config/datasets.yaml").read_text())
+    registry["MSLR-WEB-tiny-sample"] = {
+        "source": "manual", "n_features": 136, "labels": [0, 4], "folds": 1, "splits": ["train", "test"],
+        "layout": "search_tiny_{split}.txt", "instructions": "shipped in ../shared/data"}
+    workdir = make_workdir(tmp_path, {
+        "datasets": ["MSLR-WEB-tiny-sample"], "data_root": str(shared_data), "folds": [1],
+        "registry": "registry.yaml",
+        "methods": {"ranknet": {"kind": "linear", "params": {"loss": "ranknet"}}},
+        "features": {"normalization": "zscore", "first_order": True, "rho": []},
+        "report": {"baseline": "ranknet", "metrics": ["ndcg@10"], "n_resamples": 100}})
+    (workdir / "registry.yaml").write_text(yaml.safe_dump(registry))
+    snakemake(workdir)
+    meta = json.loads((workdir / "results/data/MSLR-WEB-tiny-sample/fold1/meta.json").read_text())
+    assert (meta["train.n_queries"], meta["vali.n_queries"], meta["test.n_queries"]) == (6, 1, 4)
+    assert meta["test.n_docs"] == 403

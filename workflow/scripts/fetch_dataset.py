@@ -22,7 +22,7 @@ with job_logging(snakemake, "fetch_dataset"):
     else:
         data_root = Path(snakemake.params.data_root).resolve()
         root = datasets.ensure_available(name, entry, data_root, data_root / "_downloads", progress=print)
-        source = {"name": name, "source": entry["source"], "data_root": str(data_root),
+        source = {"name": name, "source": entry["source"], "data_root": str(data_root), "seed": snakemake.params.seed,
                   "root": str(Path(root).resolve()), "entry": entry}
     print(f"data set {name}: {source.get('root', 'embedded generator')}")
     atomic.write_json(snakemake.output[0], source)

@@ -4,6 +4,7 @@ and cache them as binary .npz files; later rules never reparse text."""
 import hashlib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rankstudy import atomic, cleaning, datasets, qa, synthetic
@@ -22,6 +23,14 @@ def fingerprint(splits):
         for array in (*features, d.y, d.qid):
             h.update(array.tobytes())
     return h.hexdigest()[:16]
+
+
+def carve_validation(train, seed, fraction=0.2):
+    """Hold out a seeded share of the training queries as the validation split."""
+    rng = np.random.default_rng(seed)
+    vali = np.zeros(train.n_queries, dtype=bool)
+    vali[rng.permutation(train.n_queries)[: max(1, int(round(fraction * train.n_queries)))]] = True
+    return train.select_queries(~vali), train.select_queries(vali)
 
 
 def qa_table_splits(source, fold):
@@ -47,12 +56,16 @@ with job_logging(snakemake, "prepare_fold"):
         splits, max_label, files = qa_table_splits(source, fold), 1, {s: source["file"] for s in SPLITS}
     else:
         entry = source["entry"]
-        files = {s: datasets.split_file(name, entry, Path(source["data_root"]), fold, s) for s in SPLITS}
+        present = [s for s in SPLITS if s in entry.get("splits", SPLITS)]
+        files = {s: datasets.split_file(name, entry, Path(source["data_root"]), fold, s) for s in present}
         splits = {}
-        for s in SPLITS:
+        for s in present:
             print(f"parsing {files[s]}")
             splits[s] = read_letor(files[s], n_features=entry.get("n_features"))
-        check_disjoint_queries({str(files[s]): splits[s] for s in SPLITS})
+        if "vali" not in splits:
+            splits["train"], splits["vali"] = carve_validation(splits["train"], seed=source.get("seed", 0))
+            print(f"no validation split: {splits['vali'].n_queries} training queries held out as vali")
+        check_disjoint_queries({str(files.get(s, f"{files['train']} (held-out vali)")): splits[s] for s in SPLITS})
         max_label = entry["labels"][1]
     rules = snakemake.params.cleaning
     dropped = {}
