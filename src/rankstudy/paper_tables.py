@@ -96,8 +96,10 @@ def write(table: pd.DataFrame, out_prefix: Path, caption: str) -> list[Path]:
     note = ("Paper numbers measured on: " + "; ".join(datasets) + ".") if datasets else \
         "The paper reports no number for these cells."
     written = [atomic.write_csv(table, out_prefix.with_name(out_prefix.name + ".paper.csv"))]
+    # labels such as 2^(r_i-1)/2^(|L|-1) hold pipes, which would split a Markdown cell
+    md = grid.rename(index=lambda v: v.replace("|", "\\|"), columns=lambda v: v.replace("|", "\\|"))
     written.append(atomic.write_text(out_prefix.with_name(out_prefix.name + ".paper.md"),
-                                     f"{caption}\n\n{grid.to_markdown()}\n\n{note}\n"))
+                                     f"{caption}\n\n{md.to_markdown()}\n\n{note}\n"))
     written.append(atomic.write_text(out_prefix.with_name(out_prefix.name + ".paper.html"),
                                      f"<p>{caption}</p>\n{grid.to_html(escape=True)}\n<p>{note}</p>\n"))
     return written
