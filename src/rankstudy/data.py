@@ -116,6 +116,19 @@ def pad(values: np.ndarray, offsets: np.ndarray, fill: float = 0.0) -> tuple[np.
     return out, mask
 
 
+def padded_layout(offsets: np.ndarray, labels: np.ndarray):
+    """What an objective needs once per fit to pad scores on every call: the padded shape
+    (Q, L), the flat index of each row in it, the mask, and the padded labels."""
+    lengths = np.diff(offsets)
+    shape = (len(lengths), int(lengths.max()))
+    flat = segment_ids(offsets) * shape[1] + positions(offsets)
+    mask = np.zeros(shape, dtype=bool)
+    mask.flat[flat] = True
+    padded_labels = np.zeros(shape)
+    padded_labels.flat[flat] = labels
+    return shape, flat, mask, padded_labels
+
+
 def unpad(padded: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Inverse of :func:`pad`: padded (Q, L) -> flat per-row values."""
     return padded[segment_ids(offsets), positions(offsets)]

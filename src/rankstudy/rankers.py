@@ -23,7 +23,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from rankstudy import atomic
-from rankstudy.data import RankData, positions, segment_ids
+from rankstudy.data import RankData, padded_layout
 from rankstudy.functionals import FUNCTIONALS, check_pairs, quadratic_scores, quadratic_vjp
 from rankstudy.groups import check_aggregate, grouped_loss
 from rankstudy.loss_registry import get_loss
@@ -109,14 +109,8 @@ class LinearObjective:
         self.loss = loss
         self.l2 = float(l2)
         self.fit_intercept = fit_intercept
-        lengths = data.query_lengths
-        self.shape = (len(lengths), int(lengths.max()))
-        # flat index of each row in the padded (Q, L) array; the same layout as data.pad
-        self.flat = segment_ids(data.offsets) * self.shape[1] + positions(data.offsets)
-        self.mask = np.zeros(self.shape, dtype=bool)
-        self.mask.flat[self.flat] = True
-        self.labels = np.zeros(self.shape)
-        self.labels.flat[self.flat] = data.y
+        # the same layout as data.pad, built once
+        self.shape, self.flat, self.mask, self.labels = padded_layout(data.offsets, data.y)
         self.last_theta: np.ndarray | None = None
         self.last_loss = np.nan
 

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from rankstudy.data import positions, segment_ids
+from rankstudy.data import padded_layout
 from rankstudy.loss_registry import get_loss
 from rankstudy.qa import QAData
 from rankstudy.rankers import NotFittedError, Ranker, _check_loss_options, minimize_lbfgs
@@ -108,13 +108,8 @@ class SeparateObjective:
         self.functional, self.activation, self.tau = functional, activation, float(tau)
         self.k1 = data.query_vectors.shape[1]
         self.k2 = data.object_vectors.shape[1]
-        lengths = data.query_lengths
-        self.shape = (len(lengths), int(lengths.max()))
-        self.flat = segment_ids(data.offsets) * self.shape[1] + positions(data.offsets)
-        self.mask = np.zeros(self.shape, dtype=bool)
-        self.mask.flat[self.flat] = True
-        self.labels = np.zeros(self.shape)
-        self.labels.flat[self.flat] = data.y
+        # the same layout as data.pad, built once
+        self.shape, self.flat, self.mask, self.labels = padded_layout(data.offsets, data.y)
         # transposes built once: sparse.T @ dense is the gradient's hot product
         self.query_vectors_T = data.query_vectors.T.tocsr()
         self.object_vectors_T = data.object_vectors.T.tocsr()
