@@ -250,3 +250,12 @@ def test_ensure_available_never_touches_an_incomplete_folder(file_server, tmp_pa
         datasets.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=None)
     assert (tmp_path / "data" / "Toy" / "Fold1" / "train.txt").read_text() == "mine\n"
     assert file_server.hits == []
+
+
+def test_missing_splits_of_requested_folds_only(tmp_path):
+    entry = {"folds": 5, "layout": "Fold{fold}/{split}.txt", "splits": ["train", "vali", "test"]}
+    for split in ("train", "vali", "test"):
+        (tmp_path / "X" / "Fold3").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "X" / "Fold3" / f"{split}.txt").write_text("0 qid:1 1:0\n")
+    assert datasets.missing_splits("X", entry, tmp_path, folds=[3]) == []
+    assert len(datasets.missing_splits("X", entry, tmp_path)) == 12

@@ -229,11 +229,12 @@ def split_file(name: str, entry: dict, data_root: str | os.PathLike, fold: int, 
     )
 
 
-def missing_splits(name: str, entry: dict, data_root: str | os.PathLike) -> list[tuple[int, str]]:
-    """(fold, split) pairs whose file is absent under ``{data_root}/{name}``."""
+def missing_splits(name: str, entry: dict, data_root: str | os.PathLike,
+                   folds: list[int] | None = None) -> list[tuple[int, str]]:
+    """(fold, split) pairs whose file is absent under ``{data_root}/{name}`` (all folds, or ``folds``)."""
     return [
         (fold, split)
-        for fold in range(1, entry["folds"] + 1)
+        for fold in (folds or range(1, entry["folds"] + 1))
         for split in entry.get("splits", SPLITS)
         if not any(p.is_file() for p in candidate_paths(name, entry, data_root, fold, split))
     ]
@@ -319,8 +320,10 @@ def ensure_available(
     data_root: str | os.PathLike,
     download_dir: str | os.PathLike,
     progress: Callable[[str], None] | None = print,
+    folds: list[int] | None = None,
 ) -> Path:
-    """Make sure ``{data_root}/{name}`` holds every split file of the data set; return that folder.
+    """Make sure ``{data_root}/{name}`` holds every split file of the data set (of ``folds`` if
+    given: a run of some folds needs only theirs); return that folder.
 
     Files already there are used as they are. A ``manual`` data set raises DatasetNotFound
     with its instructions. Otherwise the archive is downloaded into ``download_dir``
@@ -332,7 +335,7 @@ def ensure_available(
     source = entry.get("source")
     if source == "synthetic":
         raise ValueError(f"data set {name!r} is synthetic: it is generated in memory and has no files")
-    missing = missing_splits(name, entry, data_root)
+    missing = missing_splits(name, entry, data_root, folds)
     if not missing:
         return folder
     if source == "manual":

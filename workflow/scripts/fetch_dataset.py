@@ -21,7 +21,11 @@ with job_logging(snakemake, "fetch_dataset"):
                   "vocabulary": entry.get("vocabulary", 3000), "root": str(path.parent)}
     else:
         data_root = Path(snakemake.params.data_root).resolve()
-        root = datasets.ensure_available(name, entry, data_root, data_root / "_downloads", progress=print)
+        # only the folds of this run must be there; read from the config rather than a param, since
+        # a changed param would rerun this job and so every fold downstream of it
+        folds = [int(f) for f in snakemake.config["folds"]]
+        root = datasets.ensure_available(name, entry, data_root, data_root / "_downloads", progress=print,
+                                         folds=folds)
         source = {"name": name, "source": entry["source"], "data_root": str(data_root), "seed": snakemake.params.seed,
                   "root": str(Path(root).resolve()), "entry": entry}
     print(f"data set {name}: {source.get('root', 'embedded generator')}")
