@@ -1,0 +1,43 @@
+"""Loading one fold from each kind of source, and the cleaning counts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankstudy import synthetic
+from rankstudy.folds import carve_validation, clean, load_fold
+
+
+def test_synthetic_fold_matches_the_generator_and_fingerprint_is_stable():
+    source = {"source": "synthetic", "seed": 3, "n_queries": 50, "n_features": 17}
+    fold = load_fold("synthetic", source, 2)
+    expected = synthetic.fold_splits(synthetic.make_parts(seed=3, n_queries=50, n_features=17), 2)
+    np.testing.assert_array_equal(fold.splits["test"].X, expected["test"].X)
+    assert fold.max_label == 4 and fold.n_features == 17
+    assert fold.fingerprint() == load_fold("synthetic", source, 2).fingerprint() != load_fold("synthetic", source, 3).fingerprint()
+
+
+def test_qa_fold_counts_question_and_answer_vocabularies():
+    fold = load_fold("synthetic_qa", {"source": "synthetic_qa", "seed": 0, "n_questions": 60, "vocab_size": 40}, 1)
+    assert not fold.is_letor and fold.max_label == 1 and fold.n_features == 80
+    clean(fold, {"drop_no_relevant": ["train"]}, 1.0)  # a no-op on QA data
+    assert fold.dropped == {}
+
+
+def test_cleaning_counts_dropped_queries():
+    fold = load_fold("synthetic", {"source": "synthetic", "seed": 0, "n_queries": 100, "n_features": 17}, 1)
+    train = fold.splits["train"]
+    train.y[: train.offsets[2]] = 0  # plant two queries without a relevant document
+    no_relevant = int((np.maximum.reduceat(train.y, train.offsets[:-1]) < 1).sum())
+    assert no_relevant >= 2
+    clean(fold, {"drop_no_relevant": ["train"]}, 1.0)
+    assert fold.dropped == {"train.queries_without_relevant": no_relevant}
+    assert fold.splits["train"].n_queries == train.n_queries - no_relevant
+
+
+def test_carved_validation_is_disjoint_and_seeded():
+    train = synthetic.make_parts(seed=0, n_queries=50, n_features=17)[0]
+    a, b = carve_validation(train, seed=1)
+    assert a.n_queries + b.n_queries == train.n_queries and b.n_queries == 2
+    assert not set(a.query_ids) & set(b.query_ids)
+    assert list(carve_validation(train, seed=1)[1].query_ids) == list(b.query_ids)
