@@ -24,24 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from rankstudy.pairs import check_pairs
+
 FUNCTIONALS = ("linear", "quadratic")
-
-
-def check_pairs(pairs: Any, n_features: int | None = None) -> np.ndarray:
-    """``pairs`` (a ``(k, 2)`` array-like, or a DataFrame with columns ``i``, ``j``) as a
-    ``(k, 2)`` int64 array of 0-based feature indices, range-checked when ``n_features`` is given."""
-    if hasattr(pairs, "columns"):  # a DataFrame from rankstudy.pairs.select_pairs
-        pairs = pairs[["i", "j"]].to_numpy()
-    p = np.asarray(pairs, dtype=np.int64)
-    if p.size == 0:
-        return np.zeros((0, 2), dtype=np.int64)
-    if p.ndim != 2 or p.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (k, 2), got {p.shape}")
-    if p.min() < 0:
-        raise ValueError("pair indices must be non-negative")
-    if n_features is not None and p.max() >= n_features:
-        raise ValueError(f"pair index {int(p.max())} out of range for {n_features} features")
-    return p
 
 
 class _PairBlock:

@@ -148,15 +148,21 @@ def select_pairs(correlations: pd.DataFrame, threshold: float) -> pd.DataFrame:
     return kept.sort_values(["i", "j"], kind="stable").reset_index(drop=True)
 
 
-def _as_pair_array(pairs: Any) -> np.ndarray:
-    if isinstance(pairs, pd.DataFrame):
+def check_pairs(pairs: Any, n_features: int | None = None) -> np.ndarray:
+    """``pairs`` (a ``(k, 2)`` array-like, or a DataFrame with columns ``i``, ``j``) as a
+    ``(k, 2)`` int64 array of 0-based feature indices, range-checked when ``n_features`` is given."""
+    if isinstance(pairs, pd.DataFrame):  # e.g. from select_pairs
         pairs = pairs[["i", "j"]].to_numpy()
-    arr = np.asarray(pairs, dtype=np.int64)
-    if arr.size == 0:
+    p = np.asarray(pairs, dtype=np.int64)
+    if p.size == 0:
         return np.zeros((0, 2), dtype=np.int64)
-    if arr.ndim != 2 or arr.shape[1] != 2:
-        raise ValueError(f"pairs must have shape (k, 2), got {arr.shape}")
-    return arr
+    if p.ndim != 2 or p.shape[1] != 2:
+        raise ValueError(f"pairs must have shape (k, 2), got {p.shape}")
+    if p.min() < 0:
+        raise ValueError("pair indices must be non-negative")
+    if n_features is not None and p.max() >= n_features:
+        raise ValueError(f"pair index {int(p.max())} out of range for {n_features} features")
+    return p
 
 
 def second_order(X: np.ndarray, pairs: Any) -> np.ndarray:
@@ -165,9 +171,7 @@ def second_order(X: np.ndarray, pairs: Any) -> np.ndarray:
     ``pairs`` is a ``(k, 2)`` integer array (or a DataFrame with columns ``i``, ``j``).
     """
     X = np.asarray(X, dtype=np.float64)
-    p = _as_pair_array(pairs)
-    if len(p) and (p.min() < 0 or p.max() >= X.shape[1]):
-        raise ValueError(f"pair index out of range for {X.shape[1]} features")
+    p = check_pairs(pairs, X.shape[1])
     return X[:, p[:, 0]] * X[:, p[:, 1]]
 
 
@@ -197,7 +201,7 @@ class SecondOrderSelector:
             self.pairs_ = np.zeros((0, 2), dtype=np.int64)
         else:
             corr = pair_correlations(train.X, train.y, chunk_rows=self.chunk_rows)
-            self.pairs_ = _as_pair_array(select_pairs(corr, self.threshold))
+            self.pairs_ = check_pairs(select_pairs(corr, self.threshold))
         return self
 
     def transform(self, data: RankData) -> RankData:
@@ -215,5 +219,5 @@ class SecondOrderSelector:
     def from_dict(cls, d: dict[str, Any]) -> "SecondOrderSelector":
         sel = cls(d["threshold"], d.get("chunk_rows", 8192))
         if "pairs" in d:
-            sel.pairs_ = _as_pair_array(d["pairs"])
+            sel.pairs_ = check_pairs(d["pairs"])
         return sel

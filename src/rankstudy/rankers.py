@@ -24,7 +24,8 @@ from scipy.optimize import minimize
 
 from rankstudy import atomic
 from rankstudy.data import RankData, padded_layout
-from rankstudy.functionals import FUNCTIONALS, check_pairs, quadratic_scores, quadratic_vjp
+from rankstudy.functionals import FUNCTIONALS, quadratic_scores, quadratic_vjp
+from rankstudy.pairs import check_pairs
 from rankstudy.groups import check_aggregate, grouped_loss
 from rankstudy.loss_registry import get_loss
 
