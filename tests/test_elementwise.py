@@ -25,24 +25,10 @@ from rankstudy.elementwise import (
 from rankstudy.losses import listmle, plackett_luce_order
 from rankstudy.metrics import ndcg
 from rankstudy.rankers import LinearObjective
-from gradcheck import finite_difference, relative_error
+from losscheck import finite_difference, make_batch, relative_error
 
 WEIGHTED = ["weighted_regression", "wpl", "rpl", "wpll"]
 ALL_CASES = [("multiclass_logistic", None)] + [(n, w) for n in WEIGHTED for w in sorted(ELEMENT_WEIGHTS)]
-
-
-def make_batch(seed: int = 0, lengths=(1, 2, 5, 7, 3, 7, 4, 6)):
-    """Padded batch with a single-document query (0), an all-equal-label query (3),
-    label ties everywhere (labels 0..3) and padding (lengths differ)."""
-    rng = np.random.default_rng(seed)
-    lengths = np.asarray(lengths)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    n = int(offsets[-1])
-    labels = rng.integers(0, 4, n).astype(float)
-    labels[offsets[3]:offsets[4]] = 2.0
-    s, mask = pad(1.5 * rng.normal(size=n), offsets)
-    y, _ = pad(labels, offsets)
-    return s, y, mask
 
 
 def call(name, weight, s, y, mask, **kw):

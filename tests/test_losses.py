@@ -10,25 +10,8 @@ import pytest
 
 from rankstudy.data import pad
 from rankstudy.losses import LOSSES, get_loss, listmle, plackett_luce_order, ranknet, ranksvm
-from gradcheck import finite_difference, relative_error
+from losscheck import finite_difference, make_batch, relative_error
 
-
-def make_batch(seed: int = 0, lengths=(1, 2, 5, 7, 3, 7, 4, 6)):
-    """Padded batch with a single-document query (0), an all-equal-label query (3),
-    label ties everywhere (labels 0..3) and padding (lengths differ)."""
-    rng = np.random.default_rng(seed)
-    lengths = np.asarray(lengths)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    n = int(offsets[-1])
-    labels = rng.integers(0, 4, n).astype(float)
-    labels[offsets[3]:offsets[4]] = 2.0
-    scores = 1.5 * rng.normal(size=n)  # wide enough to hit both sides of the hinge
-    s, mask = pad(scores, offsets)
-    y, _ = pad(labels, offsets)
-    return s, y, mask
-
-
-# --------------------------------------------------------------------------- naive references
 
 def reference_value(name, s, y, mask, seed=0):
     """Per-query loops straight from the definitions, averaged over queries with terms."""

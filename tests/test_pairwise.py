@@ -6,31 +6,17 @@ from __future__ import annotations
 
 import itertools
 import math
-import tracemalloc
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rankstudy.data import RankData, pad
+from rankstudy.data import pad
 from rankstudy.losses import plackett_luce_order, ranknet
 from rankstudy.metrics import per_query
 from rankstudy.pairwise import PAIR_WEIGHTS, PAIRWISE_LOSSES, PHIS, WUB_WEIGHTS, pairwise_loss, wub
 from rankstudy.rankers import LinearObjective
-from gradcheck import finite_difference, relative_error
-
-
-def make_batch(seed: int = 0, lengths=(1, 2, 5, 7, 3, 7, 4, 6)):
-    """Padded batch with a single-document query (0), an all-equal-label query (3),
-    label ties everywhere (labels 0..3) and padding (lengths differ)."""
-    rng = np.random.default_rng(seed)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    n = int(offsets[-1])
-    labels = rng.integers(0, 4, n).astype(float)
-    labels[offsets[3]:offsets[4]] = 2.0
-    s, mask = pad(1.5 * rng.normal(size=n), offsets)  # wide: both sides of the hinge
-    y, _ = pad(labels, offsets)
-    return s, y, mask
+from losscheck import finite_difference, linear_signal_data, make_batch, peak_bytes, relative_error
 
 
 def strict_pair_differences(s, y, mask):
@@ -368,20 +354,6 @@ def test_unknown_names_list_valid_ones():
 
 # --------------------------------------------------------------------------- memory
 
-def _peak_bytes(fn, n_docs, **kw):
-    rng = np.random.default_rng(n_docs)
-    offsets = np.concatenate([[0], np.cumsum([n_docs, 3, 7, 1])])
-    s, mask = pad(rng.normal(size=offsets[-1]), offsets)
-    y, _ = pad(rng.integers(0, 5, offsets[-1]).astype(float), offsets)
-    tracemalloc.start()
-    try:
-        value, grad = fn(s, y, mask, **kw)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert np.isfinite(value) and np.all(np.isfinite(grad))
-    return peak
-
 
 @pytest.mark.parametrize("fn,kw", [(pairwise_loss, {"phi": "hinge", "weight": "ndcg_swap"}),
                                    (wub, {"weight": "pos_diff"})])
@@ -389,26 +361,13 @@ def test_long_query_memory_is_bounded(fn, kw):
     """A 1,000-document query stays under 32 MB of peak allocation (one dense 1000 x 1000
     float64 array alone is 8 MB, and a loss needs several), and doubling the query to 2,000
     documents barely moves the peak (a dense block would quadruple it)."""
-    peak_1000 = _peak_bytes(fn, 1000, **kw)
-    peak_2000 = _peak_bytes(fn, 2000, **kw)
+    peak_1000 = peak_bytes(fn, 1000, **kw)
+    peak_2000 = peak_bytes(fn, 2000, **kw)
     assert peak_1000 < 32 * 2**20
     assert peak_2000 < 1.3 * peak_1000
 
 
 # --------------------------------------------------------------------------- learning
-
-def linear_signal_data(seed, n_queries=60, n_features=8):
-    """Labels 0..3 cut from a linear utility plus small noise: a linear ranker can do well."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(5, 30, n_queries)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    n = int(offsets[-1])
-    X = rng.normal(size=(n, n_features))
-    w_true = np.random.default_rng(12345).normal(size=n_features)
-    utility = X @ w_true + 0.3 * rng.normal(size=n)
-    y = np.digitize(utility, np.quantile(utility, [0.5, 0.8, 0.95])).astype(float)
-    qid = np.repeat(np.arange(n_queries), lengths)
-    return RankData(X=X, y=y, qid=qid, docid=np.arange(n).astype(str), offsets=offsets)
 
 
 def train_and_score(loss, train, test):

@@ -4,17 +4,16 @@ against rankstudy.metrics, hand-worked values, padding, chunking, bounded memory
 from __future__ import annotations
 
 import math
-import tracemalloc
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rankstudy.data import RankData, pad
+from rankstudy.data import pad
 from rankstudy.metrics import per_query
 from rankstudy.rankers import LinearObjective
 from rankstudy.smoothed import SMOOTHED_LOSSES, smoothed_err, smoothed_mrr, smoothed_ndcg
-from gradcheck import finite_difference, relative_error
+from losscheck import finite_difference, linear_signal_data, peak_bytes, relative_error
 
 # (loss, options, exact metric name, per_query options) for the limit test
 CASES = [
@@ -189,44 +188,15 @@ def test_bad_options_are_rejected():
         smoothed_err(s, y, mask, n_levels=3)  # labels reach 3
 
 
-def _peak_bytes(fn, n_docs, **kw):
-    rng = np.random.default_rng(n_docs)
-    offsets = np.concatenate([[0], np.cumsum([n_docs, 3, 7, 1])])
-    s, mask = pad(rng.normal(size=offsets[-1]), offsets)
-    y, _ = pad(rng.integers(0, 5, offsets[-1]).astype(float), offsets)
-    tracemalloc.start()
-    try:
-        value, grad = fn(s, y, mask, **kw)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert np.isfinite(value) and np.all(np.isfinite(grad))
-    return peak
-
-
 @pytest.mark.parametrize("fn,kw", [(smoothed_ndcg, {"k": 10}), (smoothed_err, {})])
 def test_long_query_memory_is_bounded(fn, kw):
     """A 1,000-document query stays under 32 MB of peak allocation (a dense 1000 x 1000
     float64 array is 8 MB and these losses need about ten), and doubling it to 2,000
     documents barely moves the peak (dense blocks would quadruple it)."""
-    peak_1000 = _peak_bytes(fn, 1000, **kw)
-    peak_2000 = _peak_bytes(fn, 2000, **kw)
+    peak_1000 = peak_bytes(fn, 1000, **kw)
+    peak_2000 = peak_bytes(fn, 2000, **kw)
     assert peak_1000 < 32 * 2**20
     assert peak_2000 < 1.3 * peak_1000
-
-
-def linear_signal_data(seed, n_queries=60, n_features=8):
-    """Labels 0..3 cut from a linear utility plus noise: a linear ranker can do well."""
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(5, 30, n_queries)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    n = int(offsets[-1])
-    X = rng.normal(size=(n, n_features))
-    w_true = np.random.default_rng(12345).normal(size=n_features)
-    utility = X @ w_true + 0.3 * rng.normal(size=n)
-    y = np.digitize(utility, np.quantile(utility, [0.5, 0.8, 0.95])).astype(float)
-    qid = np.repeat(np.arange(n_queries), lengths)
-    return RankData(X=X, y=y, qid=qid, docid=np.arange(n).astype(str), offsets=offsets)
 
 
 @pytest.mark.parametrize("fn,kw", [(smoothed_ndcg, {"k": 10}), (smoothed_ndcg, {}),
