@@ -6,9 +6,8 @@ import functools
 import hashlib
 import io
 import tarfile
-import threading
 import zipfile
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ import yaml
 from rankstudy import datasets
 from rankstudy.datasets import DatasetNotFound, RegistryError
 from rankstudy.download import DownloadError
+from loopback import serving
 
 EXPECTED_FEATURES = {
     "MQ2007": 46, "MQ2008": 46, "OHSUMED": 45,
@@ -161,15 +161,9 @@ def file_server(tmp_path):
             hits.append(self.path)
             super().do_GET()
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Counting, directory=str(www)))
-    srv.www, srv.hits = www, hits
-    srv.url = lambda name: f"http://127.0.0.1:{srv.server_address[1]}/{name}"
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join(timeout=5)
+    with serving(functools.partial(Counting, directory=str(www))) as srv:
+        srv.www, srv.hits = www, hits
+        yield srv
 
 
 def toy_files(prefix: str, folds: int = 2) -> dict[str, bytes]:

@@ -9,15 +9,15 @@ import socket
 import struct
 import subprocess
 import tarfile
-import threading
 import zipfile
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
 from rankstudy.download import DownloadError, configure_rar_backend, detect_archive_format, download, extract
+from loopback import serving
 
 PAYLOAD = bytes(range(256)) * 800  # 200 KiB, not repetitive within a chunk boundary of 1 KiB
 PAYLOAD_SHA256 = hashlib.sha256(PAYLOAD).hexdigest()
@@ -72,15 +72,9 @@ class RangeHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture()
 def server():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), RangeHandler)
-    srv.files, srv.requests, srv.honor_range, srv.truncate_once = {"/data.bin": PAYLOAD}, [], True, None
-    srv.url = lambda path: f"http://127.0.0.1:{srv.server_address[1]}{path}"
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield srv
-    srv.shutdown()
-    srv.server_close()
-    thread.join(timeout=5)
+    with serving(RangeHandler) as srv:
+        srv.files, srv.requests, srv.honor_range, srv.truncate_once = {"/data.bin": PAYLOAD}, [], True, None
+        yield srv
 
 
 def closed_loopback_port() -> int:
