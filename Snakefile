@@ -4,12 +4,15 @@
 # Rerun one fold:  snakemake --cores 2 --forcerun results/runs/<dataset>/<featureset>/<method>/fold3/model.json
 from snakemake.utils import min_version, validate
 
+from rankstudy.pipeline.config import prepare_cli_values
+
 min_version("9.0")
 
 configfile: "config/config.yaml"
 
-# `--config 'folds=[3]'` arrives as strings: accept digits there
-config["folds"] = [int(f) if str(f).isdigit() else f for f in config.get("folds", [])]
+# `--config` values arrive as YAML (folds=[3] as ['3'], folds=7 as 7): bring them to the
+# schema's types, or fail naming the key and the working form, before anything reads them
+prepare_cli_values(config)
 
 validate(config, "workflow/schemas/config.schema.yaml")
 

@@ -30,9 +30,9 @@ import tracemalloc
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from rankstudy.data import RankData
-from rankstudy.functionals import quadratic_scores, quadratic_vjp
-from rankstudy.rankers import LinearRanker
+from rankstudy.data.rankdata import RankData
+from rankstudy.scorers.quadratic import quadratic_scores, quadratic_vjp
+from rankstudy.rankers.linear import LinearRanker
 
 M = 136
 

@@ -2,7 +2,7 @@
 
 Generates a synthetic data set (query lengths uniform in [--min-len, --max-len],
 default 10-150 documents as in LETOR/MSLR, labels 0-4 from a noisy linear utility)
-and reports, for each loss in ``rankstudy.losses.LOSSES``:
+and reports, for each loss in ``rankstudy.losses.registry.LOSSES``:
 
 * ``loss s/100k``: one loss value + gradient on the padded (Q, L) scores;
 * ``objective s/100k``: one LinearRanker objective + gradient (scatter X w into the
@@ -26,9 +26,10 @@ import time
 
 import numpy as np
 
-from rankstudy.data import RankData, pad
-from rankstudy.losses import LOSSES
-from rankstudy.rankers import LinearRanker
+from rankstudy.data.rankdata import RankData
+from rankstudy.data.blocks import pad
+from rankstudy.losses.registry import LOSSES
+from rankstudy.rankers.linear import LinearRanker
 
 
 def make_data(n_docs: int, n_features: int, min_len: int, max_len: int, seed: int) -> RankData:

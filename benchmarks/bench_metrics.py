@@ -1,4 +1,4 @@
-"""Benchmark: rankstudy.metrics.per_query against ranx on about 1M scored documents.
+"""Benchmark: rankstudy.evaluation.metrics.per_query against ranx on about 1M scored documents.
 
 Synthetic data shaped like MSLR-WEB30K: query lengths are log-normal (median
 about 90, mean about 120, clipped to 1..1251), labels 0..4 with MSLR-like
@@ -35,7 +35,7 @@ import warnings
 
 import numpy as np
 
-from rankstudy.metrics import per_query
+from rankstudy.evaluation.metrics import per_query
 
 OURS = ["ndcg@10", "map", "mrr", "p@10"]
 RANX_NAME = {"ndcg@10": "ndcg_burges@10", "map": "map", "mrr": "mrr", "p@10": "precision@10"}

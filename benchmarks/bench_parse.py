@@ -1,4 +1,4 @@
-"""Parse speed of ``rankstudy.letor.read_letor`` against scikit-learn's SVMlight loader.
+"""Parse speed of ``rankstudy.data.letor.read_letor`` against scikit-learn's SVMlight loader.
 
 Measures wall-clock time to turn an uncompressed LETOR text file into arrays,
 for ``read_letor(path)`` and ``sklearn.datasets.load_svmlight_file(path,
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 from sklearn.datasets import load_svmlight_file
 
-from rankstudy.data import offsets_from_qid
-from rankstudy.letor import read_letor
+from rankstudy.data.blocks import offsets_from_qid
+from rankstudy.data.letor import read_letor
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("RANKSTUDY_SHARED_DATA", REPO.parent / "shared" / "data"))

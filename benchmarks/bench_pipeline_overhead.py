@@ -33,7 +33,7 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=2)
     args = parser.parse_args()
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "import rankstudy.tracking, rankstudy.rankers, rankstudy.metrics, pandas"],
+    subprocess.run([sys.executable, "-c", "import rankstudy.tracking.runs, rankstudy.rankers.registry, rankstudy.evaluation.metrics, pandas"],
                    check=True)
     reference = time.perf_counter() - start
     with tempfile.TemporaryDirectory() as tmp:

@@ -4,7 +4,7 @@ Scores the Pearson correlation with the label of every second-order feature
 x_i * x_j (i <= j) -- m(m+1)/2 = 9,316 products at m = 136 (MSLR-WEB30K width) --
 two ways, in the same process, on the same data:
 
-* ``pair_correlations`` (rankstudy.pairs): a few m x m matrix products
+* ``pair_correlations`` (rankstudy.features.pairs): a few m x m matrix products
   accumulated over row chunks; never builds a product column.
 * brute force: build the product columns (in blocks of ``--pair-block`` pairs,
   because all of them at once would need n * m(m+1)/2 * 8 bytes, ~7.5 GB at
@@ -29,7 +29,7 @@ import tracemalloc
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from rankstudy.pairs import pair_correlations
+from rankstudy.features.pairs import pair_correlations
 
 
 def letor_like(n: int, m: int, seed: int, graded: bool = True) -> tuple[np.ndarray, np.ndarray]:

@@ -23,9 +23,9 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from rankstudy.data import RankData
-from rankstudy.pairs import pair_correlations, select_pairs
-from rankstudy.rankers import LinearRanker
+from rankstudy.data.rankdata import RankData
+from rankstudy.features.pairs import pair_correlations, select_pairs
+from rankstudy.rankers.linear import LinearRanker
 
 M = 136
 FAMILIES = {

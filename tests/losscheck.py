@@ -7,7 +7,8 @@ import tracemalloc
 
 import numpy as np
 
-from rankstudy.data import RankData, pad
+from rankstudy.data.rankdata import RankData
+from rankstudy.data.blocks import pad
 
 
 def finite_difference(fn, s, h=1e-6):

@@ -5,10 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankstudy import cleaning
-from rankstudy.cleaning import drop_near_duplicate_pairs, drop_queries_without_relevant, drop_zero_vectors
-from rankstudy.data import RankData
-from rankstudy.letor import read_letor
+from rankstudy.data import cleaning
+from rankstudy.data.cleaning import (
+    drop_near_duplicate_pairs,
+    drop_queries_without_relevant,
+    drop_zero_vectors,
+)
+from rankstudy.data.rankdata import RankData
+from rankstudy.data.letor import read_letor
 
 
 def make_data(rng: np.random.Generator, lengths: list[int], n_features: int = 20) -> RankData:

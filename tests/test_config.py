@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import re
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,8 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from rankstudy.config import ConfigError, check_config, featureset_names
+from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
+from rankstudy.pipeline.config import ConfigError, check_config
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = str(REPO / "workflow/schemas/config.schema.yaml")
@@ -25,7 +25,7 @@ def config():
 def test_default_config_is_valid(config):
     validate(copy.deepcopy(config), SCHEMA)
     settings = check_config(config, REPO)
-    assert settings.featuresets == ["first", "rho0.10"]
+    assert list(settings.featuresets) == ["first", "rho0.10"]
     assert settings.baseline == "ranknet [first]"
 
 
@@ -61,18 +61,16 @@ def test_wrong_names_fail_with_the_key_and_valid_names(config, edit, message):
 
 
 def test_rho_sweep_gives_one_featureset_per_threshold():
-    assert featureset_names({"first_order": False, "rho": [0.0, 0.1, 0.2]}) == ["rho0.00", "rho0.10", "rho0.20"]
+    sets = featuresets_from_config({"first_order": False, "rho": [0.0, 0.1, 0.2], "quadratic_rho": [0.3]})
+    assert [f.name for f in sets] == ["rho0.00", "rho0.10", "rho0.20", "quad0.30"]
+    assert [f.type for f in sets] == ["rho", "rho", "rho", "quad"] and sets[1].threshold == 0.1
+    assert FeatureSet.from_dict(sets[3].to_dict()) == sets[3] and sets[3].quadratic and not sets[3].materialised
 
 
-def test_environment_yml_lists_the_pyproject_dependencies():
-    import tomllib
-
-    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    wanted = project["dependencies"] + project["optional-dependencies"]["test"]
-    names = lambda specs: {re.split(r"[<>=!~ ]", s.strip(), maxsplit=1)[0].lower() for s in specs}
-    env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
-    listed = [d for d in env if isinstance(d, str)] + [p for d in env if isinstance(d, dict) for p in d["pip"]]
-    assert names(wanted) <= names(listed)
+@pytest.mark.parametrize("bad", [dict(type="second"), dict(type="first", threshold=0.1), dict(type="rho")])
+def test_featureset_types_are_checked(bad):
+    with pytest.raises(ValueError):
+        FeatureSet(**bad)
 
 
 @pytest.mark.parametrize("study", sorted((REPO / "config/studies").glob("*.yaml")), ids=lambda p: p.stem)
@@ -84,7 +82,7 @@ def test_study_configs_are_valid_over_the_defaults(study):
     update_config(config, yaml.safe_load(study.read_text()))
     validate(copy.deepcopy(config), SCHEMA)
     settings = check_config(config, REPO)
-    from rankstudy import paper_tables
+    from rankstudy.reporting import paper_tables
 
     cells = paper_tables.cells(config["paper"])
     published = paper_tables.load_published(REPO / config["paper"]["reference"], config["paper"]["table"])

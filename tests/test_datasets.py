@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rankstudy import datasets
-from rankstudy.datasets import DatasetNotFound, RegistryError
-from rankstudy.download import DownloadError
+from rankstudy.data import registry as datasets
+from rankstudy.data.registry import DatasetNotFound, RegistryError
+from rankstudy.data.download import DownloadError
 from loopback import serving
 
 EXPECTED_FEATURES = {

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from rankstudy.download import DownloadError, configure_rar_backend, detect_archive_format, download, extract
+from rankstudy.data.download import (
+    DownloadError,
+    configure_rar_backend,
+    detect_archive_format,
+    download,
+    extract,
+)
 from loopback import serving
 
 PAYLOAD = bytes(range(256)) * 800  # 200 KiB, not repetitive within a chunk boundary of 1 KiB

@@ -12,27 +12,33 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rankstudy.data import RankData, pad
-from rankstudy.elementwise import (
+from rankstudy.data.rankdata import RankData
+from rankstudy.data.blocks import pad
+from rankstudy.losses.elementwise import (
     ELEMENT_WEIGHTS,
-    ELEMENTWISE_LOSSES,
     element_weights,
     multiclass_logistic,
     rpl,
     wpl,
     wpll,
 )
-from rankstudy.losses import listmle, plackett_luce_order
-from rankstudy.metrics import ndcg
-from rankstudy.rankers import LinearObjective
+from rankstudy.losses.baseline import listmle
+from rankstudy.losses.padded import plackett_luce_order
+from rankstudy.evaluation.metrics import ndcg
+from rankstudy.losses.registry import LOSSES
+from rankstudy.scorers.linear import LinearScorer
+from rankstudy.solvers.objective import Objective
+
 from losscheck import finite_difference, make_batch, relative_error
+
+ELEMENTWISE = ("multiclass_logistic", "weighted_regression", "wpl", "rpl", "wpll")
 
 WEIGHTED = ["weighted_regression", "wpl", "rpl", "wpll"]
 ALL_CASES = [("multiclass_logistic", None)] + [(n, w) for n in WEIGHTED for w in sorted(ELEMENT_WEIGHTS)]
 
 
 def call(name, weight, s, y, mask, **kw):
-    fn = ELEMENTWISE_LOSSES[name]
+    fn = LOSSES[name]
     return fn(s, y, mask, **kw) if weight is None else fn(s, y, mask, weight=weight, **kw)
 
 
@@ -266,7 +272,7 @@ def test_extra_padding_columns_change_nothing(name, weight):
     assert np.all(grad2[:, s.shape[1]:] == 0)
 
 
-@pytest.mark.parametrize("name", sorted(ELEMENTWISE_LOSSES))
+@pytest.mark.parametrize("name", sorted(ELEMENTWISE))
 def test_single_document_queries(name):
     """Single documents are no term for the list losses (mean unchanged, zero gradient);
     the regression counts them (one term each)."""
@@ -342,9 +348,9 @@ def mean_ndcg10(data, flat_scores):
 ])
 def test_linear_model_learns_the_signal(name, weight):
     train, test = linear_signal_data(0), linear_signal_data(1)
-    fn = ELEMENTWISE_LOSSES[name]
+    fn = LOSSES[name]
     loss = fn if weight is None else partial(fn, weight=weight)
-    objective = LinearObjective(train, loss, l2=1e-4, fit_intercept=name == "weighted_regression")
+    objective = Objective(LinearScorer(intercept=name == "weighted_regression").bind(train), loss, train, l2=1e-4)
     result = minimize(objective, np.zeros(objective.n_params), jac=True, method="L-BFGS-B",
                       options={"maxiter": 200})
     learned = mean_ndcg10(test, objective_scores(objective, result.x, test))
@@ -355,4 +361,4 @@ def test_linear_model_learns_the_signal(name, weight):
 def objective_scores(objective, theta, data):
     m = data.X.shape[1]
     s = data.X @ theta[:m]
-    return s + theta[m] if objective.fit_intercept else s
+    return s + theta[m] if objective.scorer.intercept else s

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy import synthetic
-from rankstudy.folds import carve_validation, clean, load_fold
+from rankstudy.data import synthetic
+from rankstudy.data.rotation import fold_splits
+from rankstudy.data.folds import carve_validation, clean, load_fold
 
 
 def test_synthetic_fold_matches_the_generator_and_fingerprint_is_stable():
     source = {"source": "synthetic", "seed": 3, "n_queries": 50, "n_features": 17}
     fold = load_fold("synthetic", source, 2)
-    expected = synthetic.fold_splits(synthetic.make_parts(seed=3, n_queries=50, n_features=17), 2)
+    expected = fold_splits(synthetic.make_parts(seed=3, n_queries=50, n_features=17), 2)
     np.testing.assert_array_equal(fold.splits["test"].X, expected["test"].X)
     assert fold.max_label == 4 and fold.n_features == 17
     assert fold.fingerprint() == load_fold("synthetic", source, 2).fingerprint() != load_fold("synthetic", source, 3).fingerprint()
@@ -19,7 +20,7 @@ def test_synthetic_fold_matches_the_generator_and_fingerprint_is_stable():
 
 def test_qa_fold_counts_question_and_answer_vocabularies():
     fold = load_fold("synthetic_qa", {"source": "synthetic_qa", "seed": 0, "n_questions": 60, "vocab_size": 40}, 1)
-    assert not fold.is_letor and fold.max_label == 1 and fold.n_features == 80
+    assert fold.kind == "qa" and fold.max_label == 1 and fold.n_features == 80
     clean(fold, {"drop_no_relevant": ["train"]}, 1.0)  # a no-op on QA data
     assert fold.dropped == {}
 

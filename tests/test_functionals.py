@@ -9,8 +9,9 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from rankstudy.functionals import check_pairs, quadratic_scores, quadratic_vjp
-from rankstudy.pairs import pair_correlations, second_order, select_pairs
+from rankstudy.features.pairs import check_pairs
+from rankstudy.scorers.quadratic import quadratic_scores, quadratic_vjp
+from rankstudy.features.pairs import pair_correlations, second_order, select_pairs
 
 
 def materialised(X, pairs, w, c, g):

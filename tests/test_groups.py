@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from rankstudy.data import pad
-from rankstudy.groups import GROUP_AGGREGATES, group_scores, grouped_loss
-from rankstudy.losses import LOSSES, get_loss, listmle
+from rankstudy.data.blocks import pad
+from rankstudy.losses.groups import GROUP_AGGREGATES, group_scores, grouped_loss
+from rankstudy.losses.registry import LOSSES, get_loss
+from rankstudy.losses.baseline import listmle
 
 NAN = float("nan")
 # query 0: labels 2, 0, 2, 1, 0 -> groups (label 2: cols 0, 2), (label 1: col 3), (label 0: cols 1, 4)

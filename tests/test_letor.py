@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_svmlight_file
 
-from rankstudy import letor
-from rankstudy.data import RankData
-from rankstudy.letor import LetorFormatError, check_disjoint_queries, read_letor
+from rankstudy.data import letor
+from rankstudy.data.rankdata import RankData
+from rankstudy.data.letor import LetorFormatError, check_disjoint_queries, read_letor
 
 
 def write(path: Path, text: str, gz: bool = False) -> Path:

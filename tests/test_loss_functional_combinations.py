@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rankstudy.data import RankData
-from rankstudy.elementwise import ELEMENT_WEIGHTS
-from rankstudy.groups import GROUP_AGGREGATES
-from rankstudy.loss_registry import LOSSES
-from rankstudy.pairwise import PAIR_WEIGHTS, PHIS, WUB_WEIGHTS
-from rankstudy.rankers import LinearRanker
+from rankstudy.data.rankdata import RankData
+from rankstudy.losses.elementwise import ELEMENT_WEIGHTS
+from rankstudy.losses.groups import GROUP_AGGREGATES
+from rankstudy.losses.registry import LOSSES
+from rankstudy.losses.pairwise import PAIR_WEIGHTS, PHIS, WUB_WEIGHTS
+from rankstudy.rankers.linear import LinearRanker
 
 WEIGHTED_ELEMENTWISE = ("weighted_regression", "wpl", "rpl", "wpll")
 

@@ -8,9 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from rankstudy.data import pad
-from rankstudy.losses import LOSSES, get_loss, listmle, plackett_luce_order, ranknet, ranksvm
+from rankstudy.data.blocks import pad
+from rankstudy.losses.registry import LOSSES, get_loss
+from rankstudy.losses.baseline import listmle, ranknet, ranksvm
+from rankstudy.losses.padded import plackett_luce_order
 from losscheck import finite_difference, make_batch, relative_error
+
+BASELINE = ["listmle", "listnet", "pointwise_mse", "ranknet", "ranksvm"]  # reference_value knows these
 
 
 def reference_value(name, s, y, mask, seed=0):
@@ -55,7 +59,7 @@ def test_gradient_matches_finite_differences(name, seed):
     assert np.all(grad[~mask] == 0)
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("name", BASELINE)
 def test_value_matches_naive_per_query_loop(name):
     s, y, mask = make_batch(2)
     value, _ = get_loss(name)(s, y, mask)
@@ -88,7 +92,7 @@ def test_extra_padding_columns_change_nothing(name):
     assert np.all(grad2[:, s.shape[1]:] == 0)
 
 
-@pytest.mark.parametrize("name", sorted(LOSSES))
+@pytest.mark.parametrize("name", BASELINE)
 def test_queries_without_terms_are_ignored(name):
     """Adding single-document queries (and, for pairwise losses, all-equal queries) must
     not change the mean: they have no terms."""

@@ -1,4 +1,4 @@
-"""Tests for rankstudy.metrics.
+"""Tests for rankstudy.evaluation.metrics.
 
 Reference values come from sources independent of our code: ranx (NDCG with 2^r - 1
 gains, MAP, MRR, P@k), scikit-learn's roc_auc_score (AUC), a plain per-query loop
@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankstudy.data import RankData, pad
-from rankstudy.metrics import (
+from rankstudy.data.rankdata import RankData
+from rankstudy.data.blocks import pad
+from rankstudy.evaluation.metrics import (
     auc,
     average_precision,
     err,
@@ -26,8 +27,8 @@ from rankstudy.metrics import (
     parse_metric,
     per_query,
     precision,
-    rank,
 )
+from rankstudy.evaluation.ranking import rank
 
 
 def random_queries(seed: int, n_queries: int = 200, max_len: int = 80, tie_decimals: int | None = None):

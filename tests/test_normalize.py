@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from rankstudy.data import RankData
-from rankstudy.normalize import NORMALIZERS, Normalizer
+from rankstudy.data.rankdata import RankData
+from rankstudy.features.normalize import NORMALIZERS, Normalizer
 
 
 def _data(X: np.ndarray, lengths: list[int]) -> RankData:

@@ -8,9 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankstudy.data import RankData
-from rankstudy.pairs import (SecondOrderSelector, expand, pair_correlations, second_order,
-                             select_pairs)
+from rankstudy.data.rankdata import RankData
+from rankstudy.features.pairs import (
+    SecondOrderSelector,
+    expand,
+    pair_correlations,
+    second_order,
+    select_pairs,
+)
 
 
 def brute_force_rho(X: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -11,11 +11,14 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rankstudy.data import pad
-from rankstudy.losses import plackett_luce_order, ranknet
-from rankstudy.metrics import per_query
-from rankstudy.pairwise import PAIR_WEIGHTS, PAIRWISE_LOSSES, PHIS, WUB_WEIGHTS, pairwise_loss, wub
-from rankstudy.rankers import LinearObjective
+from rankstudy.data.blocks import pad
+from rankstudy.losses.padded import plackett_luce_order
+from rankstudy.losses.baseline import ranknet
+from rankstudy.evaluation.metrics import per_query
+from rankstudy.losses.pairwise import PAIR_WEIGHTS, PHIS, WUB_WEIGHTS, pairwise_loss, wub
+from rankstudy.losses.registry import LOSSES
+from rankstudy.scorers.linear import LinearScorer
+from rankstudy.solvers.objective import Objective
 from losscheck import finite_difference, linear_signal_data, make_batch, peak_bytes, relative_error
 
 
@@ -349,7 +352,7 @@ def test_unknown_names_list_valid_ones():
     for bad in (0.0, -1.0, "half"):
         with pytest.raises(ValueError, match="gamma"):
             wub(s, y, mask, gamma=bad)
-    assert PAIRWISE_LOSSES == {"pairwise": pairwise_loss, "wub": wub}
+    assert LOSSES["pairwise"] is pairwise_loss and LOSSES["wub"] is wub
 
 
 # --------------------------------------------------------------------------- memory
@@ -371,7 +374,7 @@ def test_long_query_memory_is_bounded(fn, kw):
 
 
 def train_and_score(loss, train, test):
-    objective = LinearObjective(train, loss, l2=1e-3, fit_intercept=False)
+    objective = Objective(LinearScorer().bind(train), loss, train, l2=1e-3)
     result = minimize(objective, np.zeros(objective.n_params), jac=True, method="L-BFGS-B",
                       options={"maxiter": 100})
     return test.X @ result.x

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rankstudy import paper_tables
+from rankstudy.reporting import paper_tables
 
 SPEC = {"reference": "unused", "table": 8, "rows": {"1": "unit", "2^(r_i-1)/2^(|L|-1)": "exp_r"},
         "columns": {"WPL": "wpl", "RPL": "rpl"}, "system": "{column}_{row} [first]", "metric": "err"}

@@ -135,7 +135,7 @@ def test_rerun_one_fold_reruns_only_its_jobs_and_leaves_no_duplicate(tiny_run):
     workdir, _ = tiny_run
     target = "results/runs/synthetic/first/ranknet/fold2/model.json"
     dry = snakemake(workdir, "--dry-run", "--forcerun", target)
-    assert job_counts(dry.stdout) == {"train": 1, "aggregate": 1, "tables": 1, "all": 1}
+    assert job_counts(dry.stdout) == {"train": 1, "evaluate": 1, "aggregate": 1, "tables": 1, "all": 1}
     snakemake(workdir, "--forcerun", target)
     runs = fold_runs(workdir)
     folds = runs[runs.level == "fold"]

@@ -11,9 +11,10 @@ import pandas as pd
 import pytest
 import scipy.sparse as sp
 
-from rankstudy.qa import (
-    BagOfWords, QAData, QATableError, concat_qa, load_qa_table, make_qa_parts, qa_fold_splits,
-)
+from rankstudy.data.qa_table import BagOfWords, QATableError, load_qa_table
+from rankstudy.data.qadata import QAData
+from rankstudy.data.synthetic_qa import make_qa_parts
+from rankstudy.data.rotation import fold_splits as qa_fold_splits
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,7 @@ def test_synthetic_parts_are_deterministic_and_seeded(parts):
 
 
 def test_synthetic_has_exactly_one_best_answer_per_question(parts):
-    full = concat_qa(parts)
+    full = QAData.concat(parts)
     assert full.n_queries == 100
     assert set(np.unique(full.y)) == {0.0, 1.0}
     np.testing.assert_array_equal(np.add.reduceat(full.y, full.offsets[:-1]), np.ones(100))
@@ -65,7 +66,7 @@ def test_best_answers_share_the_question_topic(parts):
     """Answer topics are only reachable through the data, so check the signal a learned
     projection would find: the best answer's words co-occur with the question's words
     across the set more than other answers' words do (a crude 1-step 'word mapping')."""
-    full = concat_qa(parts)
+    full = QAData.concat(parts)
     Y = full.query_vectors.toarray()
     Z = full.object_vectors.toarray()
     rows = np.repeat(np.arange(full.n_queries), full.query_lengths)
@@ -77,7 +78,7 @@ def test_best_answers_share_the_question_topic(parts):
 
 
 def test_answers_range_is_inclusive_and_checked():
-    data = concat_qa(make_qa_parts(seed=0, n_questions=50, vocab_size=60, answers=(3, 3)))
+    data = QAData.concat(make_qa_parts(seed=0, n_questions=50, vocab_size=60, answers=(3, 3)))
     assert np.all(data.query_lengths == 3)
     with pytest.raises(ValueError, match="answers"):
         make_qa_parts(answers=(0, 4))

@@ -10,15 +10,16 @@ import json
 import numpy as np
 import pytest
 
-from rankstudy.data import pad
-from rankstudy.loss_registry import LOSSES
-from rankstudy.metrics import per_query
-from rankstudy.qa import make_qa_parts, qa_fold_splits
-from rankstudy.ranker_registry import RANKERS
-from rankstudy.rankers import NotFittedError, Ranker
-from rankstudy.separate import (
-    SeparateObjective, SeparateRanker, resolve_loss, separate_scores,
-)
+from rankstudy.data.blocks import pad
+from rankstudy.losses.registry import LOSSES
+from rankstudy.evaluation.metrics import per_query
+from rankstudy.data.synthetic_qa import make_qa_parts
+from rankstudy.data.rotation import fold_splits as qa_fold_splits
+from rankstudy.rankers.base import NotFittedError
+from rankstudy.rankers.registry import RANKERS, load_ranker
+from rankstudy.scorers.separate import SeparateScorer, separate_scores
+from rankstudy.rankers.separate import SeparateRanker
+from rankstudy.solvers.objective import Objective
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +57,8 @@ def test_scores_match_equations(small, functional, activation):
 @pytest.mark.parametrize("loss", ["ranknet", "multiclass_logistic", "smoothed_mrr"])
 def test_objective_gradient_matches_finite_differences(small, functional, activation, loss):
     loss_fn = LOSSES[loss]
-    objective = SeparateObjective(small, loss_fn, l2=0.05, d=3, functional=functional,
-                                  activation=activation, tau=3.0)
+    scorer = SeparateScorer(functional=functional, activation=activation, d=3, tau=3.0)
+    objective = Objective(scorer.bind(small), loss_fn, small, l2=0.05)
     theta = np.random.default_rng(2).normal(0, 0.2, objective.n_params)
     value, grad = objective(theta)
     assert np.isfinite(value) and grad.shape == theta.shape
@@ -86,11 +87,13 @@ def test_multiclass_logistic_is_minus_log_probability_of_the_best(small):
     assert np.all(grad[~mask] == 0)
 
 
-def test_loss_lookup():
-    assert resolve_loss("ranknet") is LOSSES["ranknet"]
-    assert callable(resolve_loss("multiclass_logistic"))
-    with pytest.raises(ValueError, match="unknown loss"):
-        resolve_loss("no_such_loss")
+def test_separate_scorer_needs_question_answer_data(splits):
+    from rankstudy.data.synthetic import make_parts
+
+    with pytest.raises(ValueError, match="scores 'qa' data, got a 'letor' split"):
+        SeparateScorer().bind(make_parts(n_queries=10)[0])
+    with pytest.raises(ValueError, match="scores 'qa' data"):
+        SeparateRanker(max_iter=2).fit(make_parts(n_queries=10)[0])
 
 
 def mean_mrr(scores, data) -> float:
@@ -127,7 +130,7 @@ def test_save_load_gives_identical_scores(splits, tmp_path):
     ranker.save(path)
     doc = json.loads(path.read_text())
     assert doc["kind"] == "separate" and doc["params"]["tau"] == 2.0
-    back = Ranker.load(path)
+    back = load_ranker(path)
     assert isinstance(back, SeparateRanker) and back.get_params() == ranker.get_params()
     np.testing.assert_array_equal(back.predict(splits["test"]), ranker.predict(splits["test"]))
     assert back.history_ == ranker.history_

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from rankstudy import significance
-from rankstudy.significance import holm, paired_ttest, randomization_test
+from rankstudy.reporting import significance
+from rankstudy.reporting.significance import holm, paired_ttest, randomization_test
 
 
 def exact_sign_flip_pvalue(a: np.ndarray, b: np.ndarray) -> float:

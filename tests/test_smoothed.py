@@ -1,5 +1,5 @@
 """Smoothed metric losses (l2): gradients vs finite differences, the temperature -> 0 limit
-against rankstudy.metrics, hand-worked values, padding, chunking, bounded memory, learning."""
+against rankstudy.evaluation.metrics, hand-worked values, padding, chunking, bounded memory, learning."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from rankstudy.data import pad
-from rankstudy.metrics import per_query
-from rankstudy.rankers import LinearObjective
-from rankstudy.smoothed import SMOOTHED_LOSSES, smoothed_err, smoothed_mrr, smoothed_ndcg
+from rankstudy.data.blocks import pad
+from rankstudy.evaluation.metrics import per_query
+from rankstudy.losses.smoothed import smoothed_err, smoothed_mrr, smoothed_ndcg
+from rankstudy.scorers.linear import LinearScorer
+from rankstudy.solvers.objective import Objective
+
+SMOOTHED_LOSSES = {"smoothed_ndcg": smoothed_ndcg, "smoothed_err": smoothed_err, "smoothed_mrr": smoothed_mrr}
 from losscheck import finite_difference, linear_signal_data, peak_bytes, relative_error
 
 # (loss, options, exact metric name, per_query options) for the limit test
@@ -203,7 +206,7 @@ def test_long_query_memory_is_bounded(fn, kw):
                                    (smoothed_err, {}), (smoothed_mrr, {})])
 def test_linear_model_beats_random(fn, kw):
     train, test = linear_signal_data(0), linear_signal_data(1)
-    objective = LinearObjective(train, lambda s, y, m: fn(s, y, m, **kw), l2=1e-3, fit_intercept=False)
+    objective = Objective(LinearScorer().bind(train), lambda s, y, m: fn(s, y, m, **kw), train, l2=1e-3)
     result = minimize(objective, np.zeros(objective.n_params), jac=True, method="L-BFGS-B",
                       options={"maxiter": 100})
     random_scores = np.random.default_rng(2).normal(size=len(test.y))

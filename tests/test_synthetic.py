@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 from sklearn.linear_model import Ridge
 
-from rankstudy.data import pad
-from rankstudy.normalize import Normalizer
-from rankstudy.pairs import expand, pair_correlations, select_pairs
-from rankstudy.synthetic import concat_parts, feature_roles, fold_parts, fold_splits, make_parts
+from rankstudy.data.blocks import pad
+from rankstudy.features.normalize import Normalizer
+from rankstudy.features.pairs import expand, pair_correlations, select_pairs
+from rankstudy.data.rankdata import RankData
+from rankstudy.data.synthetic import feature_roles, make_parts
+from rankstudy.data.rotation import fold_parts, fold_splits
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +62,7 @@ def test_query_length_range(parts):
 
 def test_constant_and_pairwise_only_features(parts):
     roles = feature_roles()
-    data = concat_parts(parts)
+    data = RankData.concat(parts)
     zero_col, one_col, query_col = roles["constant"]
     np.testing.assert_array_equal(data.X[:, zero_col], 0.0)
     np.testing.assert_array_equal(data.X[:, one_col], 1.0)

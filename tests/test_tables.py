@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 from matplotlib.image import imread
 
-from rankstudy.plots import metric_bar_plot, ndcg_at_k_plot
-from rankstudy.significance import paired_ttest, randomization_test
-from rankstudy.tables import STATS, comparison_table, mean_std_text, write_tables
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from rankstudy.reporting.plots import ndcg_at_k_figure, ndcg_at_k_plot
+from rankstudy.reporting.significance import paired_ttest, randomization_test
+from rankstudy.reporting.tables import STATS, comparison_table, mean_std_text, write_tables
 
 METRICS = [f"ndcg@{k}" for k in range(1, 11)] + ["map", "p@10"]
 N_RESAMPLES = 2000
@@ -230,5 +232,20 @@ def test_ndcg_at_k_plot_writes_a_png(per_query, tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
-def test_metric_bar_plot_writes_a_png(table, tmp_path):
-    assert_valid_png(metric_bar_plot(table, "map", tmp_path / "map.png"))
+def test_ndcg_plot_gives_each_method_a_colour_and_each_featureset_a_line_style():
+    """12 systems (6 methods x 2 feature sets) would share colours in a 10-colour cycle."""
+    methods = [f"method{i}" for i in range(6)]
+    rows = [{"system": f"{m} [{f}]", "method": m, "featureset": f, "fold": 1, "qid": q,
+             **{f"ndcg@{k}": 0.1 * i + 0.01 * k for k in range(1, 11)}}
+            for i, m in enumerate(methods) for f in ("first", "rho0.10") for q in range(3)]
+    fig = ndcg_at_k_figure(pd.DataFrame(rows))
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert len(lines) == 12
+    colors = {m: {lines[f"{m} [{f}]"].get_color() for f in ("first", "rho0.10")} for m in methods}
+    assert all(len(c) == 1 for c in colors.values())  # one colour per method
+    assert len({next(iter(c)) for c in colors.values()}) == 6  # distinct across methods
+    styles = {f: {lines[f"{m} [{f}]"].get_linestyle() for m in methods} for f in ("first", "rho0.10")}
+    assert all(len(s) == 1 for s in styles.values()) and styles["first"] != styles["rho0.10"]
+    FigureCanvasAgg(fig).draw()
+    assert ax.get_legend().get_window_extent().x0 > ax.get_window_extent().x1  # outside the axes

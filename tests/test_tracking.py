@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from rankstudy import tracking
-from rankstudy.tracking import (
+from rankstudy.tracking import runs as tracking
+from rankstudy.tracking.runs import (
     fold_runs,
     log_fold_run,
     log_parent_metrics,

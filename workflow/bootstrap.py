@@ -3,16 +3,21 @@
 
     python3 workflow/bootstrap.py run  [snakemake args...]   # default pipeline, end to end
     python3 workflow/bootstrap.py test [pytest args...]      # the test suite
+    python3 workflow/bootstrap.py ui   [mlflow ui args...]   # browse the runs in MLflow's UI
+    python3 workflow/bootstrap.py setup                      # only create/refresh ./.venv
 
 Each creates (or reuses) ./.venv, installs rankstudy with its test extras when
-pyproject.toml changed since the last install, then runs the command inside it.
-Only the standard library is used here, because nothing else is installed yet.
+pyproject.toml changed since the last install, then runs the command inside it
+(`run` is snakemake with --cores $CORES, default 2). Only the standard library is used
+here, because nothing else is installed yet. Afterwards `. .venv/bin/activate` puts
+snakemake, pytest and mlflow on PATH for the commands of the README.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 import subprocess
 import sys
 import venv
@@ -48,8 +53,31 @@ def ensure_env() -> None:
     STAMP.write_text(wanted)
 
 
+def runs_url(db: Path, port: str, experiment: str = "rankstudy") -> str:
+    """The UI's page of the experiment's training runs. MLflow 3 opens an experiment on its
+    GenAI pages unless the URL asks for the machine-learning workflow."""
+    base = f"http://127.0.0.1:{port}/"
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+            row = con.execute("SELECT experiment_id FROM experiments WHERE name = ?", (experiment,)).fetchone()
+    except sqlite3.Error:
+        row = None
+    if row is None:
+        return base
+    return f"{base}#/experiments/{row[0]}/runs?workflowType=machine_learning"
+
+
+def ui_command(args: list[str]) -> list[str]:
+    db = REPO / "results" / "mlflow.db"
+    if not db.exists():
+        sys.exit(f"{db} does not exist yet: run the pipeline first (python3 workflow/bootstrap.py run)")
+    port = args[args.index("--port") + 1] if "--port" in args[:-1] else "5000"
+    say(f"open {runs_url(db, port)}")
+    return [str(BIN / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}", *args]
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"run", "test", "setup"}:
+    if not argv or argv[0] not in {"run", "test", "ui", "setup"}:
         print(__doc__)
         return 2
     ensure_env()
@@ -59,6 +87,8 @@ def main(argv: list[str]) -> int:
         cmd = [str(BIN / "snakemake"), "--cores", cores, *argv[1:]]
     elif argv[0] == "test":
         cmd = [str(BIN / "python"), "-m", "pytest", *argv[1:]]
+    elif argv[0] == "ui":
+        cmd = ui_command(argv[1:])
     else:
         return 0
     say(" ".join(cmd))

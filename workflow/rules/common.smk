@@ -8,16 +8,22 @@ from pathlib import Path
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-from rankstudy.config import check_config, git_commit, run_methods
+from rankstudy.pipeline.config import check_config, run_methods
 
 SETTINGS = check_config(config, workdir=Path(workflow.basedir))
-FEATURESETS = SETTINGS.featuresets
+FEATURESETS = SETTINGS.featuresets  # name -> FeatureSet
 METHODS = run_methods(config)
 DATASETS = list(config["datasets"])
 FOLDS = [int(f) for f in config["folds"]]
 SPLITS = ["train", "vali", "test"]
 # The jobs' software: this environment (used with `--sdm conda`; otherwise the current one).
 ENV = "../../environment.yml"
+# What model selection needs: changing a report metric must not retrain.
+SELECTION = {
+    "metric": config["evaluation"].get("selection_metric", "ndcg@10"),
+    "rel_threshold": config["evaluation"].get("rel_threshold", 1),
+    "no_relevant": config["evaluation"].get("no_relevant", "zero"),
+}
 # Default MLflow store beside the outputs; MLFLOW_TRACKING_URI still wins inside the jobs.
 MLFLOW = {
     "tracking_uri": (config.get("mlflow") or {}).get("tracking_uri")
@@ -28,7 +34,7 @@ MLFLOW = {
 
 wildcard_constraints:
     dataset="[A-Za-z0-9_-]+",
-    featureset="|".join(map(re.escape, FEATURESETS)) if FEATURESETS else "[^/]+",
+    featureset="|".join(map(re.escape, FEATURESETS)),
     method="|".join(map(re.escape, METHODS)),
     fold=r"\d+",
     split="train|vali|test",
@@ -37,7 +43,7 @@ wildcard_constraints:
 
 def correlations_if_needed(w):
     """Only second-order feature sets need the pair correlations of their fold."""
-    if w.featureset == "first":
+    if not FEATURESETS[w.featureset].second_order:
         return []
     return [f"results/features/{w.dataset}/fold{w.fold}/pair_correlations.tsv"]
 
@@ -49,17 +55,11 @@ def fold_summaries(w):
     )
 
 
-def dataset_summaries(w):
-    return expand(
-        "results/runs/{dataset}/{featureset}/{method}/summary.json",
-        dataset=w.dataset, featureset=FEATURESETS, method=METHODS,
-    )
-
-
 def dataset_per_query(w):
+    """Test metrics per query of every (feature set, method), all folds in one file each."""
     return expand(
-        "results/runs/{dataset}/{featureset}/{method}/fold{fold}/metrics.per_query.test.csv",
-        dataset=w.dataset, featureset=FEATURESETS, method=METHODS, fold=FOLDS,
+        "results/runs/{dataset}/{featureset}/{method}/metrics.per_query.test.csv",
+        dataset=w.dataset, featureset=FEATURESETS, method=METHODS,
     )
 
 

@@ -31,6 +31,7 @@ rule featurize:
         transform="results/features/{dataset}/{featureset}/fold{fold}/transform.json",
     params:
         normalization=config["features"]["normalization"],
+        featureset=lambda w: FEATURESETS[w.featureset].to_dict(),
     log:
         "results/logs/featurize/{dataset}/{featureset}/fold{fold}.log",
     conda:

@@ -5,8 +5,6 @@
 rule tables:
     input:
         per_query=dataset_per_query,
-        summaries=dataset_summaries,
-        meta=lambda w: expand("results/data/{dataset}/fold{fold}/meta.json", dataset=w.dataset, fold=FOLDS),
     output:
         csv=report("results/tables/{study}/{dataset}.csv", caption="../report/table.rst",
                    category="Tables", subcategory="{dataset}"),
@@ -18,7 +16,7 @@ rule tables:
                     category="Plots", subcategory="{dataset}"),
     params:
         folds=FOLDS,
-        featuresets=FEATURESETS,
+        featuresets=list(FEATURESETS),
         methods=METHODS,
         baseline=SETTINGS.baseline,
         report=config["report"],

@@ -1,14 +1,16 @@
-"""Fold means (and standard deviations) of one (dataset, feature set, method), and its MLflow
-runs: one child per fold with the fold's params, metrics, training curve and artifacts, under
-a parent run holding the means. A fold logged before is replaced, never duplicated."""
+"""Fold means (and standard deviations) of one (dataset, feature set, method), its test
+metrics per query over all folds, and its MLflow runs: one child per training of a fold, kept
+(with its run id) while that training stands, under a parent run holding the means and the
+folds they cover."""
 
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from rankstudy import atomic, tracking
-from rankstudy.jobs import job_logging
+from rankstudy.pipeline.jobs import job_logging
+from rankstudy.tracking import runs as tracking
+from rankstudy.util import atomic
 
 ARTIFACTS = ("model.json", "scores.test.tsv", "run.test.trec", "metrics.per_query.vali.csv",
              "metrics.per_query.test.csv", "selection.csv", "config.resolved.json")
@@ -17,9 +19,10 @@ with job_logging(snakemake, "aggregate"):
     w, mlflow = snakemake.wildcards, snakemake.params.mlflow
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
     experiment = mlflow.get("experiment", "rankstudy")
-    folds = []
+    folds, per_query = [], []
     for path in map(Path, snakemake.input):
         fold = atomic.read_json(path)
+        run = fold["run"]
         # every hyper-parameter candidate's validation score, as a step metric (step = candidate)
         selection = pd.read_csv(path.parent / "selection.csv")
         scored = [c for c in selection.columns if c.startswith("vali.")]
@@ -28,22 +31,30 @@ with job_logging(snakemake, "aggregate"):
         run_id = tracking.log_fold_run(
             uri, experiment, dataset=w.dataset, featureset=w.featureset, method=w.method, fold=fold["fold"],
             params={"method": fold["params"], "kind": fold["kind"], "featureset": w.featureset,
-                    "fold": fold["fold"], "data_fingerprint": fold["fingerprint"], "evaluation": fold["evaluation"]},
+                    "fold": fold["fold"], "data_fingerprint": fold["fingerprint"], "selection": fold["selection"]},
             metrics=fold["metrics"], history=atomic.read_json(path.parent / "history.json") + candidates,
             artifacts=[path.parent / name for name in ARTIFACTS],
-            tags={"git_commit": snakemake.params.commit, "data_fingerprint": fold["fingerprint"]})
+            tags={"git_commit": run["git_commit"], "data_fingerprint": fold["fingerprint"],
+                  **tracking.flatten_params({"evaluation": fold["evaluation"]})},
+            uid=run["uid"], start_time=run["started_ms"], end_time=run["finished_ms"])
         print(f"fold {fold['fold']}: MLflow run {run_id}")
         folds.append({**fold, "mlflow_run_id": run_id})
+        per_query.append(pd.read_csv(path.parent / "metrics.per_query.test.csv").assign(fold=fold["fold"]))
     names = sorted(folds[0]["metrics"])
     values = {k: np.array([f["metrics"][k] for f in folds], dtype=float) for k in names}
+    covered = [f["fold"] for f in folds]
     summary = {"dataset": w.dataset, "featureset": w.featureset, "method": w.method,
-               "folds": [f["fold"] for f in folds], "fold_runs": {f["fold"]: f["mlflow_run_id"] for f in folds},
+               "folds": covered, "fold_runs": {f["fold"]: f["mlflow_run_id"] for f in folds},
                "mean": {k: float(np.nanmean(v)) for k, v in values.items()},
-               "std": {k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else 0.0 for k, v in values.items()}}
+               # a standard deviation over one fold is undefined (null), as in the tables
+               "std": {k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()}}
     summary["mlflow_parent_run_id"] = tracking.log_parent_metrics(
         uri, experiment, dataset=w.dataset, featureset=w.featureset, method=w.method,
         metrics={**{f"mean.{k}": v for k, v in summary["mean"].items()},
                  **{f"std.{k}": v for k, v in summary["std"].items()}},
+        tags={"folds": ",".join(map(str, covered))},
     )
-    atomic.write_json(snakemake.output[0], summary)
+    # every fold's test queries in one file: what the tables job reads
+    atomic.write_csv(pd.concat(per_query, ignore_index=True), snakemake.output.per_query, float_format="%.17g")
+    atomic.write_json(snakemake.output.summary, summary)
     print({k: round(v, 4) for k, v in summary["mean"].items() if k.startswith("test.")})

@@ -3,8 +3,9 @@ used as is when its files are under data_root, else downloaded and unpacked ther
 
 from pathlib import Path
 
-from rankstudy import atomic, datasets
-from rankstudy.jobs import job_logging
+from rankstudy.util import atomic
+from rankstudy.data import registry as datasets
+from rankstudy.pipeline.jobs import job_logging
 
 with job_logging(snakemake, "fetch_dataset"):
     name = snakemake.wildcards.dataset

@@ -4,19 +4,15 @@ published ones, for one study and data set."""
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from rankstudy import atomic, paper_tables
-from rankstudy.config import system_label
-from rankstudy.jobs import job_logging
+from rankstudy.util import atomic
+from rankstudy.reporting import paper_tables
+from rankstudy.pipeline import results
+from rankstudy.pipeline.jobs import job_logging
 
 with job_logging(snakemake, "paper_table"):
     w, spec = snakemake.wildcards, snakemake.params.paper
-    frames = []
-    for path in snakemake.input.per_query:
-        parts = Path(path).parts  # .../runs/{dataset}/{featureset}/{method}/fold{k}/metrics...
-        frames.append(pd.read_csv(path).assign(system=system_label(parts[-3], parts[-4]), fold=int(parts[-2][4:])))
-    per_query = pd.concat(frames, ignore_index=True)
+    per_query = results.test_per_query(snakemake.input.per_query)
     sizes = {}
     for path in snakemake.input.transforms:  # .../features/{dataset}/{featureset}/fold{k}/transform.json
         sizes.setdefault(Path(path).parts[-3], []).append(atomic.read_json(path)["n_features"])

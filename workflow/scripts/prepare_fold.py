@@ -1,10 +1,10 @@
 """Parse (or generate) one fold's train/vali/test splits once, apply the configured cleaning,
 and cache them as binary .npz files; later rules never reparse text."""
 
-from rankstudy import atomic
-from rankstudy.data import save_split
-from rankstudy.folds import SPLITS, clean, load_fold
-from rankstudy.jobs import job_logging
+from rankstudy.util import atomic
+from rankstudy.data.kinds import save_split
+from rankstudy.data.folds import SPLITS, clean, load_fold
+from rankstudy.pipeline.jobs import job_logging
 
 with job_logging(snakemake, "prepare_fold"):
     name, fold_number = snakemake.wildcards.dataset, int(snakemake.wildcards.fold)

@@ -5,21 +5,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankstudy import plots, tables, tracking
-from rankstudy.config import system_label
-from rankstudy.jobs import job_logging
+from rankstudy.reporting import plots, tables
+from rankstudy.tracking import runs as tracking
+from rankstudy.pipeline.config import system_label
+from rankstudy.pipeline import results
+from rankstudy.pipeline.jobs import job_logging
 
 NO_RELEVANT = {"zero": "count as 0 (LETOR evaluation tool)", "one": "count as 1 (LightGBM convention)",
                "drop": "are left out"}
 
 with job_logging(snakemake, "tables"):
     w, p = snakemake.wildcards, snakemake.params
-    frames = []
-    for path in snakemake.input.per_query:
-        parts = Path(path).parts  # .../runs/{dataset}/{featureset}/{method}/fold{k}/metrics...
-        featureset, method, fold = parts[-4], parts[-3], int(parts[-2][4:])
-        frames.append(pd.read_csv(path).assign(system=system_label(method, featureset), fold=fold))
-    per_query = pd.concat(frames, ignore_index=True)
+    per_query = results.test_per_query(snakemake.input.per_query)
     # row order: methods in config order, each with its feature sets
     order = [system_label(m, f) for m in p.methods for f in p.featuresets]
     per_query["system"] = pd.Categorical(per_query["system"], categories=order, ordered=True)

@@ -1,0 +1,90 @@
+"""Data-set cleaning steps for LETOR-style data.
+
+Each function returns ``(cleaned RankData, number dropped)`` and removes query
+blocks left empty. ``drop_zero_vectors`` and ``drop_near_duplicate_pairs``
+follow the LETOR cleaning of Chakrabarti et al. (2008, "Structured learning for
+non-smooth ranking losses"): all-zero documents carry no signal, and a relevant
+and a non-relevant document with (almost) the same features contradict each
+other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankstudy.data.rankdata import RankData
+
+PAIR_BLOCK_ELEMENTS = 1 << 22  # bounds the padded (queries, L, L) similarity blocks to ~32 MB
+
+
+def drop_queries_without_relevant(data: RankData, rel_threshold: float = 1.0) -> tuple[RankData, int]:
+    """Drop queries where no document has label >= ``rel_threshold``; count = queries dropped."""
+    if data.n_queries == 0:
+        return data, 0
+    best = np.maximum.reduceat(data.y, data.offsets[:-1])
+    keep = best >= rel_threshold
+    return data.select_queries(keep), int(np.count_nonzero(~keep))
+
+
+def drop_zero_vectors(data: RankData) -> tuple[RankData, int]:
+    """Drop documents whose feature vector is all zeros; count = documents dropped."""
+    keep = np.any(data.X != 0, axis=1)
+    return keep_rows(data, keep), int(np.count_nonzero(~keep))
+
+
+def drop_near_duplicate_pairs(
+    data: RankData, cosine: float = 0.99, rel_threshold: float = 1.0
+) -> tuple[RankData, int]:
+    """Drop both documents of every within-query pair (relevant i, non-relevant j) whose
+    feature vectors have cosine similarity > ``cosine``; count = documents dropped.
+
+    Relevant means label >= ``rel_threshold``. An all-zero vector has no direction
+    and is never a near-duplicate of anything.
+    """
+    norms = np.linalg.norm(data.X, axis=1, keepdims=True)
+    unit = np.divide(data.X, norms, out=np.zeros_like(data.X), where=norms > 0)
+    good = data.y >= rel_threshold
+    drop = np.zeros(len(data.y), dtype=bool)
+    for queries in _query_blocks(data.query_lengths, data.n_features):
+        rows, valid = _padded_rows(data.offsets, queries)
+        U = unit[rows] * valid[..., None]  # (B, L, m); padding rows are zero vectors
+        similar = np.matmul(U, U.transpose(0, 2, 1)) > cosine  # (B, L, L)
+        is_good, is_bad = valid & good[rows], valid & ~good[rows]
+        clash = similar & is_good[:, :, None] & is_bad[:, None, :]
+        drop[rows[clash.any(axis=2)]] = True  # the relevant side of a clash
+        drop[rows[clash.any(axis=1)]] = True  # the non-relevant side
+    return keep_rows(data, ~drop), int(np.count_nonzero(drop))
+
+
+def keep_rows(data: RankData, keep: np.ndarray) -> RankData:
+    """The documents where ``keep`` is true, in the same order; queries left empty disappear."""
+    keep = np.asarray(keep, dtype=bool)
+    kept = np.add.reduceat(keep.astype(np.int64), data.offsets[:-1]) if data.n_queries else np.zeros(0, np.int64)
+    lengths = kept[kept > 0]
+    return RankData(
+        X=data.X[keep], y=data.y[keep], qid=data.qid[keep], docid=data.docid[keep],
+        offsets=np.concatenate([[0], np.cumsum(lengths)]),
+    )
+
+
+def _query_blocks(lengths: np.ndarray, n_features: int):
+    """Yield arrays of query indices whose padded blocks stay within PAIR_BLOCK_ELEMENTS.
+
+    Queries are grouped by power-of-two length class so padding wastes at most half.
+    """
+    length_class = np.ceil(np.log2(np.maximum(lengths, 1))).astype(int)
+    for c in np.unique(length_class):
+        queries = np.flatnonzero(length_class == c)
+        longest = int(lengths[queries].max())
+        per_block = max(1, PAIR_BLOCK_ELEMENTS // (longest * max(longest, n_features)))
+        for start in range(0, len(queries), per_block):
+            yield queries[start:start + per_block]
+
+
+def _padded_rows(offsets: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(B, L) row indices of the given queries' documents and a mask of the real ones."""
+    starts, lengths = offsets[queries], offsets[queries + 1] - offsets[queries]
+    position = np.arange(int(lengths.max()))
+    valid = position[None, :] < lengths[:, None]
+    rows = np.where(valid, starts[:, None] + position[None, :], starts[:, None])
+    return rows, valid

@@ -1,0 +1,101 @@
+"""One fold's train/vali/test splits from a data set's source, whatever its kind: the embedded
+generators, a user's question-answer table, or LETOR files under a data folder."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rankstudy.data import cleaning, qa_table, registry, synthetic, synthetic_qa
+from rankstudy.data.letor import check_disjoint_queries, read_letor
+from rankstudy.data.rotation import fold_parts, fold_splits
+
+SPLITS = ("train", "vali", "test")
+
+
+@dataclass
+class Fold:
+    splits: dict  # split name -> RankData or QAData
+    max_label: float  # top grade of the label scale (for ERR)
+    files: dict[str, str] = field(default_factory=dict)  # split name -> the file it was read from
+    dropped: dict[str, int] = field(default_factory=dict)  # cleaning counts
+
+    @property
+    def kind(self) -> str:
+        """The data kind of the splits (rankstudy.data.kinds): ``letor`` or ``qa``."""
+        return self.splits["train"].kind
+
+    @property
+    def n_features(self) -> int:
+        return self.splits["train"].n_features
+
+    def fingerprint(self) -> str:
+        h = hashlib.sha256()
+        for split in SPLITS:
+            d = self.splits[split]
+            for array in (*d.feature_arrays(), d.y, d.qid):
+                h.update(array.tobytes())
+        return h.hexdigest()[:16]
+
+
+def carve_validation(train, seed: int, fraction: float = 0.2):
+    """Hold out a seeded share of the training queries as the validation split."""
+    vali = np.zeros(train.n_queries, dtype=bool)
+    vali[np.random.default_rng(seed).permutation(train.n_queries)[: max(1, round(fraction * train.n_queries))]] = True
+    return train.select_queries(~vali), train.select_queries(vali)
+
+
+def _qa_table_fold(source: dict, fold: int) -> Fold:
+    """A user's QA table: 5 parts by question, the fold's rotation, bag-of-words fitted on train."""
+    parts = qa_table.table_parts(qa_table.load_qa_table(source["file"]), seed=source["seed"])
+    tables = {s: pd.concat([parts[k] for k in ks], ignore_index=True) for s, ks in fold_parts(fold).items()}
+    words = qa_table.BagOfWords(k=source["vocabulary"]).fit_table(tables["train"])
+    return Fold({s: words.transform(tables[s]) for s in SPLITS}, 1, {s: source["file"] for s in SPLITS})
+
+
+def _letor_fold(name: str, source: dict, fold: int, progress: Callable[[str], None]) -> Fold:
+    entry = source["entry"]
+    present = [s for s in SPLITS if s in entry.get("splits", SPLITS)]
+    files = {s: registry.split_file(name, entry, Path(source["data_root"]), fold, s) for s in present}
+    splits = {}
+    for s in present:
+        progress(f"parsing {files[s]}")
+        splits[s] = read_letor(files[s], n_features=entry.get("n_features"))
+    if "vali" not in splits:  # e.g. the full Istella release
+        splits["train"], splits["vali"] = carve_validation(splits["train"], seed=source.get("seed", 0))
+        progress(f"no validation split: {splits['vali'].n_queries} training queries held out as vali")
+    check_disjoint_queries({str(files.get(s, f"{files['train']} (held-out vali)")): splits[s] for s in SPLITS})
+    return Fold(splits, entry["labels"][1], {s: str(p) for s, p in files.items()})
+
+
+def load_fold(name: str, source: dict, fold: int, progress: Callable[[str], None] = print) -> Fold:
+    """``source`` is what the fetch step recorded (results/data/{dataset}/source.json)."""
+    kind = source["source"]
+    if kind == "synthetic":
+        sizes = {k: source[k] for k in ("n_queries", "n_features") if k in source}
+        return Fold(fold_splits(synthetic.make_parts(seed=source["seed"], **sizes), fold), 4)
+    if kind == "synthetic_qa":
+        sizes = {k: source[k] for k in ("n_questions", "vocab_size") if k in source}
+        return Fold(fold_splits(synthetic_qa.make_qa_parts(seed=source["seed"], **sizes), fold), 1)
+    if kind == "qa_table":
+        return _qa_table_fold(source, fold)
+    return _letor_fold(name, source, fold, progress)
+
+
+def clean(fold: Fold, rules: dict, rel_threshold: float) -> None:
+    """Apply the configured cleaning to the named splits of a LETOR fold, counting what goes."""
+    if fold.kind != "letor":
+        return  # cleaning is defined for LETOR feature vectors
+    for s in SPLITS:
+        if s in rules.get("chakrabarti", []):
+            fold.splits[s], fold.dropped[f"{s}.zero_vectors"] = cleaning.drop_zero_vectors(fold.splits[s])
+            fold.splits[s], fold.dropped[f"{s}.near_duplicates"] = cleaning.drop_near_duplicate_pairs(
+                fold.splits[s], rel_threshold=rel_threshold)
+        if s in rules.get("drop_no_relevant", []):
+            fold.splits[s], fold.dropped[f"{s}.queries_without_relevant"] = cleaning.drop_queries_without_relevant(
+                fold.splits[s], rel_threshold=rel_threshold)

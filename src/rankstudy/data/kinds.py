@@ -1,0 +1,45 @@
+"""The kinds of data a split can hold, by name, and the binary cache that remembers which.
+
+* ``letor``: :class:`~rankstudy.data.rankdata.RankData`, dense feature vectors per document;
+* ``qa``: :class:`~rankstudy.data.qadata.QAData`, separate question and answer vectors.
+
+Every split class has a ``kind`` class attribute, ``n_features``, ``feature_arrays()``,
+``select_queries``, ``to_npz`` and ``from_npz``; the cache stores the kind, so a reader never
+has to guess it from the arrays present.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from rankstudy.data.qadata import QAData
+from rankstudy.data.rankdata import RankData
+
+DATA_KINDS: dict[str, type] = {"letor": RankData, "qa": QAData}
+
+
+def data_class(kind: str) -> type:
+    try:
+        return DATA_KINDS[kind]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown data kind {kind!r}; valid kinds: {', '.join(DATA_KINDS)}") from None
+
+
+def stored_kind(path: str | os.PathLike) -> str:
+    """The kind recorded in a cached split (caches written before kinds were recorded: QA
+    caches had a ``format`` entry, LETOR ones nothing)."""
+    with np.load(path, allow_pickle=False) as z:
+        if "kind" in z.files:
+            return str(z["kind"])
+        return "qa" if "format" in z.files else "letor"
+
+
+def load_split(path: str | os.PathLike):
+    """A cached split, as the class of its recorded kind."""
+    return data_class(stored_kind(path)).from_npz(path)
+
+
+def save_split(data, path: str | os.PathLike) -> None:
+    data.to_npz(path)

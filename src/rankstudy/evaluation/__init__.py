@@ -1,0 +1,1 @@
+"""Evaluation: one ranking per query, metrics by name, and the run files of scores."""

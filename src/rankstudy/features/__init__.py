@@ -1,0 +1,1 @@
+"""Features: normalisation, the second-order Pearson rho filter and feature-set types."""

@@ -1,0 +1,1 @@
+"""Glue between Snakemake and the package: config checks and the job wrapper."""

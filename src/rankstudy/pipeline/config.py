@@ -1,0 +1,173 @@
+"""Checks of a run configuration that need the package (names of losses, methods, metrics,
+data sets), done once when the workflow starts so a typo fails before any job runs.
+
+The JSON schema in workflow/schemas/ checks shapes and types; this module checks names,
+and derives what the workflow needs: the feature sets and the baseline system.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from rankstudy.data import registry as datasets
+from rankstudy.evaluation import metrics
+from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
+from rankstudy.losses.registry import LOSSES, bind_loss
+from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
+from rankstudy.rankers.selection import grid_candidates
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    featuresets: dict[str, FeatureSet]  # by name, in config order
+    baseline: str
+    registry: dict
+    registry_path: Path
+
+
+def prepare_cli_values(config: dict) -> None:
+    """Bring values set with ``snakemake --config`` to the schema's types, in place: ``folds``
+    arrives as a list of strings (``folds=[3]``) or a bare number (``folds=3``), ``datasets``
+    and ``run_methods`` may be one bare name. Folds that are not fold numbers fail here,
+    naming the key and the working form."""
+    folds = config.get("folds")
+    if isinstance(folds, (int, str)) and not isinstance(folds, bool):
+        folds = [folds]
+    if not isinstance(folds, list) or not all(str(f).strip().isdigit() for f in folds):
+        raise ConfigError(f"config key folds: expected a list of fold numbers such as [1, 2, 3], got {folds!r}; "
+                          "on the command line: --config 'folds=[1,2,3]'")
+    config["folds"] = [int(str(f).strip()) for f in folds]
+    for key in ("datasets", "run_methods"):  # datasets=MQ2008 means [MQ2008]
+        if isinstance(config.get(key), str):
+            config[key] = [config[key]]
+
+
+def run_methods(config: dict) -> list[str]:
+    """The methods this run trains: `run_methods` if given, else every entry of `methods`."""
+    return list(config.get("run_methods") or config["methods"])
+
+
+def system_label(method: str, featureset: str) -> str:
+    return f"{method} [{featureset}]"
+
+
+def resolve_path(path: str | Path, basedir: Path) -> Path:
+    """Relative paths are taken from the working directory, else from the workflow's folder."""
+    path = Path(path)
+    if path.is_absolute() or path.exists():
+        return path
+    return basedir / path
+
+
+def _valid_params(cls) -> set[str]:
+    return set(inspect.signature(cls.__init__).parameters) - {"self"}
+
+
+def check_method(name: str, spec: dict) -> None:
+    kind = spec.get("kind")
+    if kind not in RANKERS:
+        raise ConfigError(f"config key methods.{name}.kind: unknown kind {kind!r}; "
+                          f"valid kinds: {', '.join(sorted(RANKERS))}")
+    valid = _valid_params(RANKERS[kind])
+    for section in ("params", "grid"):
+        for key in spec.get(section) or {}:
+            if key not in valid:
+                raise ConfigError(f"config key methods.{name}.{section}.{key}: not a parameter of "
+                                  f"{kind!r}; valid: {', '.join(sorted(valid))}")
+    losses = [(spec.get("params") or {}).get("loss")] + list((spec.get("grid") or {}).get("loss", []))
+    for loss in filter(None, losses):
+        if loss not in LOSSES:
+            raise ConfigError(f"config key methods.{name}: unknown loss {loss!r}; "
+                              f"valid losses: {', '.join(sorted(LOSSES))}")
+    # build every grid candidate and call its loss once on a tiny list, so that a wrong name
+    # inside the parameters (functional, group, a loss's weight or phi) fails now, not mid-run
+    for candidate in grid_candidates(spec.get("grid")):
+        params = {**(spec.get("params") or {}), **candidate}
+        try:
+            make_ranker(kind, params)
+            if params.get("loss"):
+                scores, labels = np.array([[0.3, -0.2, 0.1]]), np.array([[2.0, 0.0, 1.0]])
+                bind_loss(params["loss"], params.get("loss_params"))(scores, labels, np.ones((1, 3), bool))
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"config key methods.{name}: {exc}") from None
+
+
+def check_metric(key: str, name: str) -> None:
+    try:
+        metrics.parse_metric(name)
+    except ValueError as exc:
+        raise ConfigError(f"config key {key}: {exc}") from None
+
+
+def check_config(config: dict, workdir: Path) -> Settings:
+    registry_path = resolve_path(config.get("registry", "config/datasets.yaml"), workdir)
+    registry = datasets.load_registry(registry_path)
+    for name in config["datasets"]:
+        if name not in registry:
+            raise ConfigError(f"config key datasets: unknown data set {name!r}; "
+                              f"valid: {', '.join(sorted(registry))} (see {registry_path})")
+        n_folds = registry[name].get("folds", 5)
+        bad = [f for f in config["folds"] if f > n_folds]
+        if bad:
+            raise ConfigError(f"config key folds: {bad} out of range for {name!r}, which has {n_folds} fold(s)")
+    for name, spec in config["methods"].items():
+        check_method(name, spec)
+    for name in config.get("run_methods") or []:
+        if name not in config["methods"]:
+            raise ConfigError(f"config key run_methods: {name!r} is not defined under methods "
+                              f"({', '.join(config['methods'])})")
+    evaluation = config["evaluation"]
+    for m in evaluation["metrics"]:
+        check_metric("evaluation.metrics", m)
+    check_metric("evaluation.selection_metric", evaluation.get("selection_metric", "ndcg@10"))
+    for m in config["report"].get("metrics", []):
+        check_metric("report.metrics", m)
+    sets = featuresets_from_config(config["features"])
+    names = [f.name for f in sets]
+    if not sets:
+        raise ConfigError("config key features: no feature set (first_order is false and rho is empty)")
+    if len(set(names)) != len(names):
+        raise ConfigError(f"config key features.rho: thresholds give duplicate feature sets {names}")
+    methods = run_methods(config)
+    for featureset in sets:
+        for name in methods:
+            kind = config["methods"][name]["kind"]
+            if featureset.type not in ranker_class(kind).featureset_types:
+                raise ConfigError(f"config key features: feature set {featureset.name} (type {featureset.type!r}) "
+                                  f"cannot be used by method {name!r} of kind {kind!r}, which takes feature sets "
+                                  f"of type {', '.join(ranker_class(kind).featureset_types)}"
+                                  + ("; use features.rho for it" if featureset.type == "quad" else ""))
+    check_data_kinds(config, registry, methods, names)
+    baseline = config["report"].get("baseline", methods[0])
+    if "[" not in baseline:
+        if baseline not in methods:
+            raise ConfigError(f"config key report.baseline: {baseline!r} is not among the methods run "
+                              f"({', '.join(methods)})")
+        baseline = system_label(baseline, names[0])
+    return Settings(featuresets={f.name: f for f in sets}, baseline=baseline, registry=registry,
+                    registry_path=registry_path)
+
+
+def check_data_kinds(config: dict, registry: dict, methods: list[str], featuresets: list[str]) -> None:
+    """Every method must rank the kind of data (rankstudy.data.kinds) of every data set."""
+    kinds = {d: datasets.data_kind(registry[d]) for d in config["datasets"]}
+    for name in methods:
+        ranker_kind = config["methods"][name]["kind"]
+        wanted = ranker_class(ranker_kind).data_kind
+        wrong = [d for d, k in kinds.items() if k != wanted]
+        if wrong:
+            raise ConfigError(f"config key run_methods: {name!r} (kind {ranker_kind!r}) ranks {wanted!r} data, but "
+                              f"data set(s) {wrong} hold {kinds[wrong[0]]!r} data; run them in separate studies "
+                              f"(question-answer data takes methods of kind 'separate')")
+    qa = [d for d, k in kinds.items() if k == "qa"]
+    if qa and featuresets != ["first"]:
+        raise ConfigError(f"config key features: question-answer data sets {qa} take no second-order "
+                          f"feature sets; set rho and quadratic_rho to [] (got {featuresets})")

@@ -1,0 +1,108 @@
+"""The linear (or quadratic) ranker: Tran et al.'s rank functionals trained on any loss."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankstudy.features.featuresets import FeatureSet
+from rankstudy.features.pairs import check_pairs
+from rankstudy.losses.groups import check_aggregate
+from rankstudy.losses.registry import bind_loss, check_loss_options, get_loss
+from rankstudy.rankers.scored import ScoredRanker
+from rankstudy.scorers.linear import LinearScorer
+from rankstudy.scorers.quadratic import QuadraticScorer
+from rankstudy.solvers.registry import solver_class
+
+FUNCTIONALS = ("linear", "quadratic")
+
+# regression losses compare scores with labels, so they need a bias; ranking losses are
+# shift-invariant per query, where a bias would be unidentifiable
+INTERCEPT_LOSSES = ("pointwise_mse", "weighted_regression")
+
+
+class LinearRanker(ScoredRanker):
+    """Linear (or quadratic) scoring function trained on a ranking loss + l2/2 ||theta||^2.
+
+    * ``functional="linear"``: score = w'x (:class:`~rankstudy.scorers.linear.LinearScorer`).
+      ``functional="quadratic"``: score = w'x + sum_k c_k x_{i_k} x_{j_k} over the 0-based
+      feature index ``pairs`` (:class:`~rankstudy.scorers.quadratic.QuadraticScorer`, Tran et
+      al. 2011, Eq. 4), evaluated in chunks of ``chunk_rows`` rows; the penalty covers w and c.
+    * ``loss``: any name of :mod:`rankstudy.losses.registry`; ``loss_params`` its keyword
+      options (they override ``seed`` for a loss that takes one).
+    * ``group``: one of :data:`rankstudy.losses.groups.GROUP_AGGREGATES` to train on label-tie
+      groups; prediction still scores each document.
+    * ``solver``: a name of :mod:`rankstudy.solvers.registry` (``lbfgs``), run with
+      ``max_iter`` and ``tol``.
+
+    A bias is fitted only for the regression losses (:data:`INTERCEPT_LOSSES`). ``seed``
+    drives the label tie-break of the Plackett-Luce losses; training starts at theta = 0 (all
+    losses are convex in the scores and both functionals are linear in theta).
+    """
+
+    kind = "linear"
+    featureset_types = ("first", "rho", "quad")
+
+    def __init__(self, loss: str = "ranknet", l2: float = 1e-3, max_iter: int = 200,
+                 tol: float = 1e-6, seed: int = 0, loss_params: dict | None = None,
+                 group: str | None = None, functional: str = "linear",
+                 pairs: list[list[int]] | None = None, chunk_rows: int = 8192,
+                 solver: str = "lbfgs") -> None:
+        super().__init__()
+        # fail at construction on unknown names or inconsistent settings
+        get_loss(loss)
+        check_loss_options(loss, loss_params or {})
+        if functional not in FUNCTIONALS:
+            raise ValueError(f"unknown functional {functional!r}; valid functionals: {', '.join(FUNCTIONALS)}")
+        if group is not None:
+            check_aggregate(group)
+        if functional == "quadratic" and pairs is None:
+            raise ValueError("functional='quadratic' needs pairs (a list of [i, j] feature index pairs)")
+        if functional == "linear" and pairs is not None:
+            raise ValueError("pairs only apply to functional='quadratic'")
+        if int(chunk_rows) < 1:
+            raise ValueError("chunk_rows must be >= 1")
+        solver_class(solver)
+        self.loss = loss
+        self.l2 = l2
+        self.max_iter = max_iter
+        self.tol = tol
+        self.seed = seed
+        self.loss_params = None if loss_params is None else dict(loss_params)
+        self.group = group
+        self.functional = functional
+        # kept as plain lists so get_params() stays JSON data
+        self.pairs = None if pairs is None else check_pairs(pairs).tolist()
+        self.chunk_rows = chunk_rows
+        self.solver = solver
+
+    @classmethod
+    def featureset_params(cls, featureset: FeatureSet, pairs: list[list[int]]) -> dict:
+        # quad feature sets leave the selected products to the quadratic functional
+        return {"functional": "quadratic", "pairs": pairs} if featureset.quadratic else {}
+
+    @property
+    def fit_intercept(self) -> bool:
+        return self.loss in INTERCEPT_LOSSES
+
+    def make_scorer(self) -> LinearScorer:
+        if self.functional == "quadratic":
+            return QuadraticScorer(self.pairs, intercept=self.fit_intercept, chunk_rows=self.chunk_rows)
+        return LinearScorer(intercept=self.fit_intercept)
+
+    def make_loss(self):
+        return bind_loss(self.loss, self.loss_params, seed=self.seed, group=self.group)
+
+    def make_solver(self):
+        return solver_class(self.solver)(max_iter=self.max_iter, tol=self.tol)
+
+    @property
+    def coef_(self) -> np.ndarray:
+        return np.asarray(self.parts_["coef"], dtype=np.float64)
+
+    @property
+    def pair_coef_(self) -> np.ndarray:
+        return np.asarray(self.parts_.get("pair_coef", []), dtype=np.float64)
+
+    @property
+    def intercept_(self) -> float:
+        return float(self.parts_["intercept"])

@@ -1,0 +1,54 @@
+"""Every ranker kind by name, and the two ways to get one: from config data
+(:func:`make_ranker`) or from a saved model file (:func:`load_ranker`).
+
+A new ranker is one class (a :class:`~rankstudy.rankers.base.Ranker`, usually a
+:class:`~rankstudy.rankers.scored.ScoredRanker`) plus one entry here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from rankstudy.rankers.base import SAVE_FORMAT, Ranker
+from rankstudy.rankers.lambdamart import LambdaMART
+from rankstudy.rankers.linear import LinearRanker
+from rankstudy.rankers.separate import SeparateRanker
+
+RANKERS: dict[str, type[Ranker]] = {
+    "linear": LinearRanker,
+    "lambdamart": LambdaMART,
+    "separate": SeparateRanker,
+}
+
+
+def ranker_class(kind: str) -> type[Ranker]:
+    try:
+        return RANKERS[kind]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown ranker kind {kind!r}; valid kinds: {', '.join(sorted(RANKERS))}") from None
+
+
+def make_ranker(kind: str, params: dict | None = None) -> Ranker:
+    """Build a ranker from plain data (e.g. a config entry), rejecting unknown parameters."""
+    klass = ranker_class(kind)
+    params = dict(params or {})
+    valid = klass.param_names()
+    unknown = sorted(set(params) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for ranker {kind!r}; "
+                         f"valid parameters: {', '.join(valid)}")
+    return klass(**params)
+
+
+def load_ranker(path: str | os.PathLike, expected: type[Ranker] = Ranker) -> Ranker:
+    """Load a saved ranker as the class of its saved kind (which must be ``expected`` or a
+    subclass of it)."""
+    with open(path) as f:
+        doc = json.load(f)
+    if doc.get("format") != SAVE_FORMAT:
+        raise ValueError(f"{path}: not a saved rankstudy ranker")
+    klass = ranker_class(doc["kind"])
+    if not issubclass(klass, expected):
+        raise ValueError(f"{path} holds a {doc['kind']!r} ranker, not a {expected.__name__}")
+    return klass.from_document(doc)

@@ -1,0 +1,86 @@
+"""A ranker as scorer x objective x solver: a scoring function (:mod:`rankstudy.scorers`)
+trained on a loss over padded queries plus an L2 penalty (:mod:`rankstudy.solvers.objective`)
+by a solver (:mod:`rankstudy.solvers`).
+
+A subclass says which three it uses (``make_scorer``, ``make_loss``, ``make_solver``) from its
+plain-data parameters; fitting, predicting, saving and loading are shared here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rankstudy.losses.padded import LossFn
+from rankstudy.rankers.base import NotFittedError, Ranker
+from rankstudy.scorers.base import Scorer
+from rankstudy.solvers.objective import Objective
+
+
+def _features_text(shape: tuple[int, ...]) -> str:
+    if len(shape) == 1:
+        return f"{shape[0]} features"
+    return f"{shape[0]} question and {shape[1]} answer features"
+
+
+class ScoredRanker(Ranker):
+    """Subclasses take ``l2`` and ``seed`` among their parameters. Fitted state: ``theta_``,
+    the scorer's named parts ``parts_`` (what the model file holds), ``n_iter_``, ``n_fev_``,
+    ``converged_`` and the training curve ``history_`` (see the solver)."""
+
+    l2: float
+    seed: int
+
+    def make_scorer(self) -> Scorer:
+        raise NotImplementedError
+
+    def make_loss(self) -> LossFn:
+        raise NotImplementedError
+
+    def make_solver(self):
+        raise NotImplementedError
+
+    def objective(self, data) -> Objective:
+        """The training objective on ``data``: loss + l2/2 ||theta||^2 (a callable)."""
+        return Objective(self.make_scorer().bind(data), self.make_loss(), data, self.l2)
+
+    def fit(self, train, vali=None) -> "ScoredRanker":
+        train_obj = self.objective(train)
+        vali_obj = None
+        if vali is not None:
+            self._check_features(vali, tuple(train.feature_shape))
+            vali_obj = self.objective(vali)
+        theta0 = train_obj.scorer.initial(np.random.default_rng(self.seed))
+        solution = self.make_solver().solve(train_obj, theta0, vali_obj)
+        self._set_theta(solution.theta, train_obj.scorer.unpack(solution.theta))
+        self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
+        self.history_ = solution.history
+        return self
+
+    def _set_theta(self, theta: np.ndarray, parts: dict[str, Any]) -> None:
+        self.theta_ = np.asarray(theta, dtype=np.float64)
+        self.parts_ = parts
+
+    def _check_features(self, data, expected: tuple[int, ...]) -> None:
+        got = tuple(data.feature_shape)
+        if got != expected:
+            raise ValueError(f"expected {_features_text(expected)}, got {_features_text(got)}")
+
+    def predict(self, data) -> np.ndarray:
+        if not hasattr(self, "theta_"):
+            raise NotFittedError(f"{type(self).__name__} is not fitted")
+        scorer = self.make_scorer()
+        scorer.check_kind(data)
+        self._check_features(data, scorer.feature_shape(self.parts_))
+        return scorer.bind(data).scores(self.theta_)
+
+    def _get_state(self) -> dict:
+        return {**self.parts_, "n_iter": self.n_iter_, "n_fev": self.n_fev_, "converged": self.converged_}
+
+    def _set_state(self, state: dict) -> None:
+        theta = self.make_scorer().pack(state)
+        self._set_theta(theta, {k: v for k, v in state.items() if k not in ("n_iter", "n_fev", "converged")})
+        self.n_iter_ = int(state["n_iter"])
+        self.n_fev_ = int(state["n_fev"])
+        self.converged_ = bool(state["converged"])

@@ -1,0 +1,48 @@
+"""Model selection on the validation split: fit one ranker per grid candidate on the
+training split, keep the one with the best validation metric (ties: the earlier candidate)."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+
+import pandas as pd
+
+from rankstudy.evaluation import metrics
+from rankstudy.data.rankdata import RankData
+from rankstudy.rankers.registry import make_ranker
+from rankstudy.rankers.base import Ranker
+
+
+def grid_candidates(grid: dict | None) -> list[dict]:
+    """Cartesian product of the grid's value lists, in config order; [{}] for no grid."""
+    grid = grid or {}
+    keys = list(grid)
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def select_and_fit(kind: str, params: dict, grid: dict | None, train: RankData, vali: RankData, *,
+                   metric: str = "ndcg@10", metric_options: dict | None = None,
+                   progress: Callable[[str], None] = print) -> tuple[Ranker, dict, pd.DataFrame]:
+    """Returns (best fitted ranker, its full parameters, one row per candidate)."""
+    metric_options = metric_options or {}
+    rows, best, best_value, best_index = [], None, -float("inf"), 0
+    candidates = grid_candidates(grid)
+    for n, candidate in enumerate(candidates, 1):
+        full = {**params, **candidate}
+        start = time.perf_counter()
+        ranker = make_ranker(kind, full).fit(train, vali)
+        seconds = time.perf_counter() - start
+        value = metrics.mean_metrics(
+            metrics.evaluate(vali, ranker.predict(vali), [metric], **metric_options))[metric]
+        rows.append({"candidate": n, **{f"param.{k}": v for k, v in candidate.items()},
+                     f"vali.{metric}": value, "fit_seconds": round(seconds, 3)})
+        progress(f"candidate {n}/{len(candidates)} {candidate}: vali {metric} = {value:.5f} ({seconds:.1f} s)")
+        if value > best_value:
+            best, best_value, best_params, best_index = ranker, value, full, n - 1
+    if best is None:  # every candidate gave NaN (e.g. no query with a relevant document in vali)
+        best, best_params, best_index = ranker, full, len(rows) - 1
+    table = pd.DataFrame(rows)
+    table["selected"] = table.index == best_index
+    return best, best_params, table

@@ -1,0 +1,68 @@
+"""Tran et al.'s rank functionals on the separate question/answer representation (Eqs. 2-3)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankstudy.losses.registry import bind_loss, check_loss_options, get_loss
+from rankstudy.rankers.scored import ScoredRanker
+from rankstudy.scorers.separate import SeparateScorer
+from rankstudy.solvers.registry import solver_class
+
+
+class SeparateRanker(ScoredRanker):
+    """Learns A (d x k1) and B (d x k2) of the functional f1 or f2
+    (:class:`~rankstudy.scorers.separate.SeparateScorer`) on a ranking loss + l2/2 ||[A, B]||^2,
+    on question-answer data (:class:`rankstudy.data.qadata.QAData`).
+
+    * ``activation`` ("tanh" or "sigmoid") applies to f1, ``tau`` > 0 to f2.
+    * ``loss``: a name of :mod:`rankstudy.losses.registry` (``multiclass_logistic`` is Tran's
+      Eq. 5, pairwise logistic is ``ranknet``); ``loss_params`` are its keyword options (they
+      override ``seed`` for a loss that takes one).
+    * Start point: A, B ~ N(0, init_scale^2) from ``seed`` (f1 and f2 are not convex in (A, B)
+      and [A, B] = 0 is a stationary point of both).
+    """
+
+    kind = "separate"
+    data_kind = "qa"
+    featureset_types = ("first",)
+
+    def __init__(self, functional: str = "f1", activation: str = "tanh", d: int = 10, tau: float = 1.0,
+                 loss: str = "multiclass_logistic", loss_params: dict | None = None, l2: float = 1e-3,
+                 max_iter: int = 200, seed: int = 0, tol: float = 1e-6, init_scale: float = 0.1,
+                 solver: str = "lbfgs") -> None:
+        super().__init__()
+        # fail at construction on unknown names or impossible settings
+        SeparateScorer(functional, activation, d, tau, init_scale)
+        get_loss(loss)
+        check_loss_options(loss, loss_params or {})
+        solver_class(solver)
+        self.functional = functional
+        self.activation = activation
+        self.d = d
+        self.tau = tau
+        self.loss = loss
+        self.loss_params = None if loss_params is None else dict(loss_params)
+        self.l2 = l2
+        self.max_iter = max_iter
+        self.seed = seed
+        self.tol = tol
+        self.init_scale = init_scale
+        self.solver = solver
+
+    def make_scorer(self) -> SeparateScorer:
+        return SeparateScorer(self.functional, self.activation, self.d, self.tau, self.init_scale)
+
+    def make_loss(self):
+        return bind_loss(self.loss, self.loss_params, seed=self.seed)
+
+    def make_solver(self):
+        return solver_class(self.solver)(max_iter=self.max_iter, tol=self.tol)
+
+    @property
+    def A_(self) -> np.ndarray:
+        return np.asarray(self.parts_["A"], dtype=np.float64)
+
+    @property
+    def B_(self) -> np.ndarray:
+        return np.asarray(self.parts_["B"], dtype=np.float64)

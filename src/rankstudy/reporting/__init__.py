@@ -1,0 +1,1 @@
+"""Reporting: comparison tables with significance tests, plots, and seed papers' tables."""

@@ -1,0 +1,88 @@
+"""Figures of the comparison: mean NDCG@k curves of every system.
+
+Figures are drawn on an explicit Agg canvas (no pyplot), so no global backend
+or figure state is touched and the functions are safe in headless workers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from rankstudy.util.atomic import atomic_path
+
+
+def mean_over_folds(per_query: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Per system (input order) and column: mean over folds of the per-fold query mean, NaN skipped."""
+    fold_means = per_query.groupby(["system", "fold"], sort=False)[columns].mean()
+    return fold_means.groupby(level="system", sort=False).mean()
+
+
+def save_figure(fig: Figure, out_png: Path) -> Path:
+    out_png = Path(out_png)
+    FigureCanvasAgg(fig)
+    with atomic_path(out_png) as tmp:
+        fig.savefig(tmp, format="png", dpi=150, bbox_inches="tight")
+    return out_png
+
+
+LINE_STYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (8, 2))]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+
+
+def method_colors(methods: list[str]) -> dict[str, tuple]:
+    """One distinct colour per method: tab10 up to 10 methods, tab20 up to 20, else evenly
+    spaced hues (a colour cycle shorter than the methods would give two methods one colour)."""
+    if len(methods) <= 10:
+        cmap, n = colormaps["tab10"], 10
+    elif len(methods) <= 20:
+        cmap, n = colormaps["tab20"], 20
+    else:
+        cmap, n = colormaps["hsv"], len(methods) + 1
+    return {m: cmap(i / n if cmap.N > 20 else i) for i, m in enumerate(methods)}
+
+
+def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10) -> Figure:
+    """One line per system of mean NDCG@k for k = 1..k_max (cf. Huang & Frey 2008, Fig. 4):
+    one colour per method, one line style (and marker) per feature set, the legend outside
+    the axes. Uses the ``method`` and ``featureset`` columns when present, else each system
+    is its own method."""
+    columns = [f"ndcg@{k}" for k in range(1, k_max + 1)]
+    missing = [c for c in columns if c not in per_query.columns]
+    if missing:
+        raise ValueError(f"ndcg_at_k_plot needs columns {missing}, absent from the per-query frame")
+    curves = mean_over_folds(per_query, columns)
+    if {"method", "featureset"} <= set(per_query.columns):
+        parts = per_query.drop_duplicates("system").set_index("system")[["method", "featureset"]]
+    else:
+        parts = pd.DataFrame({"method": curves.index, "featureset": ""}, index=curves.index)
+    methods = list(dict.fromkeys(parts.loc[curves.index, "method"]))
+    featuresets = list(dict.fromkeys(parts.loc[curves.index, "featureset"]))
+    colors = method_colors(methods)
+    ks = np.arange(1, k_max + 1)
+    fig = Figure(figsize=(7.5, 4.0))
+    ax = fig.add_subplot()
+    for system, values in curves.iterrows():
+        method, featureset = parts.loc[system, "method"], parts.loc[system, "featureset"]
+        style = featuresets.index(featureset)
+        ax.plot(ks, values.to_numpy(), color=colors[method], linestyle=LINE_STYLES[style % len(LINE_STYLES)],
+                marker=MARKERS[style % len(MARKERS)], markersize=3, label=str(system))
+    ax.set_xlabel("k")
+    ax.set_ylabel("mean NDCG@k (test)")
+    ax.set_xticks(ks)
+    ax.grid(True, alpha=0.3)
+    if title:
+        ax.set_title(title)
+    # outside the axes, so it never hides a curve; bbox_inches="tight" keeps it in the file
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return fig
+
+
+def ndcg_at_k_plot(per_query: pd.DataFrame, out_png: Path, title: str = "", k_max: int = 10) -> Path:
+    """:func:`ndcg_at_k_figure` written to ``out_png``."""
+    return save_figure(ndcg_at_k_figure(per_query, title, k_max), out_png)

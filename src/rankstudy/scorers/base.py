@@ -1,0 +1,70 @@
+"""The scorer protocol: a scoring function f(x; theta) over one kind of split, with its
+parameters theta as one flat float64 vector, so that any solver can train it on any loss.
+
+A :class:`Scorer` is a small object whose settings are plain data. ``bind(data)`` does the
+per-split work once (transposes, pair blocks) and returns a :class:`BoundScorer`:
+
+* ``n_params``, and ``n_penalized``: the L2 penalty covers ``theta[:n_penalized]`` (a bias,
+  if any, comes last and is not penalised);
+* ``forward(theta) -> (scores, vjp)``: the scores of every row of the split, in row order,
+  and the vector-Jacobian product ``vjp(g) = d(sum_n g_n scores_n) / d theta``;
+* ``unpack(theta) -> dict``: named parts of theta as JSON data (what a model file holds);
+  :meth:`Scorer.pack` is its inverse.
+
+A new scorer is one class here plus one entry in :data:`rankstudy.scorers.registry.SCORERS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+Vjp = Callable[[np.ndarray], np.ndarray]
+
+
+class BoundScorer:
+    n_params: int
+    n_penalized: int
+
+    def forward(self, theta: np.ndarray) -> tuple[np.ndarray, Vjp]:
+        raise NotImplementedError
+
+    def scores(self, theta: np.ndarray) -> np.ndarray:
+        return self.forward(theta)[0]
+
+    def initial(self, rng: np.random.Generator) -> np.ndarray:
+        """Start point of training: zeros (convex in theta after any convex loss)."""
+        return np.zeros(self.n_params)
+
+    def unpack(self, theta: np.ndarray) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def check(self, theta: np.ndarray) -> np.ndarray:
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.n_params,):
+            raise ValueError(f"{type(self).__name__}: theta has shape {theta.shape}, expected ({self.n_params},)")
+        return theta
+
+
+class Scorer:
+    """Base class; subclasses set ``name`` and ``data_kind`` and implement ``bind``, ``pack``."""
+
+    name: ClassVar[str] = ""
+    data_kind: ClassVar[str] = "letor"  # the split kind it scores (rankstudy.data.kinds)
+
+    def bind(self, data) -> BoundScorer:
+        raise NotImplementedError
+
+    def pack(self, parts: dict[str, Any]) -> np.ndarray:
+        """Inverse of ``BoundScorer.unpack``: theta from its named parts."""
+        raise NotImplementedError
+
+    def feature_shape(self, parts: dict[str, Any]) -> tuple[int, ...]:
+        """The ``feature_shape`` of the data a theta with these named parts scores."""
+        raise NotImplementedError
+
+    def check_kind(self, data) -> None:
+        if data.kind != self.data_kind:
+            raise ValueError(f"the {self.name} scorer scores {self.data_kind!r} data, got a {data.kind!r} split")

@@ -1,0 +1,22 @@
+"""Every scorer by name (the scoring functions a ranker can train; see
+:mod:`rankstudy.scorers.base`). A new scorer is one class plus one entry here."""
+
+from __future__ import annotations
+
+from rankstudy.scorers.base import Scorer
+from rankstudy.scorers.linear import LinearScorer
+from rankstudy.scorers.quadratic import QuadraticScorer
+from rankstudy.scorers.separate import SeparateScorer
+
+SCORERS: dict[str, type[Scorer]] = {
+    "linear": LinearScorer,
+    "quadratic": QuadraticScorer,
+    "separate": SeparateScorer,
+}
+
+
+def scorer_class(name: str) -> type[Scorer]:
+    try:
+        return SCORERS[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown scorer {name!r}; valid scorers: {', '.join(SCORERS)}") from None

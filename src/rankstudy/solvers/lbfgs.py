@@ -1,0 +1,44 @@
+"""SciPy's L-BFGS-B on a smooth objective."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+
+from rankstudy.solvers.base import Solution
+
+
+class LBFGS:
+    """Quasi-Newton minimisation of ``objective(theta) -> (value, grad)``; stops after
+    ``max_iter`` iterations or when SciPy's ``tol`` criteria are met.
+
+    History: one dict per iteration (step 0 = the start point) with ``objective`` (loss +
+    penalty), ``train_loss`` and, when ``vali`` is given, ``vali_loss``.
+    """
+
+    name = "lbfgs"
+
+    def __init__(self, max_iter: int = 200, tol: float = 1e-6) -> None:
+        if int(max_iter) < 1:
+            raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
+        self.max_iter = int(max_iter)
+        self.tol = float(tol)
+
+    def solve(self, objective, theta0: np.ndarray, vali=None) -> Solution:
+        history: list[dict] = []
+
+        def record(theta: np.ndarray, value: float) -> None:
+            entry = {"step": len(history), "objective": float(value),
+                     "train_loss": float(objective.data_loss(theta))}
+            if vali is not None:
+                entry["vali_loss"] = float(vali.data_loss(theta))
+            history.append(entry)
+
+        record(theta0, objective(theta0, need_grad=False)[0])
+        # SciPy hands the callback an OptimizeResult only if its parameter has exactly this name
+        result = minimize(objective, theta0, jac=True, method="L-BFGS-B", tol=self.tol,
+                          options={"maxiter": self.max_iter},
+                          callback=lambda intermediate_result: record(intermediate_result.x,
+                                                                      intermediate_result.fun))
+        return Solution(theta=np.asarray(result.x, dtype=np.float64), n_iter=int(result.nit),
+                        n_fev=int(result.nfev), converged=bool(result.success), history=history)

@@ -1,0 +1,1 @@
+"""MLflow bookkeeping of the pipeline's runs, and their provenance."""

@@ -1,0 +1,64 @@
+"""Atomic file writes: write beside the target, then rename, so a failed job never leaves a
+half-written output that a later run (or a person) could mistake for a finished one."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+
+def _current_umask() -> int:
+    # os.umask can only be read by setting it; set it straight back
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = ""):
+    """Yield a temporary path in the target's folder; rename it onto ``path`` on success.
+
+    The file gets the mode a plain ``open(path, "w")`` would give (0666 minus the umask):
+    mkstemp creates it 0600, which would hide results from the rest of a group."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=f".tmp{suffix}")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_current_umask())
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def write_text(path: str | os.PathLike, text: str) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+    return Path(path)
+
+
+def write_json(path: str | os.PathLike, obj) -> Path:
+    return write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
+
+
+def _jsonable(value):
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return value.tolist()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def read_json(path: str | os.PathLike):
+    return json.loads(Path(path).read_text())
+
+
+def write_csv(frame, path: str | os.PathLike, **kwargs) -> Path:
+    """pandas DataFrame -> CSV/TSV atomically (sep and other options passed through)."""
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, index=False, **kwargs)
+    return Path(path)
