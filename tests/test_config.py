@@ -11,7 +11,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
-from rankstudy.pipeline.config import ConfigError, check_config
+from rankstudy.pipeline.config import ConfigError, check_config, prepare_cli_values
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = str(REPO / "workflow/schemas/config.schema.yaml")
@@ -90,3 +90,24 @@ def test_study_configs_are_valid_over_the_defaults(study):
     assert set(zip(cells["row"], cells["column"])) == set(zip(published["row"], published["column"]))
     systems = {f"{m} [{f}]" for m in config["run_methods"] for f in settings.featuresets}
     assert set(cells["system"]) <= systems
+
+
+@pytest.mark.parametrize("given, folds", [(7, [7]), ("3", [3]), (["3", "4"], [3, 4]), ([1, 2], [1, 2])])
+def test_cli_folds_are_brought_to_a_list_of_ints(config, given, folds):
+    """`--config folds=7` arrives as 7, `folds=[3,4]` as ['3', '4']."""
+    config["folds"] = given
+    prepare_cli_values(config)
+    assert config["folds"] == folds
+
+
+@pytest.mark.parametrize("given", [{"a": 1}, ["x"], [1.5], None])
+def test_cli_folds_that_are_not_fold_numbers_fail_naming_the_key(config, given):
+    config["folds"] = given
+    with pytest.raises(ConfigError, match=r"config key folds: .*--config 'folds=\[1,2,3\]'"):
+        prepare_cli_values(config)
+
+
+def test_cli_bare_names_become_lists(config):
+    config.update(datasets="MQ2008", run_methods="ranknet")
+    prepare_cli_values(config)
+    assert config["datasets"] == ["MQ2008"] and config["run_methods"] == ["ranknet"]

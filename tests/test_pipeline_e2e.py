@@ -1,5 +1,7 @@
-"""End to end: the real `snakemake` CLI on a tiny config in a temporary copy of the workflow,
-then the outputs, the MLflow store and a single-fold rerun are checked."""
+"""End to end: the real `snakemake` CLI on a tiny config in a temporary copy of the workflow
+(a git repository of its own), run once and shared by the checks of its outputs, its MLflow
+store, and what a rerun redoes: nothing after a commit, no training for a new metric, and
+only the forced fold's run when one fold is forced."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -32,12 +35,44 @@ def make_workdir(tmp: Path, overrides: dict) -> Path:
     return tmp
 
 
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [SNAKEMAKE, "--cores", "2", "--configfile", "test.yaml", "--replace-workflow-config", *args]
-    out = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=1800)
+PROGRESS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done$")
+say = print  # replaced by a writer past pytest's output capture, below
+
+
+@pytest.fixture(autouse=True, scope="session")
+def progress_on_the_terminal(request):
+    """The runs take minutes: show Snakemake's progress as it comes, past pytest's capture."""
+    global say
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+
+    def to_terminal(line: str) -> None:
+        with capture.global_and_fixture_disabled():
+            print(line, flush=True)
+
+    say = to_terminal
+
+
+def snakemake(workdir: Path, *args: str, configfile: str = "test.yaml") -> subprocess.CompletedProcess:
+    """Run the CLI; its progress lines go to the terminal as they come (a run takes minutes)."""
+    cmd = [SNAKEMAKE, "--cores", "2", "--configfile", configfile, "--replace-workflow-config", *args]
+    proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    stderr, last = [], 0.0
+    for line in proc.stderr:  # snakemake reports progress on stderr
+        stderr.append(line)
+        done = PROGRESS.match(line.strip())
+        if done and (time.monotonic() - last > 15 or done.group(1) == done.group(2)):
+            last = time.monotonic()
+            say(f"  [snakemake in {workdir.name}] {line.strip()}")
+    stdout = proc.stdout.read()
+    out = subprocess.CompletedProcess(cmd, proc.wait(timeout=1800), stdout, "".join(stderr))
     if out.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{out.stdout[-5000:]}\n{out.stderr[-8000:]}")
     return out
+
+
+def git(workdir: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.org", *args],
+                   cwd=workdir, check=True, capture_output=True)
 
 
 def job_counts(output: str) -> dict[str, int]:
@@ -63,7 +98,8 @@ def fold_runs(workdir: Path) -> pd.DataFrame:
     exp = client.get_experiment_by_name("rankstudy")
     runs = client.search_runs([exp.experiment_id], max_results=10000)
     return pd.DataFrame([{"key": r.data.tags.get("rankstudy.key"), "level": r.data.tags.get("rankstudy.level"),
-                          "id": r.info.run_id} for r in runs])
+                          "id": r.info.run_id, "name": r.info.run_name, "start": r.info.start_time,
+                          "end": r.info.end_time, "folds": r.data.tags.get("folds")} for r in runs])
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +115,9 @@ def tiny_run(tmp_path_factory):
         "features": {"normalization": "zscore", "first_order": True, "rho": [0.1]},
         "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "err", "map"], "n_resamples": 200},
     })
+    git(workdir, "init", "-q")
+    git(workdir, "add", ".")
+    git(workdir, "commit", "-qm", "the user's clone")
     out = snakemake(workdir)
     return workdir, out
 
@@ -94,7 +133,7 @@ def test_tables_plots_and_runs_exist(tiny_run):
     # long format: one row per (metric, system); 3 methods x 2 feature sets, 3 metrics
     assert table["system"].nunique() == 6 and len(table) == 18
     run = workdir / "results/runs/synthetic/rho0.10/ranknet/fold2"
-    for name in ("model.json", "scores.test.tsv", "run.test.trec", "metrics.per_query.test.csv",
+    for name in ("model.json", "fit.json", "scores.test.tsv", "run.test.trec", "metrics.per_query.test.csv",
                  "metrics.per_query.vali.csv", "summary.json", "history.json", "selection.csv"):
         assert (run / name).stat().st_size > 0, name
     pairs = pd.read_csv(workdir / "results/features/synthetic/rho0.10/fold1/pairs.tsv", sep="\t")
@@ -129,18 +168,15 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
     assert len(client.get_metric_history(run_id, "train_loss")) > 2
     assert len(client.get_metric_history(run_id, "selection.vali.ndcg_at_10")) == 2
     assert {a.path for a in client.list_artifacts(run_id)} >= {"model.json", "scores.test.tsv", "config.resolved.json"}
-
-
-def test_rerun_one_fold_reruns_only_its_jobs_and_leaves_no_duplicate(tiny_run):
-    workdir, _ = tiny_run
-    target = "results/runs/synthetic/first/ranknet/fold2/model.json"
-    dry = snakemake(workdir, "--dry-run", "--forcerun", target)
-    assert job_counts(dry.stdout) == {"train": 1, "evaluate": 1, "aggregate": 1, "tables": 1, "all": 1}
-    snakemake(workdir, "--forcerun", target)
-    runs = fold_runs(workdir)
-    folds = runs[runs.level == "fold"]
-    assert len(folds) == 12 and folds.key.is_unique
-    assert (runs.level == "parent").sum() == 6
+    # names say what runs are; a fold run spans its fold's jobs; a parent names the folds it averages
+    fold = folds.set_index("key").loc["synthetic/first/pointwise/fold1"]
+    assert fold["name"] == "pointwise [first] synthetic fold1"
+    fit = json.loads((workdir / "results/runs/synthetic/first/pointwise/fold1/fit.json").read_text())
+    assert fold["start"] == fit["started_ms"] < fit["finished_ms"] <= fold["end"]
+    parents = runs[runs.level == "parent"].set_index("name")
+    assert parents.loc["pointwise [first] synthetic", "folds"] == "1,2"
+    # the UI opens on the training runs, not on the GenAI pages
+    assert client.get_experiment_by_name("rankstudy").tags["mlflow.experimentKind"] == "custom_model_development"
 
 
 def test_lint_reports_no_error(tiny_run):
@@ -148,6 +184,40 @@ def test_lint_reports_no_error(tiny_run):
     out = subprocess.run([SNAKEMAKE, "--lint", "--configfile", "test.yaml", "--replace-workflow-config"],
                          cwd=workdir, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_new_commit_plans_nothing(tiny_run):
+    workdir, _ = tiny_run
+    (workdir / "README.md").write_text("a change that is not code\n")
+    git(workdir, "add", ".")
+    git(workdir, "commit", "-qm", "docs")
+    dry = snakemake(workdir, "--dry-run")
+    assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
+
+
+def test_a_new_report_metric_evaluates_again_without_training(tiny_run):
+    workdir, _ = tiny_run
+    config = yaml.safe_load((workdir / "test.yaml").read_text())
+    config["evaluation"]["metrics"] = config["evaluation"]["metrics"] + ["err@5"]
+    (workdir / "more-metrics.yaml").write_text(yaml.safe_dump(config))
+    counts = job_counts(snakemake(workdir, "--dry-run", configfile="more-metrics.yaml").stdout)
+    assert "train" not in counts
+    assert counts["evaluate"] == 2 * 3 * 2 and counts["aggregate"] == 3 * 2
+
+
+def test_forcing_one_fold_reruns_only_its_jobs_and_keeps_the_other_runs(tiny_run):
+    workdir, _ = tiny_run
+    target = "results/runs/synthetic/first/ranknet/fold2/model.json"
+    before = fold_runs(workdir).query("level == 'fold'").set_index("key")["id"]
+    dry = snakemake(workdir, "--dry-run", "--forcerun", target)
+    assert job_counts(dry.stdout) == {"train": 1, "evaluate": 1, "aggregate": 1, "tables": 1, "all": 1}
+    snakemake(workdir, "--forcerun", target)
+    runs = fold_runs(workdir)
+    after = runs.query("level == 'fold'").set_index("key")["id"]
+    assert len(after) == 12 and after.index.is_unique and (runs.level == "parent").sum() == 6
+    forced = "synthetic/first/ranknet/fold2"
+    assert after[forced] != before[forced]
+    assert after.drop(forced).equals(before.drop(forced))
 
 
 def test_unknown_method_kind_fails_at_start_with_valid_names(tmp_path):

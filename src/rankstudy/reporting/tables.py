@@ -68,8 +68,9 @@ def fold_mean_and_std(per_query: pd.DataFrame, metric: str) -> pd.DataFrame:
     return summary.rename(columns={"count": "n_folds"})
 
 
-def paired_with_baseline(per_query: pd.DataFrame, metric: str, baseline: str) -> pd.DataFrame:
-    """Wide frame of ``metric``: rows (fold, qid), one column per system, NaN where absent."""
+def by_query(per_query: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Wide frame of ``metric``: rows (fold, qid), one column per system, NaN where absent,
+    so that any two systems are paired on the same queries."""
     return per_query.pivot(index=["fold", "qid"], columns="system", values=metric)
 
 
@@ -93,7 +94,7 @@ def metric_comparison(
     """The :data:`STATS` of one metric, one row per system; ``systems[0]`` is the baseline."""
     baseline, others = systems[0], list(systems[1:])
     out = fold_mean_and_std(per_query, metric).reindex(systems)
-    wide = paired_with_baseline(per_query, metric, baseline)
+    wide = by_query(per_query, metric)
     base_values = wide[baseline].to_numpy()
     n_pairs, p_ttest, p_rand = [], [], []
     for system in others:  # a handful of systems; the tests themselves are vectorised
