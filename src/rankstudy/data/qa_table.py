@@ -15,13 +15,9 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.preprocessing import normalize
 
 from rankstudy.data.blocks import offsets_from_qid, positions
-from rankstudy.data.qadata import QAData
+from rankstudy.data.qadata import QAData, QATableError
 
 QA_COLUMNS = ("question_id", "question", "answer", "best")
-
-class QATableError(ValueError):
-    """Malformed question-answer table; the message names ``path:line``."""
-
 
 def _separator(path: Path) -> str:
     name = path.name.lower().removesuffix(".gz")

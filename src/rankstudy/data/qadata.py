@@ -26,6 +26,10 @@ NPZ_FORMAT = "rankstudy.qa"
 _SPARSE_KEYS = ("data", "indices", "indptr", "shape")
 
 
+class QATableError(ValueError):
+    """Malformed question-answer table (:mod:`rankstudy.data.qa_table`); the message names ``path:line``."""
+
+
 def _as_csr(matrix, name: str) -> sp.csr_matrix:
     out = sp.csr_matrix(matrix, dtype=np.float64)
     out.sum_duplicates()  # canonical form: equal matrices compare and save identically

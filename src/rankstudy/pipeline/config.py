@@ -17,12 +17,9 @@ from rankstudy.data import registry as datasets
 from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.losses.registry import LOSSES, bind_loss
+from rankstudy.pipeline.errors import ConfigError
 from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
 from rankstudy.rankers.selection import grid_candidates
-
-
-class ConfigError(ValueError):
-    """A configuration value is wrong; the message names the key."""
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from rankstudy.pipeline.config import ConfigError
-from rankstudy.data.registry import DatasetNotFound
-from rankstudy.data.download import DownloadError
-from rankstudy.data.letor import LetorFormatError
-
-USER_ERRORS = (ConfigError, DatasetNotFound, DownloadError, LetorFormatError, FileNotFoundError)
+from rankstudy.pipeline.errors import USER_ERRORS
 
 
 @contextmanager

@@ -1,0 +1,17 @@
+"""The errors a user can fix (bad config, bad data, a missing data set), which a job reports
+as one line instead of a traceback."""
+
+from __future__ import annotations
+
+from rankstudy.data.download import DownloadError
+from rankstudy.data.letor import LetorFormatError
+from rankstudy.data.qadata import QATableError
+from rankstudy.data.registry import DatasetNotFound, RegistryError
+
+
+class ConfigError(ValueError):
+    """A configuration value is wrong; the message names the key."""
+
+
+USER_ERRORS = (ConfigError, DatasetNotFound, RegistryError, DownloadError, LetorFormatError, QATableError,
+               FileNotFoundError)
