@@ -16,15 +16,13 @@ import numpy as np
 
 from rankstudy.data.qadata import QAData
 from rankstudy.data.rankdata import RankData
+from rankstudy.util.names import lookup
 
 DATA_KINDS: dict[str, type] = {"letor": RankData, "qa": QAData}
 
 
 def data_class(kind: str) -> type:
-    try:
-        return DATA_KINDS[kind]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown data kind {kind!r}; valid kinds: {', '.join(DATA_KINDS)}") from None
+    return lookup(DATA_KINDS, kind, "data kind")
 
 
 def stored_kind(path: str | os.PathLike) -> str:

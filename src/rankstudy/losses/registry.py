@@ -12,6 +12,7 @@ from functools import partial
 from rankstudy.losses import baseline, elementwise, pairwise, smoothed
 from rankstudy.losses.groups import check_aggregate, grouped_loss
 from rankstudy.losses.padded import LossFn
+from rankstudy.util.names import lookup
 
 LOSSES: dict[str, LossFn] = {
     # baselines
@@ -37,10 +38,7 @@ LOSSES: dict[str, LossFn] = {
 
 
 def get_loss(name: str) -> LossFn:
-    try:
-        return LOSSES[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown loss {name!r}; valid losses: {', '.join(sorted(LOSSES))}") from None
+    return lookup(LOSSES, name, "loss")
 
 
 def loss_options(name: str) -> list[str]:

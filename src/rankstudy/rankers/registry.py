@@ -14,6 +14,7 @@ from rankstudy.rankers.base import SAVE_FORMAT, Ranker
 from rankstudy.rankers.lambdamart import LambdaMART
 from rankstudy.rankers.linear import LinearRanker
 from rankstudy.rankers.separate import SeparateRanker
+from rankstudy.util.names import lookup
 
 RANKERS: dict[str, type[Ranker]] = {
     "linear": LinearRanker,
@@ -23,10 +24,7 @@ RANKERS: dict[str, type[Ranker]] = {
 
 
 def ranker_class(kind: str) -> type[Ranker]:
-    try:
-        return RANKERS[kind]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown ranker kind {kind!r}; valid kinds: {', '.join(sorted(RANKERS))}") from None
+    return lookup(RANKERS, kind, "ranker kind")
 
 
 def make_ranker(kind: str, params: dict | None = None) -> Ranker:

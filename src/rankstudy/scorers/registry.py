@@ -7,6 +7,7 @@ from rankstudy.scorers.base import Scorer
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import QuadraticScorer
 from rankstudy.scorers.separate import SeparateScorer
+from rankstudy.util.names import lookup
 
 SCORERS: dict[str, type[Scorer]] = {
     "linear": LinearScorer,
@@ -16,7 +17,4 @@ SCORERS: dict[str, type[Scorer]] = {
 
 
 def scorer_class(name: str) -> type[Scorer]:
-    try:
-        return SCORERS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown scorer {name!r}; valid scorers: {', '.join(SCORERS)}") from None
+    return lookup(SCORERS, name, "scorer")

@@ -4,6 +4,7 @@ one entry here."""
 from __future__ import annotations
 
 from rankstudy.solvers.lbfgs import LBFGS
+from rankstudy.util.names import lookup
 
 SOLVERS: dict[str, type] = {
     "lbfgs": LBFGS,
@@ -11,7 +12,4 @@ SOLVERS: dict[str, type] = {
 
 
 def solver_class(name: str) -> type:
-    try:
-        return SOLVERS[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown solver {name!r}; valid solvers: {', '.join(SOLVERS)}") from None
+    return lookup(SOLVERS, name, "solver")
