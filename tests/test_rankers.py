@@ -389,3 +389,21 @@ def test_extended_config_errors():
         make_ranker("linear", {"pairs": PAIRS})
     with pytest.raises(ValueError, match="out of range"):
         make_ranker("linear", {"functional": "quadratic", "pairs": [[0, 99]]}).fit(make_data(5, 1))
+
+
+# --------------------------------------------------------------------------- McRank
+
+def test_mcrank_learns_and_scores_expected_relevance(splits, random_ndcg, tmp_path):
+    from rankstudy.rankers.mcrank import McRank
+
+    train, vali, test = splits
+    model = McRank(n_estimators=60).fit(train, vali)
+    scores = model.predict(test)
+    assert mean_ndcg_at_10(scores, test) > random_ndcg + 0.15
+    proba = model.booster_.predict(test.X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_allclose(scores, proba @ np.arange(proba.shape[1]))  # expected grade
+    assert 0 <= scores.min() and scores.max() <= train.y.max()
+    assert "vali_multi_logloss" in model.history_[0]
+    model.save(tmp_path / "m.json")
+    np.testing.assert_array_equal(load_ranker(tmp_path / "m.json").predict(test), scores)

@@ -21,6 +21,7 @@ rule tables:
         baseline=SETTINGS.baseline,
         report=config["report"],
         evaluation=config["evaluation"],
+        cleaning=config.get("cleaning", {}),
         mlflow=MLFLOW,
     log:
         "results/logs/tables/{study}/{dataset}.log",

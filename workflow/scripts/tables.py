@@ -14,6 +14,19 @@ from rankstudy.pipeline.jobs import job_logging
 NO_RELEVANT = {"zero": "count as 0 (LETOR evaluation tool)", "one": "count as 1 (LightGBM convention)",
                "drop": "are left out"}
 
+
+
+def cleaning_text(cleaning: dict) -> str:
+    """What the data went through before training, in the caption's words."""
+    parts = []
+    if cleaning.get("drop_no_relevant"):
+        parts.append(f"queries without a relevant document dropped from {', '.join(cleaning['drop_no_relevant'])}")
+    if cleaning.get("chakrabarti"):
+        parts.append(f"all-zero feature vectors and good/bad pairs with cosine similarity > 0.99 dropped from "
+                     f"{', '.join(cleaning['chakrabarti'])} (Chakrabarti et al. 2008, Section 4.1)")
+    return f" Cleaning: {'; '.join(parts)}." if parts else " No cleaning."
+
+
 with job_logging(snakemake, "tables"):
     w, p = snakemake.wildcards, snakemake.params
     per_query = results.test_per_query(snakemake.input.per_query)
@@ -31,7 +44,8 @@ with job_logging(snakemake, "tables"):
                f"{p.folds}; significance vs baseline {p.baseline} over queries (paired t-test *, "
                f"randomization test †, Holm-corrected, alpha {report.get('alpha', 0.05)}). "
                f"Score ties are broken by input order; queries without a relevant document "
-               f"(label >= {evaluation.get('rel_threshold', 1)}) {NO_RELEVANT[evaluation.get('no_relevant', 'zero')]}.")
+               f"(label >= {evaluation.get('rel_threshold', 1)}) {NO_RELEVANT[evaluation.get('no_relevant', 'zero')]}."
+               + cleaning_text(p.cleaning))
     prefix = Path(snakemake.output.csv).with_suffix("")
     written = tables.write_tables(table, metric_names, prefix, caption)
     plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from functools import partial
 
-from rankstudy.losses import baseline, elementwise, pairwise, smoothed
+from rankstudy.losses import baseline, elementwise, pairwise, smoothed, structured
 from rankstudy.losses.groups import check_aggregate, grouped_loss
 from rankstudy.losses.padded import LossFn
 from rankstudy.util.names import lookup
@@ -34,6 +34,14 @@ LOSSES: dict[str, LossFn] = {
     "smoothed_ndcg": smoothed.smoothed_ndcg,
     "smoothed_err": smoothed.smoothed_err,
     "smoothed_mrr": smoothed.smoothed_mrr,
+    # Chakrabarti et al. (2008): structural SVMs (structured hinges, for the cutting-plane solver)
+    "svm_auc": structured.svm_auc,
+    "svm_map": structured.svm_map,
+    "svm_ndcg": structured.svm_ndcg,
+    "svm_ndcg_nc": structured.svm_ndcg_nc,
+    "svm_mrr": structured.svm_mrr,
+    "dorm": structured.dorm,
+    "svm_combo": structured.svm_combo,
 }
 
 

@@ -13,13 +13,17 @@ import os
 from rankstudy.rankers.base import SAVE_FORMAT, Ranker
 from rankstudy.rankers.lambdamart import LambdaMART
 from rankstudy.rankers.linear import LinearRanker
+from rankstudy.rankers.mcrank import McRank
 from rankstudy.rankers.separate import SeparateRanker
+from rankstudy.rankers.structsvm import StructSVMRanker
 from rankstudy.util.names import lookup
 
 RANKERS: dict[str, type[Ranker]] = {
     "linear": LinearRanker,
     "lambdamart": LambdaMART,
+    "mcrank": McRank,
     "separate": SeparateRanker,
+    "structsvm": StructSVMRanker,
 }
 
 

@@ -37,18 +37,23 @@ class Objective:
             self(theta, need_grad=False)
         return self.last_loss
 
-    def __call__(self, theta: np.ndarray, need_grad: bool = True):
+    def risk(self, theta: np.ndarray, need_grad: bool = True):
+        """The loss alone (no penalty) and its (sub)gradient in theta."""
         theta = np.asarray(theta, dtype=np.float64)
         scores, vjp = self.scorer.forward(theta)
         padded = np.zeros(self.shape)
         padded.flat[self.flat] = scores
         value, grad_padded = self.loss(padded, self.labels, self.mask)
         self.last_theta, self.last_loss = theta.copy(), value
+        return value, (vjp(grad_padded.ravel()[self.flat]) if need_grad else None)
+
+    def __call__(self, theta: np.ndarray, need_grad: bool = True):
+        theta = np.asarray(theta, dtype=np.float64)
+        value, grad = self.risk(theta, need_grad)
         k = self.scorer.n_penalized
         w = theta[:k]
         objective = value + 0.5 * self.l2 * float(w @ w)
         if not need_grad:
             return objective, None
-        grad = vjp(grad_padded.ravel()[self.flat])
         grad[:k] += self.l2 * w
         return objective, grad

@@ -3,11 +3,13 @@ one entry here."""
 
 from __future__ import annotations
 
+from rankstudy.solvers.cutting_plane import CuttingPlane
 from rankstudy.solvers.lbfgs import LBFGS
 from rankstudy.util.names import lookup
 
 SOLVERS: dict[str, type] = {
     "lbfgs": LBFGS,
+    "cutting_plane": CuttingPlane,
 }
 
 
