@@ -61,7 +61,7 @@ def query_slices(offsets):
 RANX_NAMES = {
     "ndcg@1": "ndcg_burges@1", "ndcg@5": "ndcg_burges@5", "ndcg@10": "ndcg_burges@10",
     "ndcg@1000": "ndcg_burges@1000", "ndcg": "ndcg_burges",
-    "map": "map", "mrr": "mrr",
+    "map": "map", "mrr": "mrr", "mrr@1": "mrr@1", "mrr@3": "mrr@3", "mrr@10": "mrr@10",
     "p@1": "precision@1", "p@5": "precision@5", "p@10": "precision@10", "p@100": "precision@100",
 }
 RANX_NAMES_THRESHOLD_2 = {"map": "map-l2", "mrr": "mrr-l2", "p@5": "precision@5-l2"}
@@ -300,13 +300,14 @@ def test_parse_metric():
     assert parse_metric("err@5") == ("err", 5)
     assert parse_metric("mrr") == ("mrr", None)
     assert parse_metric("map") == ("map", None)
+    assert parse_metric("mrr@5") == ("mrr", 5)
     assert parse_metric("p@10") == ("p", 10)
     assert parse_metric("auc") == ("auc", None)
 
 
 @pytest.mark.parametrize("name", ["foo", "ndcg@0", "ndcg@", "ndcg@x", "p", "map@10", "auc@5", "ndcg@-1", "", "NDCG@10"])
 def test_unknown_metric_name(name):
-    with pytest.raises(ValueError, match="valid forms: ndcg, ndcg@k, err, err@k, mrr, map, p@k, auc"):
+    with pytest.raises(ValueError, match="valid forms: ndcg, ndcg@k, err, err@k, mrr, mrr@k, map, p@k, auc"):
         parse_metric(name)
     with pytest.raises(ValueError, match="unknown metric"):
         per_query([0.1], [1.0], [0, 1], ["map", name])

@@ -14,7 +14,7 @@ from rankstudy.losses import inference
 from rankstudy.losses.registry import LOSSES
 from rankstudy.losses.structured import structured_hinges, svm_combo
 
-STRUCTURED = ["svm_auc", "svm_map", "svm_ndcg", "svm_ndcg_nc", "svm_mrr", "dorm", "svm_combo"]
+STRUCTURED = ["svm_auc", "svm_map", "svm_ndcg", "svm_ndcg_nc", "svm_mrr", "svm_mrr_po", "dorm", "svm_combo"]
 
 
 def random_query(rng, n):
@@ -69,6 +69,9 @@ def brute(criterion, s, z, k=None, cut=None, ideal=None):
             g0 = np.flatnonzero(z)[np.argmin(rank[z])]
             before = np.flatnonzero(~z & (rank < first))
             value = (1.0 - 1.0 / (1 + first) if first < k else 1.0) + (s[before] - s[g0]).sum()
+        elif criterion == "mrr_po":
+            first = rank[z].min()
+            value = (1.0 - 1.0 / (1 + first) if first < k else 1.0) - po_difference(s, z, rank)
         elif criterion == "dorm":
             a = lambda r: 0.0 if cut is not None and r >= cut else 1.0 / np.sqrt(1 + r)
             a_star = np.empty(n)
@@ -78,9 +81,9 @@ def brute(criterion, s, z, k=None, cut=None, ideal=None):
     return best
 
 
-CRITERIA_SEEDS = {"auc": 1, "map": 2, "ndcg": 3, "ndcg_nc": 4, "mrr": 5, "dorm": 6}
+CRITERIA_SEEDS = {"auc": 1, "map": 2, "ndcg": 3, "ndcg_nc": 4, "mrr": 5, "mrr_po": 7, "dorm": 6}
 CASES = [("auc", {}), ("map", {}), ("ndcg", {"k": 3}), ("ndcg", {"k": 10}), ("ndcg_nc", {}),
-         ("mrr", {"k": 2}), ("mrr", {"k": 4}), ("dorm", {"k": 4}), ("dorm", {"k": 3, "cut": 2})]
+         ("mrr", {"k": 2}), ("mrr", {"k": 4}), ("mrr_po", {"k": 2}), ("mrr_po", {"k": 10}), ("dorm", {"k": 4}), ("dorm", {"k": 3, "cut": 2})]
 
 
 def run(criterion, s, z, k=None, cut=None, ideal=None):
@@ -94,6 +97,8 @@ def run(criterion, s, z, k=None, cut=None, ideal=None):
         return inference.ndcg_po(s, z, None)
     if criterion == "mrr":
         return inference.mrr_mrr(s, z, k)
+    if criterion == "mrr_po":
+        return inference.mrr_po(s, z, k)
     return inference.ndcg_dorm(s, z, ideal, k, cut)
 
 

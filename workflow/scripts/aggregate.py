@@ -15,11 +15,23 @@ from rankstudy.util import atomic
 ARTIFACTS = ("model.json", "scores.test.tsv", "run.test.trec", "metrics.per_query.vali.csv",
              "metrics.per_query.test.csv", "selection.csv", "config.resolved.json")
 
+
+def fold_timing(run: Path, selection: pd.DataFrame) -> dict:
+    """Seconds of one fold's training: the whole train job (every grid candidate), the chosen
+    candidate's fit, and of that the solver's time in the argmax and in the QP when it records
+    them (the cutting-plane solver does)."""
+    fit, history = atomic.read_json(run / "fit.json"), atomic.read_json(run / "history.json")
+    recorded = lambda key: sum(h[key] for h in history) if history and key in history[0] else None  # noqa: E731
+    return {"train_job_seconds": (fit["finished_ms"] - fit["started_ms"]) / 1000.0,
+            "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0]),
+            "argmax_seconds": recorded("argmax_seconds"), "qp_seconds": recorded("qp_seconds")}
+
+
 with job_logging(snakemake, "aggregate"):
     w, mlflow = snakemake.wildcards, snakemake.params.mlflow
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
     experiment = mlflow.get("experiment", "rankstudy")
-    folds, per_query = [], []
+    folds, per_query, timing = [], [], []
     for path in map(Path, snakemake.input):
         fold = atomic.read_json(path)
         run = fold["run"]
@@ -40,6 +52,7 @@ with job_logging(snakemake, "aggregate"):
         print(f"fold {fold['fold']}: MLflow run {run_id}")
         folds.append({**fold, "mlflow_run_id": run_id})
         per_query.append(pd.read_csv(path.parent / "metrics.per_query.test.csv").assign(fold=fold["fold"]))
+        timing.append(fold_timing(path.parent, selection))
     names = sorted(folds[0]["metrics"])
     values = {k: np.array([f["metrics"][k] for f in folds], dtype=float) for k in names}
     covered = [f["fold"] for f in folds]
@@ -47,7 +60,10 @@ with job_logging(snakemake, "aggregate"):
                "folds": covered, "fold_runs": {f["fold"]: f["mlflow_run_id"] for f in folds},
                "mean": {k: float(np.nanmean(v)) for k, v in values.items()},
                # a standard deviation over one fold is undefined (null), as in the tables
-               "std": {k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()}}
+               "std": {k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()},
+               # mean over folds; null where the solver does not record it
+               "timing": {k: None if np.isnan(v) else float(v)
+                          for k, v in pd.DataFrame(timing).astype(float).mean().items()}}
     summary["mlflow_parent_run_id"] = tracking.log_parent_metrics(
         uri, experiment, dataset=w.dataset, featureset=w.featureset, method=w.method,
         metrics={**{f"mean.{k}": v for k, v in summary["mean"].items()},

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankstudy.reporting import plots, tables
+from rankstudy.reporting import plots, tables, timing
 from rankstudy.tracking import runs as tracking
 from rankstudy.pipeline.config import system_label
 from rankstudy.pipeline import results
@@ -49,9 +49,13 @@ with job_logging(snakemake, "tables"):
     prefix = Path(snakemake.output.csv).with_suffix("")
     written = tables.write_tables(table, metric_names, prefix, caption)
     plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k")
+    summaries = results.summaries(snakemake.input.per_query)  # beside each per-query file
+    timing_written = timing.write_timing(
+        timing.timing_frame({s: summaries[s]["timing"] for s in order if s in summaries}), prefix,
+        f"{w.dataset}, study {w.study}: training time, mean over {len(p.folds)} fold(s) {p.folds}.")
     print(Path(snakemake.output.md).read_text())
     mlflow = p.mlflow
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
     tracking.log_study_run(uri, mlflow.get("experiment", "rankstudy"), study=w.study, dataset=w.dataset,
-                           artifacts=[*map(Path, written), Path(plot)],
+                           artifacts=[*map(Path, written), *timing_written, Path(plot)],
                            params={"baseline": p.baseline, "folds": p.folds, "caption": caption})

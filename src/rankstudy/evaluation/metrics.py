@@ -25,7 +25,8 @@ Definitions (rank ``i`` is 1-based)
                 ``R = (2^label - 1) / 2^max_label``. ``max_label`` is the top grade
                 of the data set's label scale (default: the largest label in the
                 data passed in). ``err`` (no k) uses the whole list.
-    ``mrr``     1 / rank of the first relevant document.
+    ``mrr@k``   1 / rank of the first relevant document, 0 if it is below rank k.
+                ``mrr`` (no k) uses the whole list.
     ``map``     Average precision: the mean, over the relevant documents, of the
                 precision at each one's rank. Its mean over queries is MAP.
     ``p@k``     (relevant documents in the top k) / k. The denominator is k even
@@ -164,10 +165,11 @@ def _err_ranked(ranking: Ranking, k: int | None, max_label: float | None, no_rel
     return _apply_policy(err, ~_has_graded_relevant(ranking), no_relevant)
 
 
-def _mrr_from_positions(relevant: RelevantPositions, no_relevant: str) -> np.ndarray:
+def _mrr_from_positions(relevant: RelevantPositions, no_relevant: str, k: int | None = None) -> np.ndarray:
     has_relevant = relevant.count > 0
     rr = np.zeros(len(relevant.count))
-    rr[has_relevant] = 1.0 / relevant.ranks[relevant.first[has_relevant]]
+    first = relevant.ranks[relevant.first[has_relevant]]
+    rr[has_relevant] = np.where(first <= (np.inf if k is None else k), 1.0 / first, 0.0)
     return _apply_policy(rr, ~has_relevant, no_relevant)
 
 
@@ -288,8 +290,8 @@ def _err_metric(r: RankedQueries, k: int | None) -> np.ndarray:
     return _err_ranked(r.ranking, k, r.max_label, r.no_relevant)
 
 
-def _mrr_metric(r: RankedQueries, k: None) -> np.ndarray:
-    return _mrr_from_positions(r.relevant, r.no_relevant)
+def _mrr_metric(r: RankedQueries, k: int | None) -> np.ndarray:
+    return _mrr_from_positions(r.relevant, r.no_relevant, k)
 
 
 def _map_metric(r: RankedQueries, k: None) -> np.ndarray:
@@ -308,7 +310,7 @@ def _auc_metric(r: RankedQueries, k: None) -> np.ndarray:
 METRICS: dict[str, Metric] = {
     "ndcg": Metric(_ndcg_metric, "optional"),
     "err": Metric(_err_metric, "optional"),
-    "mrr": Metric(_mrr_metric, "none"),
+    "mrr": Metric(_mrr_metric, "optional"),
     "map": Metric(_map_metric, "none"),
     "p": Metric(_precision_metric, "required"),
     "auc": Metric(_auc_metric, "none"),

@@ -177,6 +177,25 @@ def ndcg_po(s: np.ndarray, z: np.ndarray, k: int | None = 10) -> tuple[float, np
     return 1.0 + enter_value, _po_coefficients(len(s), q, b)
 
 
+# --------------------------------------------------------------------------- phi_po with Delta_MRR
+
+def mrr_po(s: np.ndarray, z: np.ndarray, k: int = 10) -> tuple[float, np.ndarray]:
+    """phi_po with 1 - MRR@k, the pairing Figure 7 compares phi_mrr against. Goods and bads
+    stay in score order (swapping two goods keeps the set of good positions, hence the first
+    one's rank); only the first good's rank b_0 enters Delta: the same monotone programme as
+    SVMmap with a loss in row 0 only. O(n+ n-)."""
+    q = Sorted.of(s, z)
+    n_good, n_bad = len(q.good), len(q.bad)
+    scale = 2.0 / (n_good * n_bad)
+
+    def gain(i: int, b: np.ndarray) -> np.ndarray:
+        reciprocal = np.where(b < k, 1.0 / (1.0 + b), 0.0) if i == 0 else 0.0
+        return -reciprocal + scale * (q.prefix_bad[b] - b * q.s_good[i])
+
+    value, b = _monotone_dp(gain, n_good, n_bad + 1)
+    return 1.0 + value, _po_coefficients(len(s), q, b)
+
+
 # --------------------------------------------------------------------------- phi_mrr with Delta_MRR
 
 def mrr_mrr(s: np.ndarray, z: np.ndarray, k: int = 10) -> tuple[float, np.ndarray]:

@@ -40,6 +40,7 @@ LOSSES: dict[str, LossFn] = {
     "svm_ndcg": structured.svm_ndcg,
     "svm_ndcg_nc": structured.svm_ndcg_nc,
     "svm_mrr": structured.svm_mrr,
+    "svm_mrr_po": structured.svm_mrr_po,
     "dorm": structured.dorm,
     "svm_combo": structured.svm_combo,
 }

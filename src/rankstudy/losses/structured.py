@@ -26,7 +26,7 @@ import numpy as np
 from rankstudy.losses import inference
 from rankstudy.losses.padded import clean, plackett_luce_order, query_weights
 
-CRITERIA = ("auc", "map", "ndcg", "ndcg_nc", "mrr", "dorm")
+CRITERIA = ("auc", "map", "ndcg", "ndcg_nc", "mrr", "mrr_po", "dorm")
 SLACKS = ("shared", "separate")
 
 
@@ -48,6 +48,8 @@ def _query_inference(criterion: str, k: int, cut: int | None):
         return lambda s, z, ideal: inference.ndcg_po(s, z, None)
     if criterion == "mrr":
         return lambda s, z, ideal: inference.mrr_mrr(s, z, k)
+    if criterion == "mrr_po":
+        return lambda s, z, ideal: inference.mrr_po(s, z, k)
     if criterion == "dorm":
         return lambda s, z, ideal: inference.ndcg_dorm(s, z, ideal, k, cut)
     raise ValueError(f"unknown criterion {criterion!r}; valid: {', '.join(CRITERIA)}")
@@ -111,6 +113,11 @@ def svm_ndcg_nc(scores, labels, mask, *, rel_threshold: float = 1.0):
 def svm_mrr(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10):
     """SVMmrr (Section 3.6): phi_mrr with 1 - MRR@k."""
     return _single("mrr", scores, labels, mask, rel_threshold=rel_threshold, k=k)
+
+
+def svm_mrr_po(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10):
+    """phi_po with 1 - MRR@k (Figure 7's comparison with phi_mrr)."""
+    return _single("mrr_po", scores, labels, mask, rel_threshold=rel_threshold, k=k)
 
 
 def dorm(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, cut: int | None = None,

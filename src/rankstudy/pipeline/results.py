@@ -9,6 +9,18 @@ from pathlib import Path
 import pandas as pd
 
 from rankstudy.pipeline.config import system_label
+from rankstudy.util import atomic
+
+
+def _system(path: Path) -> tuple[str, str, str]:
+    """(system label, method, feature set) of a file in results/runs/{dataset}/{featureset}/{method}/."""
+    featureset, method = path.parts[-3], path.parts[-2]
+    return system_label(method, featureset), method, featureset
+
+
+def summaries(paths: Iterable[str | Path]) -> dict[str, dict]:
+    """The aggregate summary (``summary.json``) beside each of these per-system files, by system."""
+    return {_system(Path(p))[0]: atomic.read_json(Path(p).parent / "summary.json") for p in paths}
 
 
 def test_per_query(paths: Iterable[str | Path]) -> pd.DataFrame:
@@ -17,7 +29,6 @@ def test_per_query(paths: Iterable[str | Path]) -> pd.DataFrame:
     with a ``fold`` column): one frame with ``system``, ``method`` and ``featureset`` added."""
     frames = []
     for path in map(Path, paths):
-        featureset, method = path.parts[-3], path.parts[-2]
-        frames.append(pd.read_csv(path).assign(system=system_label(method, featureset), method=method,
-                                               featureset=featureset))
+        system, method, featureset = _system(path)
+        frames.append(pd.read_csv(path).assign(system=system, method=method, featureset=featureset))
     return pd.concat(frames, ignore_index=True)

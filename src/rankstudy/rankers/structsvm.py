@@ -11,7 +11,7 @@ from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.registry import solver_class
 
-STRUCTURED_LOSSES = ("svm_auc", "svm_map", "svm_ndcg", "svm_ndcg_nc", "svm_mrr", "dorm", "svm_combo")
+STRUCTURED_LOSSES = ("svm_auc", "svm_map", "svm_ndcg", "svm_ndcg_nc", "svm_mrr", "svm_mrr_po", "dorm", "svm_combo")
 
 
 class StructSVMRanker(ScoredRanker):
@@ -19,7 +19,7 @@ class StructSVMRanker(ScoredRanker):
     i.e. l2/2 ||w||^2 + mean structured hinge with l2 = 1/C.
 
     * ``loss``: ``svm_auc`` (SVMauc, the structural RankSVM), ``svm_map``, ``svm_ndcg``,
-      ``svm_ndcg_nc``, ``svm_mrr``, ``dorm`` or ``svm_combo``; ``loss_params`` its options
+      ``svm_ndcg_nc``, ``svm_mrr``, ``svm_mrr_po`` (phi_po with Delta_MRR), ``dorm`` or ``svm_combo``; ``loss_params`` its options
       (``k``, ``cut``, ``criteria``, ``slacks``); ``rel_threshold`` makes labels binary.
     * ``C``: the SVM's regularisation constant; ``epsilon`` the cutting plane's tolerance;
       ``max_iter`` its iterations; ``solver``: ``cutting_plane`` (or ``lbfgs``, which handles
