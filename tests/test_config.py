@@ -87,7 +87,8 @@ def test_study_configs_are_valid_over_the_defaults(study):
         return  # a study without the paper's numbers renders only the comparison tables
 
     cells = paper_tables.cells(config["paper"])
-    published = paper_tables.load_published(REPO / config["paper"]["reference"], config["paper"]["table"])
+    published = paper_tables.load_published(REPO / config["paper"]["reference"], config["paper"]["table"],
+                                             config["paper"].get("dataset"))
     # every published cell of the paper's table is mapped to one of our systems, and back
     assert set(zip(cells["row"], cells["column"])) == set(zip(published["row"], published["column"]))
     systems = {f"{m} [{f}]" for m in config["run_methods"] for f in settings.featuresets}

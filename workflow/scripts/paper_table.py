@@ -17,9 +17,10 @@ with job_logging(snakemake, "paper_table"):
     for path in snakemake.input.transforms:  # .../features/{dataset}/{featureset}/fold{k}/transform.json
         sizes.setdefault(Path(path).parts[-3], []).append(atomic.read_json(path)["n_features"])
     n_features = {fs: float(np.mean(v)) for fs, v in sizes.items()}
-    published = paper_tables.load_published(spec["reference"], spec["table"])
+    published = paper_tables.load_published(spec["reference"], spec["table"], spec.get("dataset"))
     table = paper_tables.fill(spec, per_query, n_features, published)
-    caption = (f"Table {spec['table']} of {Path(spec['reference']).stem.split('-')[0]} on {w.dataset} (study {w.study}): "
+    label = spec.get("label", f"Table {spec['table']}")
+    caption = (f"{label} of {Path(spec['reference']).stem.split('-')[0]} on {w.dataset} (study {w.study}): "
                f"ours = mean ± std over folds {snakemake.params.folds} of the test split; paper = the published "
                f"number, measured on the data set named below (not ours unless you supplied it).")
     written = paper_tables.write(table, Path(snakemake.output.md[: -len(".paper.md")]), caption)

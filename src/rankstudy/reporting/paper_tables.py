@@ -9,6 +9,8 @@ A study config maps the paper's rows and columns to our systems and metrics by t
       columns: {WPL: wpl, RPL: rpl}          # paper column label -> token
       system: "{column}_{row} [first]"        # our system (method [featureset]) of a cell
       metric: err                             # our metric of a cell; may use {row}/{column}
+      dataset: OHSUMED                        # optional: the paper's data set, when it has several
+      label: Figure 9                         # optional: how the paper names it (default "Table N")
 
 `n_features` as a metric is the size of the feature set (for "No. feats" columns).
 """
@@ -23,9 +25,19 @@ import pandas as pd
 from rankstudy.util import atomic
 
 
-def load_published(path: str | Path, table: int) -> pd.DataFrame:
+def load_published(path: str | Path, table: int, dataset: str | None = None) -> pd.DataFrame:
+    """The published cells of one table; a table reported on several data sets (one column
+    block each, like Chakrabarti et al.'s Figure 9) is narrowed to the ``dataset`` named
+    (the start of its ``dataset`` entry, e.g. ``OHSUMED``)."""
     published = pd.read_csv(path, dtype={"row": str, "column": str})
-    return published[published["table"] == int(table)]
+    published = published[published["table"] == int(table)]
+    if dataset is not None:
+        chosen = published[published["dataset"].str.startswith(dataset)]
+        if chosen.empty:
+            raise ValueError(f"{path}: table {table} has no numbers for data set {dataset!r}; it has "
+                             f"{', '.join(sorted(published['dataset'].unique()))}")
+        return chosen
+    return published
 
 
 def cells(spec: dict) -> pd.DataFrame:
