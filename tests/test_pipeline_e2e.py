@@ -362,3 +362,31 @@ def test_chakrabarti_studies_run_every_method_and_render(tmp_path):
     assert np.isnan(timing.loc["McRank [first]", "argmax_seconds"])  # LightGBM records no argmax
     assert (timing["train_job_seconds"] >= timing["fit_seconds"]).all()
     assert "Chakrabarti" in (workdir / "results/tables/chakrabarti2008-fig9/synthetic.md").read_text()
+
+
+def test_chakrabarti_fig9_on_mq2008_every_method_beats_random(tmp_path, shared_data):
+    """Figure 9's methods on real LETOR data (MQ2008 fold 1, cleaned as in the paper, one C),
+    rendered in the figure's layout beside the published OHSUMED numbers."""
+    from snakemake.utils import update_config
+
+    workdir = make_workdir(tmp_path, {})
+    config = yaml.safe_load((workdir / "test.yaml").read_text())
+    update_config(config, yaml.safe_load((REPO / "config/studies/chakrabarti2008-fig9.yaml").read_text()))
+    update_config(config, {"datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1],
+                           "report": {"n_resamples": 200}})
+    for spec in config["methods"].values():
+        if "C" in (spec.get("grid") or {}):
+            spec["grid"]["C"] = [10.0]
+    (workdir / "fig9.yaml").write_text(yaml.safe_dump(config))
+    snakemake(workdir, configfile="fig9.yaml")
+    paper = pd.read_csv(workdir / "results/tables/chakrabarti2008-fig9/MQ2008.paper.csv")
+    assert len(paper) == 8 * 3 and paper["published"].notna().all()
+    assert (paper["published_dataset"] == "OHSUMED (LETOR, cleaned)").all()
+    rng = np.random.default_rng(0)
+    scores = pd.read_csv(workdir / "results/runs/MQ2008/first/SVMmap/fold1/scores.test.tsv", sep="\t")
+    random = np.mean([ndcg_at_10(g["label"].to_numpy(), rng.random(len(g))) for _, g in scores.groupby("qid")
+                      for _ in range(5)])
+    ndcg = paper[paper["column"] == "NDCG@10"].set_index("row")["ours"]
+    # 0.05 is over three standard errors of a mean over fold 1's 157 test queries; DORM, the
+    # weakest here (as on TD2003 in the paper), clears it by less than the others
+    assert (ndcg > random + 0.05).all(), (ndcg, random)

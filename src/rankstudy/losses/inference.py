@@ -17,7 +17,7 @@ n+ goods, n- bad. Ranks count from 0, as in the paper. Feature maps:
   (2/(n+ n-)) sum over pairs with the bad document before the good one of (x_g - x_b);
 * phi_mrr (Eq. 5), sum over bad documents before the top good g0(y) of (x_b - x_g0);
 * phi_dorm (Eq. 6), sum_i A(rank_i) x_i with the decay A(r) = 1/sqrt(1 + r), optionally 0 from
-  rank ``cut`` on; y* sorts by label, ties by a seeded tie-break.
+  rank ``cut`` on; phi_dorm(y*) is its average over the orders that put the goods first.
 
 Losses: Delta_AUC (Eq. 7), 1 - AP, 1 - NDCG@k with the paper's discount D(r) = 1 for r <= 1,
 1/log2(1 + r) for 2 <= r < k and 0 from k on (binary gains), 1 - MRR@k.
@@ -231,12 +231,16 @@ def dorm_decay(n: int, cut: int | None) -> np.ndarray:
     return a
 
 
-def ndcg_dorm(s: np.ndarray, z: np.ndarray, ideal_order: np.ndarray, k: int | None = 10,
-              cut: int | None = None) -> tuple[float, np.ndarray]:
+def ndcg_dorm(s: np.ndarray, z: np.ndarray, k: int | None = 10, cut: int | None = None) -> tuple[float, np.ndarray]:
     """DORM (Section 3.5): the assignment of documents to ranks maximising
     sum_i s_i A(rank_i) - z_i D(rank_i)/DCG*, by scipy's linear_sum_assignment (O(n^3), or
-    O(n R^2) when A and D vanish beyond rank R = max(cut, k)). ``ideal_order`` lists the
-    query's documents in the order of y*."""
+    O(n R^2) when A and D vanish beyond rank R = max(cut, k)).
+
+    y* is any order with the goods first; phi_dorm(y*) is taken as the average over all of them
+    (each good gets the mean of A over ranks 0..n+-1, each bad over n+..n-1). A single
+    tie-broken y* would ask w to reproduce an arbitrary order among the goods and among the
+    bads; the average keeps H convex in s and H >= 0 (by the rearrangement inequality, the
+    score-sorted ideal order scores at least the average)."""
     n = len(s)
     n_good = int(z.sum())
     discount = paper_discount(n, k)
@@ -247,8 +251,7 @@ def ndcg_dorm(s: np.ndarray, z: np.ndarray, ideal_order: np.ndarray, k: int | No
     rows, cols = linear_sum_assignment(profit, maximize=True)
     a_pred = np.zeros(n)
     a_pred[rows] = decay[cols]  # documents left unassigned sit beyond R, where A = 0
-    a_star = np.empty(n)
-    a_star[ideal_order] = decay
+    a_star = np.where(z, decay[:n_good].mean(), decay[n_good:].mean())
     coef = a_star - a_pred
     delta = 1.0 - (z[rows] * discount[cols]).sum() / ideal
     return float(delta - s @ coef), coef

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.losses import inference
-from rankstudy.losses.padded import clean, plackett_luce_order, query_weights
+from rankstudy.losses.padded import clean, query_weights
 
 CRITERIA = ("auc", "map", "ndcg", "ndcg_nc", "mrr", "mrr_po", "dorm")
 SLACKS = ("shared", "separate")
@@ -37,26 +37,26 @@ def _check_k(k) -> int:
 
 
 def _query_inference(criterion: str, k: int, cut: int | None):
-    """The per-query routine ``(s, z, ideal_order) -> (H, coef)`` of a criterion."""
+    """The per-query routine ``(s, z) -> (H, coef)`` of a criterion."""
     if criterion == "auc":
-        return lambda s, z, ideal: inference.auc_po(s, z)
+        return inference.auc_po
     if criterion == "map":
-        return lambda s, z, ideal: inference.map_po(s, z)
+        return inference.map_po
     if criterion == "ndcg":
-        return lambda s, z, ideal: inference.ndcg_po(s, z, k)
+        return lambda s, z: inference.ndcg_po(s, z, k)
     if criterion == "ndcg_nc":
-        return lambda s, z, ideal: inference.ndcg_po(s, z, None)
+        return lambda s, z: inference.ndcg_po(s, z, None)
     if criterion == "mrr":
-        return lambda s, z, ideal: inference.mrr_mrr(s, z, k)
+        return lambda s, z: inference.mrr_mrr(s, z, k)
     if criterion == "mrr_po":
-        return lambda s, z, ideal: inference.mrr_po(s, z, k)
+        return lambda s, z: inference.mrr_po(s, z, k)
     if criterion == "dorm":
-        return lambda s, z, ideal: inference.ndcg_dorm(s, z, ideal, k, cut)
+        return lambda s, z: inference.ndcg_dorm(s, z, k, cut)
     raise ValueError(f"unknown criterion {criterion!r}; valid: {', '.join(CRITERIA)}")
 
 
 def structured_hinges(scores, labels, mask, criteria: tuple[str, ...], *, rel_threshold: float = 1.0,
-                      k: int = 10, cut: int | None = None, seed: int = 0):
+                      k: int = 10, cut: int | None = None):
     """Per criterion: the hinge H_q of every query (Q,) and its coefficients coef (Q, L), with
     the bool (Q,) of queries that have a good and a bad document."""
     k = _check_k(k)
@@ -66,17 +66,12 @@ def structured_hinges(scores, labels, mask, criteria: tuple[str, ...], *, rel_th
     good = mask & (y >= rel_threshold)
     active = (good.any(axis=1)) & ((mask & ~good).any(axis=1))
     routines = [_query_inference(c, k, cut) for c in criteria]
-    # y* of the permutation feature map: labels descending, ties by the seeded tie-break
-    order = plackett_luce_order(y, mask, seed) if "dorm" in criteria else None
     hinge = np.zeros((len(criteria), s.shape[0]))
     coef = np.zeros((len(criteria), *s.shape))
     for q in np.flatnonzero(active):
         cols = np.flatnonzero(mask[q])
-        ideal = None
-        if order is not None:  # positions (within cols) of the documents in y* order
-            ideal = np.searchsorted(cols, order[q, : len(cols)])
         for c, routine in enumerate(routines):
-            hinge[c, q], coef[c, q, cols] = routine(s[q, cols], good[q, cols], ideal)
+            hinge[c, q], coef[c, q, cols] = routine(s[q, cols], good[q, cols])
     return hinge, coef, active
 
 
@@ -120,16 +115,14 @@ def svm_mrr_po(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10)
     return _single("mrr_po", scores, labels, mask, rel_threshold=rel_threshold, k=k)
 
 
-def dorm(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, cut: int | None = None,
-         seed: int = 0):
+def dorm(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, cut: int | None = None):
     """DORM (Le and Smola 2008): phi_dorm with decay 1/sqrt(1 + r) (0 from rank ``cut`` on)
-    and 1 - NDCG@k; y* sorts by graded label, ties broken by ``seed``."""
-    return _single("dorm", scores, labels, mask, rel_threshold=rel_threshold, k=k, cut=cut, seed=seed)
+    and 1 - NDCG@k; phi_dorm(y*) is averaged over the orders that put the goods first."""
+    return _single("dorm", scores, labels, mask, rel_threshold=rel_threshold, k=k, cut=cut)
 
 
 def svm_combo(scores, labels, mask, *, criteria: tuple[str, ...] | list[str] = ("map", "ndcg", "ndcg_nc", "mrr"),
-              slacks: str = "separate", rel_threshold: float = 1.0, k: int = 10, cut: int | None = None,
-              seed: int = 0):
+              slacks: str = "separate", rel_threshold: float = 1.0, k: int = 10, cut: int | None = None):
     """SVMcombo (Section 3.7): several criteria at once, with ``shared`` slacks (per query the
     largest hinge) or ``separate`` slacks (per query their sum)."""
     criteria = tuple(criteria)
@@ -138,7 +131,7 @@ def svm_combo(scores, labels, mask, *, criteria: tuple[str, ...] | list[str] = (
     if slacks not in SLACKS:
         raise ValueError(f"unknown slacks {slacks!r}; valid: {', '.join(SLACKS)}")
     hinge, coef, active = structured_hinges(scores, labels, mask, criteria, rel_threshold=rel_threshold,
-                                            k=k, cut=cut, seed=seed)
+                                            k=k, cut=cut)
     if slacks == "separate":
         return _mean_hinge(hinge.sum(axis=0), coef.sum(axis=0), active)
     top = np.argmax(hinge, axis=0)  # per query, the most violated criterion
