@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from functools import partial
 
-from rankstudy.losses import baseline, elementwise, pairwise, smoothed, structured
+from rankstudy.losses import baseline, cdn, elementwise, pairwise, smoothed, structured
 from rankstudy.losses.groups import check_aggregate, grouped_loss
 from rankstudy.losses.padded import LossFn
 from rankstudy.util.names import lookup
@@ -43,6 +43,8 @@ LOSSES: dict[str, LossFn] = {
     "svm_mrr_po": structured.svm_mrr_po,
     "dorm": structured.dorm,
     "svm_combo": structured.svm_combo,
+    # Huang and Frey (2008): cumulative distribution networks over pairwise preferences
+    "cdn": cdn.cdn,
 }
 
 
