@@ -141,6 +141,28 @@ def cdn(scores, labels, mask, *, topology: str = "full", w1: float = 1.0, w2: fl
     return value, grad
 
 
+class CDNLoss:
+    """The CDN loss with trainable CDN weights theta = (w1, w2) >= 0: a loss with parameters
+    of its own, which :class:`rankstudy.solvers.objective.Objective` appends to the scorer's.
+    ``loss(scores, labels, mask, params) -> (value, d/dscores, d/dparams)``."""
+
+    n_params = 2
+    nonnegative = True  # w1, w2 >= 0 keep every CDN function a valid CDF
+
+    def __init__(self, topology: str = "full", degree: int = 1, n_topologies: int = 1, seed: int = 0,
+                 block_elements: int = PAIR_BLOCK_ELEMENTS) -> None:
+        _check(topology, 1.0, 1.0, degree, n_topologies)
+        self.options = dict(topology=topology, degree=int(degree), n_topologies=int(n_topologies), seed=int(seed),
+                            block_elements=int(block_elements))
+
+    def initial(self, rng: np.random.Generator) -> np.ndarray:
+        return rng.uniform(0.0, 1.0, 2)  # Section 5: random in [0, 1]
+
+    def __call__(self, scores, labels, mask, params):
+        w1, w2 = (float(v) for v in params)
+        return cdn_with_weights(scores, labels, mask, w1=max(w1, 0.0), w2=max(w2, 0.0), **self.options)
+
+
 # --------------------------------------------------------------------------- special cases
 
 def listmle_cdn(scores, labels, mask, *, seed: int = 0):

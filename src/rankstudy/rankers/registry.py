@@ -15,6 +15,7 @@ from rankstudy.rankers.lambdamart import LambdaMART
 from rankstudy.rankers.linear import LinearRanker
 from rankstudy.rankers.mcrank import McRank
 from rankstudy.rankers.separate import SeparateRanker
+from rankstudy.rankers.structrank import StructRank
 from rankstudy.rankers.structsvm import StructSVMRanker
 from rankstudy.util.names import lookup
 
@@ -24,6 +25,7 @@ RANKERS: dict[str, type[Ranker]] = {
     "mcrank": McRank,
     "separate": SeparateRanker,
     "structsvm": StructSVMRanker,
+    "structrank": StructRank,
 }
 
 

@@ -51,9 +51,10 @@ class ScoredRanker(Ranker):
         if vali is not None:
             self._check_features(vali, tuple(train.feature_shape))
             vali_obj = self.objective(vali)
-        theta0 = train_obj.scorer.initial(np.random.default_rng(self.seed))
+        theta0 = train_obj.initial(np.random.default_rng(self.seed))
         solution = self.make_solver().solve(train_obj, theta0, vali_obj)
-        self._set_theta(solution.theta, train_obj.scorer.unpack(solution.theta))
+        # theta_ is the scorer's part; a loss's own parameters are kept in parts_
+        self._set_theta(solution.theta[:train_obj.scorer.n_params], train_obj.unpack(solution.theta))
         self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
         self.history_ = solution.history
         return self

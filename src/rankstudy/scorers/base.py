@@ -9,7 +9,9 @@ per-split work once (transposes, pair blocks) and returns a :class:`BoundScorer`
 * ``forward(theta) -> (scores, vjp)``: the scores of every row of the split, in row order,
   and the vector-Jacobian product ``vjp(g) = d(sum_n g_n scores_n) / d theta``;
 * ``unpack(theta) -> dict``: named parts of theta as JSON data (what a model file holds);
-  :meth:`Scorer.pack` is its inverse.
+  :meth:`Scorer.pack` is its inverse;
+* ``rows(rows)``: the same scorer on a subset of the rows (stochastic solvers go query by
+  query), and ``nonnegative``: whether theta must stay >= 0.
 
 A new scorer is one class here plus one entry in :data:`rankstudy.scorers.registry.SCORERS`.
 """
@@ -27,6 +29,7 @@ Vjp = Callable[[np.ndarray], np.ndarray]
 class BoundScorer:
     n_params: int
     n_penalized: int
+    nonnegative: bool = False  # whether the parameters must stay >= 0 (a constrained solver keeps them)
 
     def forward(self, theta: np.ndarray) -> tuple[np.ndarray, Vjp]:
         raise NotImplementedError
@@ -40,6 +43,10 @@ class BoundScorer:
 
     def unpack(self, theta: np.ndarray) -> dict[str, Any]:
         raise NotImplementedError
+
+    def rows(self, rows: np.ndarray) -> "BoundScorer":
+        """The same scorer on a subset of the bound rows (for stochastic solvers)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot score a subset of its rows")
 
     def check(self, theta: np.ndarray) -> np.ndarray:
         theta = np.asarray(theta, dtype=np.float64)

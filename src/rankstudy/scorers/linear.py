@@ -21,6 +21,9 @@ class BoundLinear(BoundScorer):
     def n_weights(self) -> int:
         return self.X.shape[1]
 
+    def rows(self, rows: np.ndarray) -> "BoundLinear":
+        return BoundLinear(self.X[rows], self.intercept)
+
     def weight_scores(self, weights: np.ndarray) -> np.ndarray:
         return self.X @ weights
 

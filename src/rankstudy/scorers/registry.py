@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from rankstudy.scorers.base import Scorer
+from rankstudy.scorers.kernel import NadarayaWatsonScorer
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import QuadraticScorer
 from rankstudy.scorers.separate import SeparateScorer
@@ -13,6 +14,7 @@ SCORERS: dict[str, type[Scorer]] = {
     "linear": LinearScorer,
     "quadratic": QuadraticScorer,
     "separate": SeparateScorer,
+    "nadaraya_watson": NadarayaWatsonScorer,
 }
 
 

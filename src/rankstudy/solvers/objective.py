@@ -5,6 +5,10 @@ penalty (a Gaussian prior),
 
 with its gradient through the scorer's vector-Jacobian product. The padding layout, padded
 labels and mask are built once here, not per call.
+
+A loss may have parameters of its own (``n_params`` > 0, e.g. a CDN's weights, called as
+``loss(scores, labels, mask, params) -> (value, d/dscores, d/dparams)``): they follow the
+scorer's in theta and are not penalised.
 """
 
 from __future__ import annotations
@@ -22,14 +26,43 @@ class Objective:
     def __init__(self, scorer: BoundScorer, loss: LossFn, data, l2: float) -> None:
         self.scorer = scorer
         self.loss = loss
+        self.data = data
         self.l2 = float(l2)
+        self.n_loss_params = int(getattr(loss, "n_params", 0))
         self.shape, self.flat, self.mask, self.labels = padded_layout(data.offsets, data.y)
         self.last_theta: np.ndarray | None = None
         self.last_loss = np.nan
 
     @property
     def n_params(self) -> int:
-        return self.scorer.n_params
+        return self.scorer.n_params + self.n_loss_params
+
+    @property
+    def nonnegative(self) -> np.ndarray:
+        """Which parameters must stay >= 0 (for constrained solvers)."""
+        return np.concatenate([np.full(self.scorer.n_params, bool(getattr(self.scorer, "nonnegative", False))),
+                               np.full(self.n_loss_params, bool(getattr(self.loss, "nonnegative", False)))])
+
+    def initial(self, rng: np.random.Generator) -> np.ndarray:
+        parts = [self.scorer.initial(rng)]
+        if self.n_loss_params:
+            parts.append(self.loss.initial(rng))
+        return np.concatenate(parts)
+
+    def unpack(self, theta: np.ndarray) -> dict:
+        """The scorer's named parts, plus ``loss_params`` when the loss has parameters."""
+        k = self.scorer.n_params
+        parts = self.scorer.unpack(theta[:k])
+        if self.n_loss_params:
+            parts["loss_params"] = np.asarray(theta[k:], dtype=np.float64).tolist()
+        return parts
+
+    def for_queries(self, queries: np.ndarray) -> "Objective":
+        """The same objective on a subset of the queries (indices into the split)."""
+        keep = np.zeros(self.data.n_queries, dtype=bool)
+        keep[np.asarray(queries)] = True
+        rows, _ = self.data.query_rows(keep)
+        return Objective(self.scorer.rows(np.flatnonzero(rows)), self.loss, self.data.select_queries(keep), self.l2)
 
     def data_loss(self, theta: np.ndarray) -> float:
         """Loss term alone (no penalty); reuses the last evaluation when theta matches."""
@@ -40,12 +73,19 @@ class Objective:
     def risk(self, theta: np.ndarray, need_grad: bool = True):
         """The loss alone (no penalty) and its (sub)gradient in theta."""
         theta = np.asarray(theta, dtype=np.float64)
-        scores, vjp = self.scorer.forward(theta)
+        k = self.scorer.n_params
+        scores, vjp = self.scorer.forward(theta[:k] if self.n_loss_params else theta)
         padded = np.zeros(self.shape)
         padded.flat[self.flat] = scores
-        value, grad_padded = self.loss(padded, self.labels, self.mask)
+        if self.n_loss_params:
+            value, grad_padded, grad_loss = self.loss(padded, self.labels, self.mask, theta[k:])
+        else:
+            value, grad_padded = self.loss(padded, self.labels, self.mask)
         self.last_theta, self.last_loss = theta.copy(), value
-        return value, (vjp(grad_padded.ravel()[self.flat]) if need_grad else None)
+        if not need_grad:
+            return value, None
+        grad = vjp(grad_padded.ravel()[self.flat])
+        return value, (np.concatenate([grad, grad_loss]) if self.n_loss_params else grad)
 
     def __call__(self, theta: np.ndarray, need_grad: bool = True):
         theta = np.asarray(theta, dtype=np.float64)

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from rankstudy.solvers.cutting_plane import CuttingPlane
 from rankstudy.solvers.lbfgs import LBFGS
+from rankstudy.solvers.projected_sgd import ProjectedSGD
 from rankstudy.util.names import lookup
 
 SOLVERS: dict[str, type] = {
     "lbfgs": LBFGS,
     "cutting_plane": CuttingPlane,
+    "projected_sgd": ProjectedSGD,
 }
 
 

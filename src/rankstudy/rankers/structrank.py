@@ -1,0 +1,113 @@
+"""StructRank (Huang and Frey, NIPS 2008): a ranking function trained on the CDN loss -log F of
+each query's order graph (:mod:`rankstudy.losses.cdn`), with the CDN weights (w1, w2) learnt
+beside it, by constrained stochastic gradient (:mod:`rankstudy.solvers.projected_sgd`) from
+several random starts, the one with the best validation MAP kept (Section 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankstudy.evaluation.metrics import per_query
+from rankstudy.losses.cdn import TOPOLOGIES, CDNLoss
+from rankstudy.rankers.scored import ScoredRanker
+from rankstudy.scorers.kernel import NadarayaWatsonScorer
+from rankstudy.scorers.linear import LinearScorer
+from rankstudy.solvers.projected_sgd import ProjectedSGD
+
+RANKING_FUNCTIONS = ("nadaraya_watson", "linear")
+
+
+class StructRank(ScoredRanker):
+    """* ``topology``: ``full``, ``random`` (``degree`` partners per edge, ``n_topologies``
+      random CDNs averaged) or ``disconnected``;
+    * ``ranking_function``: ``nadaraya_watson`` (Eq. 7, one bandwidth per feature, over the
+      training documents, which the model file therefore holds) or ``linear`` (the spine's
+      w'x), so that topology and ranking function vary independently;
+    * training: ``epochs`` of per-query gradient steps from ``step``, scaled by ``decay`` per
+      epoch, theta >= 0 for the bandwidths and CDN weights and ||theta||_1 <= ``l1_bound`` (None:
+      no bound; chosen on validation through the grid); ``restarts`` random starts in [0, 1],
+      the best by validation MAP (label >= ``rel_threshold``) kept, or by training loss
+      without a validation split.
+
+    History: every restart's training curve, its keys prefixed ``restart<r>_``; the chosen
+    restart is ``chosen_restart_``.
+    """
+
+    kind = "structrank"
+    l2 = 0.0  # the regulariser is the L1 ball of the solver
+
+    def __init__(self, topology: str = "full", ranking_function: str = "nadaraya_watson", degree: int = 1,
+                 n_topologies: int = 1, l1_bound: float | None = None, step: float = 0.5, decay: float = 2 ** -0.5,
+                 epochs: int = 10, restarts: int = 3, rel_threshold: float = 1.0, seed: int = 0,
+                 chunk_rows: int = 2048) -> None:
+        super().__init__()
+        if topology not in TOPOLOGIES:
+            raise ValueError(f"unknown topology {topology!r}; valid: {', '.join(TOPOLOGIES)}")
+        if ranking_function not in RANKING_FUNCTIONS:
+            raise ValueError(f"unknown ranking_function {ranking_function!r}; valid: {', '.join(RANKING_FUNCTIONS)}")
+        if int(restarts) < 1:
+            raise ValueError(f"restarts must be >= 1, got {restarts!r}")
+        ProjectedSGD(step, decay, epochs, l1_bound)  # checks the solver's settings now
+        CDNLoss(topology, degree, n_topologies)
+        self.topology, self.ranking_function = topology, ranking_function
+        self.degree, self.n_topologies = degree, n_topologies
+        self.l1_bound, self.step, self.decay, self.epochs = l1_bound, step, decay, epochs
+        self.restarts, self.rel_threshold, self.seed, self.chunk_rows = restarts, rel_threshold, seed, chunk_rows
+
+    def make_scorer(self):
+        if self.ranking_function == "linear":
+            return LinearScorer()
+        return NadarayaWatsonScorer(self.reference_X_, self.reference_y_, self.chunk_rows)
+
+    def make_loss(self) -> CDNLoss:
+        return CDNLoss(self.topology, self.degree, self.n_topologies, self.seed)
+
+    def make_solver(self, restart: int = 0) -> ProjectedSGD:
+        return ProjectedSGD(self.step, self.decay, self.epochs, self.l1_bound, seed=self.seed * 1000 + restart)
+
+    def fit(self, train, vali=None) -> "StructRank":
+        self.reference_X_, self.reference_y_ = train.X, train.y
+        objective = self.objective(train)
+        vali_obj = self.objective(vali) if vali is not None else None
+        best, history = None, []
+        for restart in range(int(self.restarts)):
+            theta0 = objective.initial(np.random.default_rng([self.seed, restart]))
+            solution = self.make_solver(restart).solve(objective, theta0, vali_obj)
+            if vali is not None:
+                scores = self.make_scorer().bind(vali).scores(solution.theta[:objective.scorer.n_params])
+                value = per_query(scores, vali.y, vali.offsets, ["map"], rel_threshold=self.rel_threshold)["map"].mean()
+            else:
+                value = -solution.history[-1]["train_loss"]
+            for entry in solution.history:
+                row = next((h for h in history if h["step"] == entry["step"]), None)
+                if row is None:
+                    row = {"step": entry["step"]}
+                    history.append(row)
+                row.update({f"restart{restart}_{k}": v for k, v in entry.items() if k != "step"})
+                if entry["step"] == solution.history[-1]["step"]:
+                    row[f"restart{restart}_selection_value"] = float(value)
+            if best is None or value > best[0]:
+                best = (value, restart, solution)
+        _, self.chosen_restart_, solution = best
+        self._set_theta(solution.theta[:objective.scorer.n_params], objective.unpack(solution.theta))
+        self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
+        self.history_ = history
+        return self
+
+    def _get_state(self) -> dict:
+        state = {**super()._get_state(), "chosen_restart": self.chosen_restart_}
+        if self.ranking_function == "nadaraya_watson":
+            state["reference"] = {"X": self.reference_X_.tolist(), "y": self.reference_y_.tolist()}
+        return state
+
+    def _set_state(self, state: dict) -> None:
+        reference = state.get("reference")
+        if reference is not None:
+            self.reference_X_ = np.asarray(reference["X"], dtype=np.float64)
+            self.reference_y_ = np.asarray(reference["y"], dtype=np.float64)
+        self.chosen_restart_ = int(state["chosen_restart"])
+        super()._set_state({k: v for k, v in state.items() if k not in ("reference", "chosen_restart")})
+
+    @property
+    def cdn_weights_(self) -> np.ndarray:
+        return np.asarray(self.parts_["loss_params"], dtype=np.float64)
