@@ -14,6 +14,8 @@ rule tables:
                     category="Tables", subcategory="{dataset}"),
         plot=report("results/plots/{study}/{dataset}.ndcg_at_k.png", caption="../report/ndcg_at_k.rst",
                     category="Plots", subcategory="{dataset}"),
+        plot_p=report("results/plots/{study}/{dataset}.p_at_k.png", caption="../report/p_at_k.rst",
+                      category="Plots", subcategory="{dataset}"),
         timing_csv="results/tables/{study}/{dataset}.timing.csv",
         timing_md="results/tables/{study}/{dataset}.timing.md",
     params:

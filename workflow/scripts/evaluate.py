@@ -16,8 +16,8 @@ with job_logging(snakemake, "evaluate"):
     ranker = load_ranker(snakemake.input.model)
     options = {"rel_threshold": evaluation.get("rel_threshold", 1), "max_label": meta["max_label"],
                "no_relevant": evaluation.get("no_relevant", "zero")}
-    # ndcg@1..10 always, for the NDCG@k plot
-    names = list(dict.fromkeys([f"ndcg@{k}" for k in range(1, 11)] + evaluation["metrics"]))
+    # ndcg@1..10 and p@1..10 always, for the NDCG@k and P@k plots
+    names = list(dict.fromkeys([f"{m}@{k}" for m in ("ndcg", "p") for k in range(1, 11)] + evaluation["metrics"]))
     means, n_queries = {}, {}
     for split in ("vali", "test"):
         data = load_split(snakemake.input[split])

@@ -49,6 +49,7 @@ with job_logging(snakemake, "tables"):
     prefix = Path(snakemake.output.csv).with_suffix("")
     written = tables.write_tables(table, metric_names, prefix, caption)
     plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k")
+    plot_p = plots.ndcg_at_k_plot(per_query, snakemake.output.plot_p, title=f"{w.dataset}: test P@k", metric="p")
     summaries = results.summaries(snakemake.input.per_query)  # beside each per-query file
     timing_written = timing.write_timing(
         timing.timing_frame({s: summaries[s]["timing"] for s in order if s in summaries}), prefix,
@@ -57,5 +58,5 @@ with job_logging(snakemake, "tables"):
     mlflow = p.mlflow
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
     tracking.log_study_run(uri, mlflow.get("experiment", "rankstudy"), study=w.study, dataset=w.dataset,
-                           artifacts=[*map(Path, written), *timing_written, Path(plot)],
+                           artifacts=[*map(Path, written), *timing_written, Path(plot), Path(plot_p)],
                            params={"baseline": p.baseline, "folds": p.folds, "caption": caption})

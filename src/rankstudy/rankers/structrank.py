@@ -39,7 +39,7 @@ class StructRank(ScoredRanker):
     def __init__(self, topology: str = "full", ranking_function: str = "nadaraya_watson", degree: int = 1,
                  n_topologies: int = 1, l1_bound: float | None = None, step: float = 0.5, decay: float = 2 ** -0.5,
                  epochs: int = 10, restarts: int = 3, rel_threshold: float = 1.0, seed: int = 0,
-                 chunk_rows: int = 2048) -> None:
+                 chunk_rows: int = 256) -> None:
         super().__init__()
         if topology not in TOPOLOGIES:
             raise ValueError(f"unknown topology {topology!r}; valid: {', '.join(TOPOLOGIES)}")
@@ -71,6 +71,7 @@ class StructRank(ScoredRanker):
         vali_obj = self.objective(vali) if vali is not None else None
         best, history = None, []
         for restart in range(int(self.restarts)):
+            print(f"restart {restart + 1}/{self.restarts} ({self.topology} CDN, {self.ranking_function})", flush=True)
             theta0 = objective.initial(np.random.default_rng([self.seed, restart]))
             solution = self.make_solver(restart).solve(objective, theta0, vali_obj)
             if vali is not None:
@@ -86,6 +87,8 @@ class StructRank(ScoredRanker):
                 row.update({f"restart{restart}_{k}": v for k, v in entry.items() if k != "step"})
                 if entry["step"] == solution.history[-1]["step"]:
                     row[f"restart{restart}_selection_value"] = float(value)
+            print(f"restart {restart + 1}: {'validation MAP' if vali is not None else '-train loss'} {value:.5f}",
+                  flush=True)
             if best is None or value > best[0]:
                 best = (value, restart, solution)
         _, self.chosen_restart_, solution = best

@@ -1,4 +1,4 @@
-"""Figures of the comparison: mean NDCG@k curves of every system.
+"""Figures of the comparison: mean NDCG@k and P@k curves of every system.
 
 Figures are drawn on an explicit Agg canvas (no pyplot), so no global backend
 or figure state is touched and the functions are safe in headless workers.
@@ -47,15 +47,18 @@ def method_colors(methods: list[str]) -> dict[str, tuple]:
     return {m: cmap(i / n if cmap.N > 20 else i) for i, m in enumerate(methods)}
 
 
-def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10) -> Figure:
-    """One line per system of mean NDCG@k for k = 1..k_max (cf. Huang & Frey 2008, Fig. 4):
-    one colour per method, one line style (and marker) per feature set, the legend outside
-    the axes. Uses the ``method`` and ``featureset`` columns when present, else each system
-    is its own method."""
-    columns = [f"ndcg@{k}" for k in range(1, k_max + 1)]
+AT_K_LABELS = {"ndcg": "NDCG@k", "p": "P@k"}
+
+
+def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10, metric: str = "ndcg") -> Figure:
+    """One line per system of the mean of ``metric``@k (``ndcg`` or ``p``) for k = 1..k_max
+    (cf. Huang & Frey 2008, Fig. 4): one colour per method, one line style (and marker) per
+    feature set, the legend outside the axes. Uses the ``method`` and ``featureset`` columns
+    when present, else each system is its own method."""
+    columns = [f"{metric}@{k}" for k in range(1, k_max + 1)]
     missing = [c for c in columns if c not in per_query.columns]
     if missing:
-        raise ValueError(f"ndcg_at_k_plot needs columns {missing}, absent from the per-query frame")
+        raise ValueError(f"a {metric}@k plot needs columns {missing}, absent from the per-query frame")
     curves = mean_over_folds(per_query, columns)
     if {"method", "featureset"} <= set(per_query.columns):
         parts = per_query.drop_duplicates("system").set_index("system")[["method", "featureset"]]
@@ -73,7 +76,7 @@ def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10) 
         ax.plot(ks, values.to_numpy(), color=colors[method], linestyle=LINE_STYLES[style % len(LINE_STYLES)],
                 marker=MARKERS[style % len(MARKERS)], markersize=3, label=str(system))
     ax.set_xlabel("k")
-    ax.set_ylabel("mean NDCG@k (test)")
+    ax.set_ylabel(f"mean {AT_K_LABELS.get(metric, metric + '@k')} (test)")
     ax.set_xticks(ks)
     ax.grid(True, alpha=0.3)
     if title:
@@ -83,6 +86,7 @@ def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10) 
     return fig
 
 
-def ndcg_at_k_plot(per_query: pd.DataFrame, out_png: Path, title: str = "", k_max: int = 10) -> Path:
+def ndcg_at_k_plot(per_query: pd.DataFrame, out_png: Path, title: str = "", k_max: int = 10,
+                   metric: str = "ndcg") -> Path:
     """:func:`ndcg_at_k_figure` written to ``out_png``."""
-    return save_figure(ndcg_at_k_figure(per_query, title, k_max), out_png)
+    return save_figure(ndcg_at_k_figure(per_query, title, k_max, metric), out_png)

@@ -81,7 +81,7 @@ class NadarayaWatsonScorer(Scorer):
 
     name = "nadaraya_watson"
 
-    def __init__(self, reference_X: np.ndarray, reference_y: np.ndarray, chunk_rows: int = 2048) -> None:
+    def __init__(self, reference_X: np.ndarray, reference_y: np.ndarray, chunk_rows: int = 256) -> None:
         self.reference_X = np.ascontiguousarray(reference_X, dtype=np.float64)
         self.reference_y = np.asarray(reference_y, dtype=np.float64)
         if self.reference_X.ndim != 2 or len(self.reference_X) != len(self.reference_y) or not len(self.reference_y):

@@ -6,14 +6,18 @@ alpha starts at ``step`` and is scaled by ``decay`` after each epoch."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import numpy as np
 
 from rankstudy.solvers.base import Solution
 
 
 class ProjectedSGD:
-    """History: one dict per epoch (step 0 = the start) with ``objective`` and ``train_loss``
-    over the whole training split, ``vali_loss`` when ``vali`` is given, ``step_size`` and
+    """History: one dict per epoch (step 0 = the start) with ``train_loss`` (at step 0 over the
+    whole training split, then the mean over the epoch's queries of their loss when met),
+    ``vali_loss`` when ``vali`` is given, ``step_size`` and
     ``halvings`` (how often a step was shrunk to stay feasible in that epoch), and over every
     update of the epoch the smallest constrained parameter (``min_constrained``) and the largest
     L1 norm (``max_l1``). An update that stays infeasible after ``max_halvings`` halvings is
@@ -22,7 +26,7 @@ class ProjectedSGD:
     name = "projected_sgd"
 
     def __init__(self, step: float = 0.5, decay: float = 2 ** -0.5, epochs: int = 10, l1_bound: float | None = None,
-                 max_halvings: int = 30, seed: int = 0) -> None:
+                 max_halvings: int = 30, seed: int = 0, progress: Callable[[str], None] = print) -> None:
         if not step > 0 or not 0 < decay <= 1:
             raise ValueError(f"need step > 0 and 0 < decay <= 1, got step={step!r}, decay={decay!r}")
         if int(epochs) < 1:
@@ -32,6 +36,7 @@ class ProjectedSGD:
         self.step, self.decay, self.epochs = float(step), float(decay), int(epochs)
         self.l1_bound = None if l1_bound is None else float(l1_bound)
         self.max_halvings, self.seed = int(max_halvings), int(seed)
+        self.progress = progress  # an epoch can take minutes (e.g. a full CDN on long queries)
 
     def feasible(self, theta: np.ndarray, nonnegative: np.ndarray) -> bool:
         if np.any(theta[nonnegative] < 0):
@@ -55,11 +60,13 @@ class ProjectedSGD:
         alpha = self.step
         n_fev = 0
 
-        def record(epoch: int, halvings: int, skipped: int, lowest: float, widest: float) -> None:
-            value = objective(theta, need_grad=False)[0]
-            entry = {"step": epoch, "objective": float(value), "train_loss": float(objective.data_loss(theta)),
-                     "step_size": alpha, "halvings": halvings, "skipped": skipped,
-                     "min_constrained": lowest, "max_l1": widest}
+        def record(epoch: int, halvings: int, skipped: int, lowest: float, widest: float,
+                   seen_loss: float | None) -> None:
+            # the training loss of an epoch is the mean of its queries' losses as they were met
+            # (a second pass over the training split would double the cost of an epoch)
+            train_loss = objective.data_loss(theta) if seen_loss is None else seen_loss
+            entry = {"step": epoch, "train_loss": float(train_loss), "step_size": alpha, "halvings": halvings,
+                     "skipped": skipped, "min_constrained": lowest, "max_l1": widest}
             if vali is not None:
                 entry["vali_loss"] = float(vali.data_loss(theta))
             history.append(entry)
@@ -67,12 +74,15 @@ class ProjectedSGD:
         def extent(theta: np.ndarray) -> tuple[float, float]:
             return (float(theta[nonnegative].min(initial=np.inf)), float(np.abs(theta).sum()))
 
-        record(0, 0, 0, *extent(theta))
+        record(0, 0, 0, *extent(theta), None)
         for epoch in range(1, self.epochs + 1):
             halvings = skipped = 0
             lowest, widest = extent(theta)
+            seen = []
+            start = time.perf_counter()
             for q in rng.permutation(len(queries)):
                 _, grad = queries[q](theta)
+                seen.append(queries[q].last_loss)
                 n_fev += 1
                 step = alpha
                 for _ in range(self.max_halvings + 1):
@@ -86,6 +96,9 @@ class ProjectedSGD:
                     halvings += 1
                 else:
                     skipped += 1
-            record(epoch, halvings, skipped, lowest, widest)
+            record(epoch, halvings, skipped, lowest, widest, float(np.mean(seen)))
+            self.progress(f"epoch {epoch}/{self.epochs}: train loss {history[-1]['train_loss']:.5g}"
+                          + (f", vali loss {history[-1]['vali_loss']:.5g}" if vali is not None else "")
+                          + f", step {alpha:.3g} ({time.perf_counter() - start:.1f} s)")
             alpha *= self.decay
         return Solution(theta=theta, n_iter=self.epochs, n_fev=n_fev, converged=True, history=history)
