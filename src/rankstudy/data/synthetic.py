@@ -63,8 +63,16 @@ def _query_lengths(rng: np.random.Generator, n_queries: int, min_len: int, max_l
 def make_parts(seed: int = 0, n_queries: int = 250, n_features: int = 24, *,
                n_linear: int = 6, n_pair_groups: int = 4, n_constant: int = 3,
                min_len: int = 3, max_len: int = 150, median_len: float = 34.0,
-               pair_weight: float = 1.0, label_noise: float = 0.5) -> list[RankData]:
-    """Five disjoint LETOR-style parts S1..S5 (about 12k documents with the defaults)."""
+               pair_weight: float = 1.0, label_noise: float = 0.5, corrupt_share: float = 0.0) -> list[RankData]:
+    """Five disjoint LETOR-style parts S1..S5 (about 12k documents with the defaults).
+
+    ``corrupt_share``: the share of queries whose labels are shuffled among their documents, so
+    that all of such a query's preferences are wrong together: preferences correlated within a
+    query, the case a fully connected CDN is built for (Huang and Frey 2008). The corrupted
+    queries come from a stream of their own, so the other queries are those of ``corrupt_share=0``.
+    """
+    if not 0.0 <= corrupt_share <= 1.0:
+        raise ValueError(f"corrupt_share must be in [0, 1], got {corrupt_share!r}")
     if n_queries < N_PARTS:
         raise ValueError(f"need at least {N_PARTS} queries, got {n_queries}")
     roles = feature_roles(n_features, n_linear, n_pair_groups, n_constant)
@@ -110,6 +118,13 @@ def make_parts(seed: int = 0, n_queries: int = 250, n_features: int = 24, *,
     difficulty = rng.normal(0.0, 0.6, n_queries)[q_of_row]
     score = utility + difficulty + rng.normal(0.0, label_noise, n)
     y = np.searchsorted(np.quantile(score, _LABEL_CUTS), score, side="right").astype(np.float64)
+    if corrupt_share > 0:
+        corrupt_rng = np.random.default_rng([seed, 1])
+        corrupted = corrupt_rng.random(n_queries) < corrupt_share
+        # one random key per row, sorted within the query: a within-query shuffle of the labels
+        key = np.where(corrupted[q_of_row], corrupt_rng.random(n), np.arange(n) / n)
+        shuffled = np.lexsort((key, q_of_row))
+        y = y[shuffled]
 
     qids = _QID_BASE + np.arange(n_queries, dtype=np.int64)
     qid = qids[q_of_row]
