@@ -3,8 +3,9 @@
 * ``letor``: :class:`~rankstudy.data.rankdata.RankData`, dense feature vectors per document;
 * ``qa``: :class:`~rankstudy.data.qadata.QAData`, separate question and answer vectors.
 
-Every split class has a ``kind`` class attribute, ``n_features``, ``feature_arrays()``,
-``select_queries``, ``to_npz`` and ``from_npz``; the cache stores the kind, so a reader never
+Every split class has a ``kind`` class attribute, ``n_features``, ``feature_shape`` (with
+``describe_features`` for messages), ``feature_arrays()``, ``select_queries``, ``concat``,
+``to_npz`` and ``from_npz``; the cache stores the kind, so a reader never
 has to guess it from the arrays present.
 """
 

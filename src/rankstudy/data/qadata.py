@@ -79,6 +79,10 @@ class QAData(QueryBlocks):
         """(question vocabulary, answer vocabulary)."""
         return (self.query_vectors.shape[1], self.object_vectors.shape[1])
 
+    @staticmethod
+    def describe_features(shape: tuple[int, ...]) -> str:
+        return f"{shape[0]} question and {shape[1]} answer features"
+
     def feature_arrays(self) -> list[np.ndarray]:
         """The arrays that hold the features (for a data fingerprint)."""
         return [self.query_vectors.data, self.object_vectors.data]

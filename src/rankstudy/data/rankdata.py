@@ -43,6 +43,10 @@ class RankData(QueryBlocks):
     def feature_shape(self) -> tuple[int, ...]:
         return (self.X.shape[1],)
 
+    @staticmethod
+    def describe_features(shape: tuple[int, ...]) -> str:
+        return f"{shape[0]} features"
+
     def feature_arrays(self) -> list[np.ndarray]:
         """The arrays that hold the features (for a data fingerprint)."""
         return [self.X]

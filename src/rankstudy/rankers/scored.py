@@ -18,12 +18,6 @@ from rankstudy.scorers.base import Scorer
 from rankstudy.solvers.objective import Objective
 
 
-def _features_text(shape: tuple[int, ...]) -> str:
-    if len(shape) == 1:
-        return f"{shape[0]} features"
-    return f"{shape[0]} question and {shape[1]} answer features"
-
-
 class ScoredRanker(Ranker):
     """Subclasses take ``l2`` and ``seed`` among their parameters. Fitted state: ``theta_``,
     the scorer's named parts ``parts_`` (what the model file holds), ``n_iter_``, ``n_fev_``,
@@ -66,7 +60,8 @@ class ScoredRanker(Ranker):
     def _check_features(self, data, expected: tuple[int, ...]) -> None:
         got = tuple(data.feature_shape)
         if got != expected:
-            raise ValueError(f"expected {_features_text(expected)}, got {_features_text(got)}")
+            describe = type(data).describe_features
+            raise ValueError(f"expected {describe(expected)}, got {describe(got)}")
 
     def predict(self, data) -> np.ndarray:
         if not hasattr(self, "theta_"):

@@ -75,7 +75,7 @@ class StructRank(ScoredRanker):
             theta0 = objective.initial(np.random.default_rng([self.seed, restart]))
             solution = self.make_solver(restart).solve(objective, theta0, vali_obj)
             if vali is not None:
-                scores = self.make_scorer().bind(vali).scores(solution.theta[:objective.scorer.n_params])
+                scores = vali_obj.scorer.scores(solution.theta[:objective.scorer.n_params])
                 value = per_query(scores, vali.y, vali.offsets, ["map"], rel_threshold=self.rel_threshold)["map"].mean()
             else:
                 value = -solution.history[-1]["train_loss"]

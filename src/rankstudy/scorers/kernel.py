@@ -55,13 +55,17 @@ class BoundKernel(BoundScorer):
         a2 = a * a
         n = len(self.X)
         chunks = [slice(i, min(n, i + self.chunk_rows)) for i in range(0, n, self.chunk_rows)]
-        scores = np.concatenate([self._weights(a2, c) @ self.Ry for c in chunks]) if n else np.zeros(0)
+        # one chunk (e.g. a query's step of stochastic training): keep its weights for the vjp;
+        # several: recompute them there, so memory stays one chunk's
+        kept = [self._weights(a2, chunks[0])] if len(chunks) == 1 else None
+        scores = np.concatenate([(kept[0] if kept else self._weights(a2, c)) @ self.Ry for c in chunks]) \
+            if n else np.zeros(0)
 
         def vjp(g: np.ndarray) -> np.ndarray:
             # d rho_i / d log K_ij = p_ij (y_j - rho_i);  d log K_ij / d a_l = -a_l (x_il - x_jl)^2
             total = np.zeros(len(a))
             for c in chunks:
-                p = self._weights(a2, c)
+                p = kept[0] if kept else self._weights(a2, c)
                 W = g[c, None] * p * (self.Ry[None, :] - scores[c, None])
                 X = self.X[c]
                 sq = (X ** 2 * W.sum(axis=1)[:, None]).sum(axis=0) - 2.0 * (X * (W @ self.RX)).sum(axis=0) \

@@ -74,7 +74,7 @@ class Objective:
         """The loss alone (no penalty) and its (sub)gradient in theta."""
         theta = np.asarray(theta, dtype=np.float64)
         k = self.scorer.n_params
-        scores, vjp = self.scorer.forward(theta[:k] if self.n_loss_params else theta)
+        scores, vjp = self.scorer.forward(theta[:k])
         padded = np.zeros(self.shape)
         padded.flat[self.flat] = scores
         if self.n_loss_params:
