@@ -40,7 +40,7 @@ def test_schema_rejects_unknown_key_and_bad_value(config):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda c: c["methods"]["ranknet"].update(kind="svm"), r"methods\.ranknet\.kind.*valid kinds: lambdamart, linear"),
+    (lambda c: c["methods"]["ranknet"].update(kind="svm"), r"methods\.ranknet\.kind.*valid kinds: conditional, lambdamart, linear"),
     (lambda c: c["methods"]["ranknet"]["params"].update(loss="hinge"), r"unknown loss 'hinge'.*listmle"),
     (lambda c: c["methods"]["ranknet"]["grid"].update(C=[1]), r"methods\.ranknet\.grid\.C: not a parameter"),
     (lambda c: c.update(datasets=["MQ2009"]), r"unknown data set 'MQ2009'.*MQ2008"),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 from functools import partial
 
-from rankstudy.losses import baseline, cdn, elementwise, pairwise, smoothed, structured
+from rankstudy.losses import baseline, cdn, conditional, elementwise, pairwise, smoothed, structured
 from rankstudy.losses.groups import check_aggregate, grouped_loss
 from rankstudy.losses.padded import LossFn
 from rankstudy.util.names import lookup
@@ -45,6 +45,12 @@ LOSSES: dict[str, LossFn] = {
     "svm_combo": structured.svm_combo,
     # Huang and Frey (2008): cumulative distribution networks over pairwise preferences
     "cdn": cdn.cdn,
+    # Dubey et al. (2009): conditional models over rankings, sums over a swap-sampler sample
+    "mle": conditional.mle,
+    "exp_gain": conditional.exp_gain,
+    "exp_gain_auc": conditional.exp_gain_auc,
+    "l3": conditional.l3,
+    "convex_loss": conditional.convex_loss,
 }
 
 

@@ -11,9 +11,11 @@ import json
 import os
 
 from rankstudy.rankers.base import SAVE_FORMAT, Ranker
+from rankstudy.rankers.conditional import ConditionalRanker
 from rankstudy.rankers.lambdamart import LambdaMART
 from rankstudy.rankers.linear import LinearRanker
 from rankstudy.rankers.mcrank import McRank
+from rankstudy.rankers.rankboost import RankBoost
 from rankstudy.rankers.separate import SeparateRanker
 from rankstudy.rankers.structrank import StructRank
 from rankstudy.rankers.structsvm import StructSVMRanker
@@ -26,6 +28,8 @@ RANKERS: dict[str, type[Ranker]] = {
     "separate": SeparateRanker,
     "structsvm": StructSVMRanker,
     "structrank": StructRank,
+    "conditional": ConditionalRanker,
+    "rankboost": RankBoost,
 }
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.evaluation.metrics import per_query
 from rankstudy.losses.cdn import TOPOLOGIES, CDNLoss
+from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.kernel import NadarayaWatsonScorer
 from rankstudy.scorers.linear import LinearScorer
@@ -69,29 +69,11 @@ class StructRank(ScoredRanker):
         self.reference_X_, self.reference_y_ = train.X, train.y
         objective = self.objective(train)
         vali_obj = self.objective(vali) if vali is not None else None
-        best, history = None, []
-        for restart in range(int(self.restarts)):
-            print(f"restart {restart + 1}/{self.restarts} ({self.topology} CDN, {self.ranking_function})", flush=True)
-            theta0 = objective.initial(np.random.default_rng([self.seed, restart]))
-            solution = self.make_solver(restart).solve(objective, theta0, vali_obj)
-            if vali is not None:
-                scores = vali_obj.scorer.scores(solution.theta[:objective.scorer.n_params])
-                value = per_query(scores, vali.y, vali.offsets, ["map"], rel_threshold=self.rel_threshold)["map"].mean()
-            else:
-                value = -solution.history[-1]["train_loss"]
-            for entry in solution.history:
-                row = next((h for h in history if h["step"] == entry["step"]), None)
-                if row is None:
-                    row = {"step": entry["step"]}
-                    history.append(row)
-                row.update({f"restart{restart}_{k}": v for k, v in entry.items() if k != "step"})
-                if entry["step"] == solution.history[-1]["step"]:
-                    row[f"restart{restart}_selection_value"] = float(value)
-            print(f"restart {restart + 1}: {'validation MAP' if vali is not None else '-train loss'} {value:.5f}",
-                  flush=True)
-            if best is None or value > best[0]:
-                best = (value, restart, solution)
-        _, self.chosen_restart_, solution = best
+        solution, self.chosen_restart_, history = best_of_restarts(
+            objective, vali_obj, vali, self.restarts,
+            start=lambda restart: objective.initial(np.random.default_rng([self.seed, restart])),
+            solver=self.make_solver, metric="map", rel_threshold=self.rel_threshold,
+            label=f" ({self.topology} CDN, {self.ranking_function})")
         self._set_theta(solution.theta[:objective.scorer.n_params], objective.unpack(solution.theta))
         self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
         self.history_ = history

@@ -1,0 +1,288 @@
+"""Conditional probability models over rankings (Dubey et al. 2009): Pr(y | x; w) proportional
+to exp(w' phi_po(x, y)) over the good/bad orderings y of a query, and the objectives trained
+on it, as losses over padded scores (conventions in :mod:`rankstudy.losses`).
+
+With v_y = w' phi_po(x, y) - w' phi_po(x, y*) (y* = every good first, so v_y* = 0) and
+Delta(y) = 1 - G(y) for G one of AUC, AP, NDCG@k (binary relevance, the paper's discount), per
+query:
+
+* ``mle`` (Eq. 10): log sum_y exp(v_y), the negative log-likelihood of y*;
+* ``exp_gain`` (Eqs. 6-7): -log E_y[G(y)] = -(log sum_y G(y) e^{v_y} - log sum_y e^{v_y});
+* ``l3`` (Eq. 12): L1 + L2, with L2 = E_y[Delta(y)] (Eq. 11);
+* ``convex_loss`` (Eq. 14): log sum_y exp(v_y + Delta(y)), a convex upper bound of L1 + L2;
+* ``exp_gain_auc``: ExpGain with the AUC gain summed over every y in {-1, +1}^(n+ n-) in
+  closed form through the identities of Figure 1 (no sum over y):
+  sum_y G(y) e^{v_y} / sum_y e^{v_y} = mean over pairs of sigmoid(2 (s_g - s_b) / c).
+
+The sums over y run over the query's sample (:mod:`rankstudy.losses.swap_sampler`): the
+distinct rankings the swap sampler visits, plus y*, drawn once per split (cached on its labels
+and options), so the objective is a fixed, smooth function of the scores. As the sample grows
+it reaches every total order and the objective becomes exact (tested by enumeration).
+
+phi_po is the structural SVMs' feature map (:mod:`rankstudy.losses.inference`): per-document
+coefficients, so any scorer can train on these losses. ``normalize``: phi_po with its
+1/(n+ n-) factor (c = n+ n-) or without it (c = 1), which the paper chose by cross-validation;
+the default follows the paper. Queries without a good or a bad document have no term.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import expit, logsumexp, softmax
+
+from rankstudy.losses.padded import PAIR_BLOCK_ELEMENTS, clean, query_chunks, query_weights
+from rankstudy.losses.swap_sampler import METRICS, SamplerSettings, deltas, draw_walks
+
+GAINS = METRICS
+
+
+class RankingSample(NamedTuple):
+    """The rankings of every query: phi_po differences as per-document coefficients ``coef``
+    (Q, S, L), w'(phi(y*) - phi(y_j)) = s . coef[q, j]; ``delta`` (Q, S); ``support`` (Q, S) bool
+    (real entries; entry 0 is y*); ``active`` (Q,) queries with a good and a bad document."""
+
+    coef: np.ndarray
+    delta: np.ndarray
+    support: np.ndarray
+    active: np.ndarray
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self.support.sum(axis=1)
+
+
+def _goods(labels, mask, rel_threshold):
+    good = mask & (labels >= rel_threshold)
+    bad = mask & ~good
+    P, N = good.sum(axis=1), bad.sum(axis=1)
+    return good, bad, P, N, (P > 0) & (N > 0)
+
+
+def support_from_states(labels, mask, beats, beaten, queries, *, rel_threshold: float = 1.0, gain: str = "auc",
+                        k: int = 10, normalize: bool = False) -> RankingSample:
+    """The sample of the states (``beats`` (M, Pmax), ``beaten`` (M, Nmax), -1 / 0 padded) of
+    queries ``queries`` (M,) (rows of ``labels``), goods and bads in document order, with y*
+    added and duplicates removed (order of first appearance kept)."""
+    _, labels, mask = clean(np.zeros(np.shape(labels)), labels, mask)
+    good, bad, P, N, active = _goods(labels, mask, rel_threshold)
+    Q, L = mask.shape
+    rows = np.flatnonzero(active)
+    p_max = max(int(P.max(initial=0)), np.shape(beats)[1] if np.ndim(beats) == 2 else 0, 1)
+    n_max = max(int(N.max(initial=0)), np.shape(beaten)[1] if np.ndim(beaten) == 2 else 0, 1)
+    # y* of every active query first, so that it is the first of its query after deduplication
+    star_beats = np.where(np.arange(p_max)[None, :] < P[rows, None], N[rows, None], -1)
+    star_beaten = np.where(np.arange(n_max)[None, :] < N[rows, None], P[rows, None], 0)
+
+    def widen(a, width, fill):
+        a = np.asarray(a, dtype=np.int64)
+        a = a.reshape(len(a), a.shape[1] if a.ndim == 2 else 0)
+        return np.pad(a, ((0, 0), (0, width - a.shape[1])), constant_values=fill)
+
+    all_queries = np.concatenate([rows, np.asarray(queries, dtype=np.int64)])
+    all_beats = np.concatenate([star_beats, widen(beats, p_max, -1)])
+    all_beaten = np.concatenate([star_beaten, widen(beaten, n_max, 0)])
+    if np.any(~active[all_queries]):
+        raise ValueError("states given for a query without a good or a bad document")
+    # exact deduplication: rows (query, beats, beaten) compared as raw bytes
+    key = np.ascontiguousarray(np.concatenate([all_queries[:, None], all_beats, all_beaten], axis=1))
+    _, first = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel(),
+                         return_index=True)
+    keep = np.sort(first)
+    kq, kb, kn = all_queries[keep], all_beats[keep], all_beaten[keep]
+    order = np.argsort(kq, kind="stable")  # group by query, first appearance within
+    kq, kb, kn = kq[order], kb[order], kn[order]
+    counts = np.bincount(kq, minlength=Q)
+    slot = np.arange(len(kq)) - np.repeat(np.cumsum(counts) - counts, counts)
+    S = max(int(counts.max(initial=0)), 1)
+    support = np.zeros((Q, S), dtype=bool)
+    support[kq, slot] = True
+    delta = np.zeros((Q, S))
+    delta[kq, slot] = deltas(kb, P[kq], N[kq], gain, k)
+    # per document: its index among the goods (or bads) of its query
+    g_pos = np.clip(np.cumsum(good, axis=1) - 1, 0, None)
+    b_pos = np.clip(np.cumsum(bad, axis=1) - 1, 0, None)
+    scale = (2.0 / np.maximum(P * N, 1)) if normalize else np.full(Q, 2.0)
+    n_good_at = np.zeros((Q, S, p_max))
+    n_bad_at = np.zeros((Q, S, n_max))
+    n_good_at[kq, slot] = N[kq, None] - kb  # bads before each good
+    n_bad_at[kq, slot] = P[kq, None] - kn  # goods after each bad
+    coef = np.where(good[:, None, :], np.take_along_axis(n_good_at, np.broadcast_to(g_pos[:, None, :], (Q, S, L)), 2),
+                    -np.take_along_axis(n_bad_at, np.broadcast_to(b_pos[:, None, :], (Q, S, L)), 2))
+    coef = np.where(mask[:, None, :] & support[:, :, None], coef * scale[:, None, None], 0.0)
+    return RankingSample(coef, delta, support, active)
+
+
+def draw_sample(labels, mask, *, rel_threshold: float = 1.0, gain: str = "auc", k: int = 10,
+                normalize: bool = False, settings: SamplerSettings = SamplerSettings(),
+                backend: str | None = None) -> RankingSample:
+    """Every active query's swap-sampler sample (``settings.sample_size`` states, restarts by
+    Delta of ``gain``), deduplicated, with y*."""
+    _, labels, mask = clean(np.zeros(np.shape(labels)), labels, mask)
+    _, _, P, N, active = _goods(labels, mask, rel_threshold)
+    rows = np.flatnonzero(active)
+    walks = draw_walks(P[rows], N[rows], rows, settings, gain, k, backend)
+    # the first sample_size states of each query's walks (walks of a query are consecutive)
+    W, T1 = walks.beats.shape[:2]
+    per_query = settings.n_walks * T1
+    beats = walks.beats.reshape(-1, per_query, walks.beats.shape[2])[:, :settings.sample_size]
+    beaten = walks.beaten.reshape(-1, per_query, walks.beaten.shape[2])[:, :settings.sample_size]
+    queries = np.repeat(walks.query[::settings.n_walks], beats.shape[1])
+    return support_from_states(labels, mask, beats.reshape(-1, beats.shape[2]), beaten.reshape(-1, beaten.shape[2]),
+                               queries, rel_threshold=rel_threshold, gain=gain, k=k, normalize=normalize)
+
+
+# --------------------------------------------------------------------------- the sample, once per split
+
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_SIZE = 8  # a train and a validation split per grid candidate, with room to spare
+
+
+def cached_sample(labels, mask, **options) -> RankingSample:
+    """:func:`draw_sample`, remembered for the last few (labels, mask, options): the objective
+    calls its loss with the same split many times, and the sample must not change between them."""
+    labels = np.ascontiguousarray(labels, dtype=np.float64)
+    mask = np.ascontiguousarray(mask, dtype=bool)
+    digest = hashlib.blake2b(labels.tobytes(), digest_size=16)
+    digest.update(mask.tobytes())
+    digest.update(repr((labels.shape, sorted(options.items()))).encode())
+    key = digest.hexdigest()
+    if key in _CACHE:
+        _CACHE.move_to_end(key)
+        return _CACHE[key]
+    sample = draw_sample(labels, mask, **options)
+    _CACHE[key] = sample
+    while len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return sample
+
+
+# --------------------------------------------------------------------------- objectives on a sample
+
+def _potentials(scores, sample: RankingSample) -> np.ndarray:
+    """v (Q, S) = w'phi(y_j) - w'phi(y*), -inf outside the support."""
+    v = -np.einsum("qsl,ql->qs", sample.coef, scores)
+    return np.where(sample.support, v, -np.inf)
+
+
+def _expectation_grad(p: np.ndarray, sample: RankingSample) -> np.ndarray:
+    """d/ds of sum_j p_j v_j for fixed weights p (Q, S): -sum_j p_j coef_j."""
+    return -np.einsum("qs,qsl->ql", p, sample.coef)
+
+
+def _lse(a: np.ndarray):
+    """Row log-sum-exp and its softmax over finite entries; 0 for rows without any (queries
+    without a sample)."""
+    some = np.isfinite(a).any(axis=1)
+    a = np.where(some[:, None], a, 0.0)
+    return np.where(some, logsumexp(a, axis=1), 0.0), np.where(some[:, None], softmax(a, axis=1), 0.0)
+
+
+def sample_objective(name: str, scores, sample: RankingSample) -> tuple[np.ndarray, np.ndarray]:
+    """Per-query values (Q,) and d value / d scores (Q, L) of objective ``name`` (``mle``,
+    ``exp_gain``, ``l2``, ``l3``, ``convex_loss``) over the sample, before averaging."""
+    v = _potentials(scores, sample)
+    if name == "mle":
+        value, p = _lse(v)
+        return value, _expectation_grad(p, sample)
+    if name == "convex_loss":
+        value, p = _lse(v + np.where(sample.support, sample.delta, 0.0))
+        return value, _expectation_grad(p, sample)
+    if name in ("l2", "l3"):
+        log_z, p = _lse(v)
+        l2 = (p * np.where(sample.support, sample.delta, 0.0)).sum(axis=1)
+        # d l2 / d v_j = p_j (Delta_j - l2)
+        grad = _expectation_grad(p * (np.where(sample.support, sample.delta, 0.0) - l2[:, None]), sample)
+        if name == "l2":
+            return l2, grad
+        return log_z + l2, grad + _expectation_grad(p, sample)
+    if name == "exp_gain":
+        gain = np.where(sample.support, 1.0 - sample.delta, 0.0)
+        with np.errstate(divide="ignore"):
+            log_gain = np.where(gain > 0, np.log(np.where(gain > 0, gain, 1.0)), -np.inf)
+        log_a, q = _lse(v + log_gain)
+        log_z, p = _lse(v)
+        return log_z - log_a, _expectation_grad(p - q, sample)
+    raise ValueError(f"unknown sampled objective {name!r}")
+
+
+def _sampled(name: str, scores, labels, mask, rel_threshold, gain, k, normalize, settings):
+    s, y, mask = clean(scores, labels, mask)
+    sample = cached_sample(y, mask, rel_threshold=rel_threshold, gain=gain, k=k, normalize=normalize,
+                           settings=settings)
+    values, grad = sample_objective(name, s, sample)
+    weights = query_weights(sample.active)
+    values = np.where(sample.active, values, 0.0)
+    return float((values * weights).sum()), np.where(mask, grad * weights[:, None], 0.0)
+
+
+def _settings(sample_size, walk_length, restart_states, restart_skew, seed) -> SamplerSettings:
+    return SamplerSettings(int(sample_size), int(walk_length), int(restart_states), float(restart_skew), int(seed))
+
+
+def _check_gain(gain: str) -> str:
+    if gain not in GAINS:
+        raise ValueError(f"unknown gain {gain!r}; valid: {', '.join(GAINS)}")
+    return gain
+
+
+def mle(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False, sample_size: int = 100,
+        walk_length: int = 10, restart_states: int = 2, restart_skew: float = -2.2, seed: int = 0):
+    """MLE (Eq. 10): mean over queries of log sum_y exp(w'phi(y) - w'phi(y*)) over the sample
+    (restart states by Delta_AUC)."""
+    settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed)
+    return _sampled("mle", scores, labels, mask, rel_threshold, "auc", 10, normalize, settings)
+
+
+def exp_gain(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
+             normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 2,
+             restart_skew: float = -2.2, seed: int = 0):
+    """ExpGain (Eqs. 6-7): mean over queries of -log E_{y ~ Pr(y|x;w)} G(y) over the sample,
+    G = AUC, AP or NDCG@k (``gain``). Not convex: train it from several starts."""
+    settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed)
+    return _sampled("exp_gain", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
+
+
+def l3(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
+       normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 2,
+       restart_skew: float = -2.2, seed: int = 0):
+    """L3 (Eq. 12): MLE + E_y[Delta(y)] (Eq. 11) over the sample. Not convex."""
+    settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed)
+    return _sampled("l3", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
+
+
+def convex_loss(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
+                normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 2,
+                restart_skew: float = -2.2, seed: int = 0):
+    """ConvexLoss (Eq. 14): mean over queries of log sum_y exp(w'phi(y) - w'phi(y*) + Delta(y))
+    over the sample; convex in the scores, an upper bound of L1 + L2."""
+    settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed)
+    return _sampled("convex_loss", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
+
+
+def exp_gain_auc(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False):
+    """ExpGain with the AUC gain, exactly, over every y in {-1, +1}^(n+ n-) (Section 2.3). With
+    h_gb(y) = exp(y d_gb / c), d_gb = s_g - s_b, the identities of Figure 1 factor both sums:
+    Z = prod_gb (h_gb(-1) + h_gb(1)) and sum_y #1_y prod h = sum_gb h_gb(1) prod_{other} (h(-1) + h(1)),
+    so the expected AUC is the mean over pairs of h(1) / (h(-1) + h(1)) = sigmoid(2 d_gb / c).
+    Loss per query: -log of that mean; O(n+ n-), pairs in bounded blocks."""
+    s, y, mask = clean(scores, labels, mask)
+    good, bad, P, N, active = _goods(y, mask, rel_threshold)
+    c = np.where(active, P * N, 1).astype(np.float64) if normalize else np.ones(len(P))
+    value, grad = 0.0, np.zeros(s.shape)
+    weights = query_weights(active)
+    # goods x bads of sigmoid(2 d / c), over blocks of queries of bounded size
+    for q, w in query_chunks(mask, np.flatnonzero(active), PAIR_BLOCK_ELEMENTS, lambda widths: widths ** 2):
+        sc, gq, bq = s[q, :w], good[q, :w], bad[q, :w]
+        scale = (2.0 / c[q])[:, None, None]
+        pair = gq[:, :, None] & bq[:, None, :]
+        sig = np.where(pair, expit(scale * (sc[:, :, None] - sc[:, None, :])), 0.0)
+        mean = sig.sum(axis=(1, 2)) / (P[q] * N[q])
+        value -= float((np.log(mean) * weights[q]).sum())
+        # d(-log mean)/d d_gb = -sig (1 - sig) (2/c) / (mean n+ n-)
+        slope = -sig * (1.0 - sig) * scale / (mean * P[q] * N[q])[:, None, None] * weights[q][:, None, None]
+        grad[q, :w] += slope.sum(axis=2) - slope.sum(axis=1)
+    return value, grad

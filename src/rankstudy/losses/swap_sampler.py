@@ -1,0 +1,385 @@
+"""The swap sampler of Dubey et al. (2009), Section 4 and Figure 2: a sample of rankings y per
+query, drawn once before optimisation so that L-BFGS sees one fixed objective.
+
+A ranking is y in {-1, +1}^(n+ x n-), y_gb = +1 when good g is before bad b. It comes from a
+total order iff the sets of bads the goods beat are nested (a Ferrers relation), and then it
+is determined by its counts
+
+    beats[g]  = number of bads good g beats (the paper's n_g),
+    beaten[b] = number of goods that beat bad b (the paper's n_b is n+ - beaten[b]):
+
+the goods that beat b are the beaten[b] goods with the most beats (whole tie classes), so
+
+    y_gb = +1  iff  #{g': beats[g'] >= beats[g]} <= beaten[b],
+
+and flipping y_gb keeps a total order iff g is among the weakest goods that beat b (+1 -> -1:
+``#{g': beats[g'] >= beats[g]} == beaten[b]``) or among the strongest that do not (-1 -> +1:
+``#{g': beats[g'] > beats[g]} == beaten[b]``). The walks therefore keep only the counts: a
+proposal costs O(n+), and no n+ x n- matrix is ever built.
+
+A walk starts at a restart state and makes ``walk_length`` swaps (Figure 2: draw a pair
+uniformly, flip it with probability theta, reject a flip that is not a total order, repeat
+until one is accepted); every state y0..yT is collected, walks are added until a query has
+``sample_size`` states. Restart states (Section 4.1) put the goods in one block after j bads,
+for ``restart_states`` values of j evenly spread from 0 (the best ranking, Delta = 0) to n-
+(the worst), the j bads above the goods chosen at random; a walk picks state r with
+probability proportional to exp(k Delta_r), k = ``restart_skew`` (k < 0 favours good states;
+with two states, k = -ln 9 ~ -2.2 picks the best one 90% of the time: Figure 5).
+
+Random numbers are counter-based (splitmix64 of the seed, the query's row, the walk and the
+proposal number), so a query's sample does not depend on the other queries, on how walks are
+batched, or on the implementation: the vectorised numpy walks, the compiled numba walks and
+the plain-Python reference (:func:`reference_walk`) give identical samples.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from rankstudy.losses.inference import paper_discount
+from rankstudy.losses.padded import _splitmix64
+
+METRICS = ("auc", "map", "ndcg")
+BACKENDS = ("numpy", "numba")
+_MASK64 = (1 << 64) - 1
+_GAMMA = 0x9E3779B97F4A7C15
+# walks x padded goods per vectorised batch: bounds the temporaries of one proposal round
+WALK_BLOCK_ELEMENTS = 1 << 20
+
+
+@dataclass(frozen=True)
+class SamplerSettings:
+    """How a query's sample is drawn; plain data, part of a loss's options."""
+
+    sample_size: int = 100
+    walk_length: int = 10
+    restart_states: int = 2
+    restart_skew: float = -2.2
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name, low in (("sample_size", 1), ("walk_length", 0), ("restart_states", 2)):
+            value = getattr(self, name)
+            if int(value) != value or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if not math.isfinite(self.restart_skew):
+            raise ValueError(f"restart_skew must be finite, got {self.restart_skew!r}")
+
+    @property
+    def n_walks(self) -> int:
+        return -(-self.sample_size // (self.walk_length + 1))
+
+
+# --------------------------------------------------------------------------- random numbers
+
+def _mix_int(x: int) -> int:
+    """splitmix64 on a Python int (the reference's arithmetic, modulo 2^64)."""
+    z = (x + _GAMMA) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+def walk_key(seed: int, query: int, walk: int) -> int:
+    return _mix_int((_mix_int((_mix_int(seed & _MASK64) + query) & _MASK64) + walk) & _MASK64)
+
+
+def _walk_keys(seed: int, queries: np.ndarray, walks: np.ndarray) -> np.ndarray:
+    base = np.uint64(_mix_int(seed & _MASK64))
+    return _splitmix64(_splitmix64(base + queries.astype(np.uint64)) + walks.astype(np.uint64))
+
+
+def _uniform(keys: np.ndarray, counter: np.ndarray) -> np.ndarray:
+    return (_splitmix64(keys + counter.astype(np.uint64)) >> np.uint64(11)) * (1.0 / (1 << 53))
+
+
+def _uniform_int(key: int, counter: int) -> float:
+    return (_mix_int((key + counter) & _MASK64) >> 11) * (1.0 / (1 << 53))
+
+
+# counters of a walk's stream: 0 the restart choice, 1 the seed of the restart's bad order,
+# 2a + 2 and 2a + 3 the pair and the flip of proposal a
+
+
+# --------------------------------------------------------------------------- Delta of states
+
+def deltas(beats: np.ndarray, n_good: np.ndarray, n_bad: np.ndarray, metric: str, k: int = 10) -> np.ndarray:
+    """Delta = 1 - gain of ranking states given by their goods' ``beats`` (..., P) (-1 at
+    padding), for queries of ``n_good`` goods and ``n_bad`` bads (broadcast over the leading
+    axes). Good i (by decreasing beats, from 0) is at rank r_i = i + n- - beats_(i)."""
+    if metric not in METRICS:
+        raise ValueError(f"unknown metric {metric!r} for Delta; valid: {', '.join(METRICS)}")
+    beats = np.asarray(beats)
+    P = np.asarray(n_good)[..., None]
+    N = np.asarray(n_bad)[..., None]
+    real = beats >= 0
+    if metric == "auc":
+        return 1.0 - np.where(real, beats, 0).sum(axis=-1) / (P[..., 0] * N[..., 0])
+    ordered = -np.sort(-beats, axis=-1)  # decreasing, padding (-1) last
+    i = np.arange(beats.shape[-1])
+    rank = i + N - ordered
+    if metric == "map":
+        return 1.0 - np.where(real, (i + 1) / (rank + 1), 0.0).sum(axis=-1) / P[..., 0]
+    width = int(np.max(P + N)) if beats.size else 1
+    discount = paper_discount(width, k)
+    dcg = np.where(real, discount[np.clip(rank, 0, width - 1)], 0.0).sum(axis=-1)
+    ideal = np.where(i < P, discount[np.minimum(i, width - 1)], 0.0).sum(axis=-1)
+    return 1.0 - dcg / ideal
+
+
+def restart_table(n_good: int, n_bad: int, settings: SamplerSettings, metric: str, k: int = 10):
+    """The restart states of a query, as (bads above the goods j_r, cumulative choice
+    probabilities) for r = 0..R-1 (R = ``restart_states``, capped at n- + 1)."""
+    R = min(settings.restart_states, n_bad + 1)
+    shift = np.unique(np.rint(np.linspace(0, n_bad, R)).astype(np.int64))
+    beats = (n_bad - shift)[:, None] * np.ones((1, n_good), dtype=np.int64)
+    logits = settings.restart_skew * deltas(beats, n_good, n_bad, metric, k)
+    weights = np.exp(logits - logits.max())
+    return shift, np.cumsum(weights) / weights.sum()
+
+
+# --------------------------------------------------------------------------- plain-Python reference
+
+def reference_walk(n_good: int, n_bad: int, settings: SamplerSettings, query: int, walk: int,
+                   metric: str = "auc", k: int = 10) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """One walk, written as the paper's loop over proposals: the states (beats, beaten) y0..yT.
+    The specification the vectorised walks are tested against, and the benchmark's baseline."""
+    key = walk_key(settings.seed, query, walk)
+    shift, cumulative = restart_table(n_good, n_bad, settings, metric, k)
+    r = min(int(np.searchsorted(cumulative, _uniform_int(key, 0), side="right")), len(shift) - 1)
+    j = int(shift[r])
+    order_key = _mix_int((key + 1) & _MASK64)
+    above = sorted(range(n_bad), key=lambda b: (_uniform_int(order_key, b), b))[:j]
+    beats = [n_bad - j] * n_good
+    beaten = [0 if b in above else n_good for b in range(n_bad)]
+    states = [(tuple(beats), tuple(beaten))]
+    attempt = 0
+    while len(states) <= settings.walk_length:
+        u_pair = _uniform_int(key, 2 * attempt + 2)
+        u_flip = _uniform_int(key, 2 * attempt + 3)
+        attempt += 1
+        idx = int(u_pair * (n_good * n_bad))
+        g, b = idx // n_bad, idx % n_bad
+        n_g, m_b = beats[g], beaten[b]
+        at_least = sum(1 for x in beats if x >= n_g)
+        more = sum(1 for x in beats if x > n_g)
+        plus = at_least <= m_b
+        n_b = n_good - m_b  # goods that b beats
+        theta = ((n_bad - n_g + n_b + 1) if plus else (n_good + n_g - n_b + 1)) / (2 + n_good + n_bad)
+        if not u_flip < theta:
+            continue
+        if (plus and at_least != m_b) or (not plus and more != m_b):
+            continue  # not a total order
+        step = -1 if plus else 1
+        beats[g] += step
+        beaten[b] += step
+        states.append((tuple(beats), tuple(beaten)))
+    return states
+
+
+# --------------------------------------------------------------------------- vectorised walks
+
+class Walks(NamedTuple):
+    """States of many walks: ``beats`` (W, T+1, Pmax) with -1 at padding, ``beaten`` (W, T+1,
+    Nmax) with 0 at padding, for walks of queries ``query`` (W,)."""
+
+    query: np.ndarray
+    beats: np.ndarray
+    beaten: np.ndarray
+
+
+def _restarts(n_good, n_bad, keys, settings, metric, k, p_max, n_max):
+    """Initial (beats, beaten) of every walk."""
+    W = len(keys)
+    beats = np.full((W, p_max), -1, dtype=np.int32)
+    beaten = np.zeros((W, n_max), dtype=np.int32)
+    u = _uniform(keys, np.zeros(W, dtype=np.uint64))
+    order_keys = _splitmix64(keys + np.uint64(1))
+    shift = np.empty(W, dtype=np.int64)
+    # one restart table per distinct (n+, n-): few in practice
+    pairs, which = np.unique(np.stack([n_good, n_bad], axis=1), axis=0, return_inverse=True)
+    for p_index, (P, N) in enumerate(pairs):
+        rows = np.flatnonzero(which.ravel() == p_index)
+        table, cumulative = restart_table(int(P), int(N), settings, metric, k)
+        choice = np.minimum(np.searchsorted(cumulative, u[rows], side="right"), len(table) - 1)
+        shift[rows] = table[choice]
+    goods = np.arange(p_max)[None, :] < n_good[:, None]
+    beats[:] = np.where(goods, (n_bad - shift)[:, None], -1)
+    # padded bads rank after every real one (their keys are ignored): the j real bads with the
+    # smallest keys go above the goods
+    bad_keys = np.where(np.arange(n_max)[None, :] < n_bad[:, None],
+                        _uniform(order_keys[:, None], np.arange(n_max, dtype=np.uint64)[None, :]), 2.0)
+    ranks = np.argsort(np.argsort(bad_keys, axis=1, kind="stable"), axis=1, kind="stable")
+    real_bad = np.arange(n_max)[None, :] < n_bad[:, None]
+    beaten[:] = np.where(real_bad & (ranks >= shift[:, None]), n_good[:, None], 0)
+    return beats, beaten
+
+
+def _walk_numpy(n_good, n_bad, keys, beats, beaten, walk_length):
+    """Advance all walks ``walk_length`` accepted swaps, proposal rounds vectorised over the
+    walks still moving; returns the states (W, T+1, .)."""
+    W = len(keys)
+    out_beats = np.empty((W, walk_length + 1, beats.shape[1]), dtype=np.int32)
+    out_beaten = np.empty((W, walk_length + 1, beaten.shape[1]), dtype=np.int32)
+    out_beats[:, 0], out_beaten[:, 0] = beats, beaten
+    steps = np.zeros(W, dtype=np.int64)
+    attempt = np.zeros(W, dtype=np.int64)
+    live = np.flatnonzero(steps < walk_length)
+    P_all, N_all = n_good.astype(np.int64), n_bad.astype(np.int64)
+    while live.size:
+        key, a = keys[live], attempt[live]
+        P, N = P_all[live], N_all[live]
+        idx = (_uniform(key, 2 * a + 2) * (P * N)).astype(np.int64)
+        g, b = idx // N, idx % N
+        row = beats[live]
+        n_g = row[np.arange(live.size), g].astype(np.int64)
+        m_b = beaten[live, b].astype(np.int64)
+        at_least = (row >= n_g[:, None]).sum(axis=1)
+        more = (row > n_g[:, None]).sum(axis=1)
+        plus = at_least <= m_b
+        n_b = P - m_b
+        theta = np.where(plus, N - n_g + n_b + 1, P + n_g - n_b + 1) / (2 + P + N)
+        accept = (_uniform(key, 2 * a + 3) < theta) & np.where(plus, at_least == m_b, more == m_b)
+        moved = live[accept]
+        step = np.where(plus[accept], -1, 1).astype(np.int32)
+        beats[moved, g[accept]] += step
+        beaten[moved, b[accept]] += step
+        steps[moved] += 1
+        out_beats[moved, steps[moved]] = beats[moved]
+        out_beaten[moved, steps[moved]] = beaten[moved]
+        attempt[live] += 1
+        live = live[steps[live] < walk_length]
+    return out_beats, out_beaten
+
+
+def _walk_numba_kernel():
+    """The walks as one compiled loop (numba), identical arithmetic to :func:`_walk_numpy`;
+    compiled on first use and cached on disk."""
+    import numba  # optional: only this backend needs it
+
+    u64 = numba.uint64
+
+    @numba.njit(cache=True, nogil=True)
+    def mix(x):
+        z = x + u64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> u64(30))) * u64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> u64(27))) * u64(0x94D049BB133111EB)
+        return z ^ (z >> u64(31))
+
+    @numba.njit(cache=True, nogil=True)
+    def uniform(key, counter):
+        return np.float64(mix(key + u64(counter)) >> u64(11)) * (1.0 / 9007199254740992.0)
+
+    @numba.njit(cache=True, nogil=True)
+    def walk(n_good, n_bad, keys, beats, beaten, walk_length, out_beats, out_beaten):
+        for w in range(keys.shape[0]):
+            P, N, key = np.int64(n_good[w]), np.int64(n_bad[w]), keys[w]
+            out_beats[w, 0, :] = beats[w]
+            out_beaten[w, 0, :] = beaten[w]
+            steps, attempt = 0, 0
+            while steps < walk_length:
+                idx = np.int64(uniform(key, 2 * attempt + 2) * (P * N))
+                u_flip = uniform(key, 2 * attempt + 3)
+                attempt += 1
+                g, b = idx // N, idx % N
+                n_g, m_b = np.int64(beats[w, g]), np.int64(beaten[w, b])
+                at_least, more = 0, 0
+                for i in range(P):
+                    if beats[w, i] >= n_g:
+                        at_least += 1
+                        if beats[w, i] > n_g:
+                            more += 1
+                plus = at_least <= m_b
+                n_b = P - m_b
+                if plus:
+                    theta = (N - n_g + n_b + 1) / (2 + P + N)
+                else:
+                    theta = (P + n_g - n_b + 1) / (2 + P + N)
+                if not u_flip < theta:
+                    continue
+                if (plus and at_least != m_b) or ((not plus) and more != m_b):
+                    continue
+                step = -1 if plus else 1
+                beats[w, g] += step
+                beaten[w, b] += step
+                steps += 1
+                out_beats[w, steps, :] = beats[w]
+                out_beaten[w, steps, :] = beaten[w]
+
+    return walk
+
+
+_NUMBA_WALK = None
+
+
+def numba_available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _walk_numba(n_good, n_bad, keys, beats, beaten, walk_length):
+    global _NUMBA_WALK
+    if _NUMBA_WALK is None:
+        _NUMBA_WALK = _walk_numba_kernel()
+    W = len(keys)
+    out_beats = np.empty((W, walk_length + 1, beats.shape[1]), dtype=np.int32)
+    out_beaten = np.empty((W, walk_length + 1, beaten.shape[1]), dtype=np.int32)
+    _NUMBA_WALK(n_good.astype(np.int64), n_bad.astype(np.int64), keys, beats, beaten, int(walk_length),
+                out_beats, out_beaten)
+    return out_beats, out_beaten
+
+
+def default_backend() -> str:
+    return "numba" if numba_available() else "numpy"
+
+
+def draw_walks(n_good: np.ndarray, n_bad: np.ndarray, queries: np.ndarray, settings: SamplerSettings,
+               metric: str = "auc", k: int = 10, backend: str | None = None) -> Walks:
+    """All walks of the given queries (their rows ``queries``, with ``n_good`` goods and
+    ``n_bad`` bads each, both >= 1): ``settings.n_walks`` walks per query, in batches of
+    queries with similar n+ so that padding stays small."""
+    backend = backend or default_backend()
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown sampler backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    n_good, n_bad, queries = (np.asarray(a, dtype=np.int64) for a in (n_good, n_bad, queries))
+    if np.any(n_good < 1) or np.any(n_bad < 1):
+        raise ValueError("every sampled query needs a good and a bad document")
+    order = np.argsort(n_good, kind="stable")
+    n_walks = settings.n_walks
+    T = settings.walk_length
+    parts: list[Walks] = []
+    start = 0
+    while start < len(order):
+        # as many queries as fit the budget at the batch's largest n+
+        cost = np.arange(1, len(order) - start + 1) * n_walks * n_good[order[start:]]
+        stop = start + max(1, int(np.searchsorted(cost, WALK_BLOCK_ELEMENTS, side="right")))
+        chosen = order[start:stop]
+        start = stop
+        P = np.repeat(n_good[chosen], n_walks)
+        N = np.repeat(n_bad[chosen], n_walks)
+        query = np.repeat(queries[chosen], n_walks)
+        walk = np.tile(np.arange(n_walks), len(chosen))
+        keys = _walk_keys(settings.seed, query, walk)
+        beats, beaten = _restarts(P, N, keys, settings, metric, k, int(P.max()), int(N.max()))
+        run = _walk_numba if backend == "numba" else _walk_numpy
+        out_beats, out_beaten = run(P, N, keys, beats, beaten, T)
+        parts.append(Walks(query, out_beats, out_beaten))
+    p_max = max((w.beats.shape[2] for w in parts), default=1)
+    n_max = max((w.beaten.shape[2] for w in parts), default=1)
+
+    def widen(a, width, fill):
+        return np.pad(a, ((0, 0), (0, 0), (0, width - a.shape[2])), constant_values=fill)
+
+    if not parts:
+        empty = np.zeros((0, T + 1, 1), dtype=np.int32)
+        return Walks(np.zeros(0, dtype=np.int64), empty - 1, empty)
+    return Walks(np.concatenate([w.query for w in parts]),
+                 np.concatenate([widen(w.beats, p_max, -1) for w in parts]),
+                 np.concatenate([widen(w.beaten, n_max, 0) for w in parts]))

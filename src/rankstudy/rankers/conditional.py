@@ -1,0 +1,111 @@
+"""Conditional models over rankings (Dubey et al. 2009): a linear scorer, w'x, trained on one
+of the paper's objectives over phi_po (:mod:`rankstudy.losses.conditional`) plus ||w||^2/(2C),
+by L-BFGS on a sample of rankings drawn once per split; the non-convex objectives (ExpGain,
+L3) from several starts, the best kept on validation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankstudy.losses.conditional import GAINS
+from rankstudy.losses.registry import bind_loss
+from rankstudy.losses.swap_sampler import SamplerSettings
+from rankstudy.rankers.restarts import best_of_restarts
+from rankstudy.rankers.scored import ScoredRanker
+from rankstudy.scorers.linear import LinearScorer
+from rankstudy.solvers.lbfgs import LBFGS
+
+# loss -> whether it takes a gain and a sample
+OBJECTIVES = {"mle": (False, True), "exp_gain": (True, True), "exp_gain_auc": (False, False),
+              "l3": (True, True), "convex_loss": (True, True)}
+
+
+class ConditionalRanker(ScoredRanker):
+    """* ``loss``: ``mle`` (Eq. 10), ``exp_gain`` (Eqs. 6-7), ``exp_gain_auc`` (ExpGain-AUC in
+      closed form, Figure 1), ``l3`` (Eq. 12) or ``convex_loss`` (Eq. 14); ``gain``: ``auc``,
+      ``map`` or ``ndcg`` (NDCG@``k``) for the ones that take one; relevance label >= ``rel_threshold``.
+    * ``C``: the regulariser ||w||^2 / (2C) beside the mean loss over queries (chosen on
+      validation through the grid); ``normalize``: phi_po with its 1/(n+ n-) factor.
+    * the sample (Section 4): ``sample_size`` states per query, walks of ``walk_length`` swaps,
+      ``restart_states`` restart rankings chosen with Pr proportional to exp(``restart_skew`` Delta);
+      drawn once per split from ``seed``.
+    * ``restarts``: optimiser starts (the first from w = 0, the others from N(0, 1/d) draws),
+      the best by validation ``restart_metric`` kept; every restart's curve is in the history.
+    """
+
+    kind = "conditional"
+
+    def __init__(self, loss: str = "convex_loss", gain: str = "ndcg", k: int = 10, C: float = 1.0,
+                 normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 2,
+                 restart_skew: float = -2.2, restarts: int = 1, restart_metric: str = "ndcg@10",
+                 rel_threshold: float = 1.0, max_iter: int = 200, tol: float = 1e-6, seed: int = 0) -> None:
+        super().__init__()
+        if loss not in OBJECTIVES:
+            raise ValueError(f"unknown loss {loss!r} for a conditional model; valid: {', '.join(OBJECTIVES)}")
+        if gain not in GAINS:
+            raise ValueError(f"unknown gain {gain!r}; valid: {', '.join(GAINS)}")
+        if not C > 0:
+            raise ValueError(f"C must be > 0, got {C!r}")
+        if int(restarts) != restarts or restarts < 1:
+            raise ValueError(f"restarts must be an integer >= 1, got {restarts!r}")
+        SamplerSettings(sample_size, walk_length, restart_states, restart_skew, seed)  # checks them now
+        LBFGS(max_iter, tol)
+        self.loss = loss
+        self.gain, self.k, self.C, self.normalize = gain, k, C, normalize
+        self.sample_size, self.walk_length = sample_size, walk_length
+        self.restart_states, self.restart_skew = restart_states, restart_skew
+        self.restarts, self.restart_metric = restarts, restart_metric
+        self.rel_threshold, self.max_iter, self.tol, self.seed = rel_threshold, max_iter, tol, seed
+
+    @property
+    def l2(self) -> float:
+        return 1.0 / float(self.C)
+
+    def make_scorer(self) -> LinearScorer:
+        return LinearScorer()
+
+    def make_loss(self):
+        takes_gain, sampled = OBJECTIVES[self.loss]
+        options = {"rel_threshold": self.rel_threshold, "normalize": self.normalize}
+        if takes_gain:
+            options.update(gain=self.gain, k=self.k)
+        if sampled:
+            options.update(sample_size=self.sample_size, walk_length=self.walk_length,
+                           restart_states=self.restart_states, restart_skew=self.restart_skew, seed=self.seed)
+        return bind_loss(self.loss, options)
+
+    def make_solver(self, restart: int = 0) -> LBFGS:
+        return LBFGS(self.max_iter, self.tol)
+
+    def fit(self, train, vali=None) -> "ConditionalRanker":
+        objective = self.objective(train)
+        vali_obj = None
+        if vali is not None:
+            self._check_features(vali, tuple(train.feature_shape))
+            vali_obj = self.objective(vali)
+
+        def start(restart: int) -> np.ndarray:
+            if restart == 0:
+                return objective.initial(np.random.default_rng(self.seed))  # w = 0
+            n = objective.n_params
+            return np.random.default_rng([self.seed, restart]).normal(scale=1.0 / np.sqrt(max(n, 1)), size=n)
+
+        solution, self.chosen_restart_, history = best_of_restarts(
+            objective, vali_obj, vali, self.restarts, start=start, solver=self.make_solver,
+            metric=self.restart_metric, rel_threshold=self.rel_threshold,
+            label=f" ({self.loss}{'_' + self.gain if OBJECTIVES[self.loss][0] else ''})")
+        self._set_theta(solution.theta, objective.unpack(solution.theta))
+        self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
+        self.history_ = history if self.restarts > 1 else solution.history
+        return self
+
+    def _get_state(self) -> dict:
+        return {**super()._get_state(), "chosen_restart": getattr(self, "chosen_restart_", 0)}
+
+    def _set_state(self, state: dict) -> None:
+        self.chosen_restart_ = int(state.get("chosen_restart", 0))
+        super()._set_state({k: v for k, v in state.items() if k != "chosen_restart"})
+
+    @property
+    def coef_(self) -> np.ndarray:
+        return np.asarray(self.parts_["coef"], dtype=np.float64)
