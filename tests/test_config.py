@@ -81,18 +81,53 @@ def test_study_configs_are_valid_over_the_defaults(study):
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     update_config(config, yaml.safe_load(study.read_text()))
+    check_paper_section(config)
+
+
+def check_paper_section(config: dict) -> None:
     validate(copy.deepcopy(config), SCHEMA)
     settings = check_config(config, REPO)
     if "paper" not in config:
         return  # a study without the paper's numbers renders only the comparison tables
 
     cells = paper_tables.cells(config["paper"])
+    systems = {f"{m} [{f}]" for m in config.get("run_methods") or config["methods"] for f in settings.featuresets}
+    if config["paper"].get("layout", "cells") == "datasets":
+        # every data set of the paper's table side by side: each published number has its row and
+        # column in the config, and every column has a row of ours; rows the paper only quotes
+        # (methods we do not run) are allowed
+        published = paper_tables.load_published(REPO / config["paper"]["reference"], config["paper"]["table"])
+        assert set(zip(published["row"], published["column"])) <= set(zip(cells["row"], cells["column"]))
+        for column, part in cells.groupby("column"):
+            assert set(part["system"]) & systems, f"paper column {column!r} has no system of ours"
+        return
     published = paper_tables.load_published(REPO / config["paper"]["reference"], config["paper"]["table"],
                                              config["paper"].get("dataset"))
     # every published cell of the paper's table is mapped to one of our systems, and back
     assert set(zip(cells["row"], cells["column"])) == set(zip(published["row"], published["column"]))
-    systems = {f"{m} [{f}]" for m in config["run_methods"] for f in settings.featuresets}
     assert set(cells["system"]) <= systems
+
+
+DUBEY_ROWS = ["SVMmap", "RankBoost", "RankSVM", "ListNet", "BoltzRank2", "MLE", "ExpGain_AUC", "ExpGain_MAP",
+              "ExpGain_NDCG", "L3_AUC", "L3_MAP", "L3_NDCG", "ConvexLoss_AUC", "ConvexLoss_MAP", "ConvexLoss_NDCG"]
+
+
+def test_datasets_layout_allows_rows_the_paper_only_quotes(config):
+    """Dubey et al.'s Figure 3 quotes ListNet and BoltzRank2 from another paper: the datasets layout
+    takes rows that name no method of ours, while the cells layout keeps requiring every row."""
+    config["methods"] = {name: copy.deepcopy(config["methods"]["ranknet"])
+                         for name in DUBEY_ROWS if name not in ("ListNet", "BoltzRank2")}
+    config["run_methods"] = list(config["methods"])
+    config["report"]["baseline"] = "SVMmap"
+    config["paper"] = {"reference": "config/reference/dubey2009-published.csv", "table": 3, "label": "Figure 3",
+                       "layout": "datasets", "rows": {r: r for r in DUBEY_ROWS},
+                       "columns": {"MAP": "map", "NDCG@1": "ndcg@1", "NDCG@5": "ndcg@5", "NDCG@10": "ndcg@10"},
+                       "system": "{row} [first]", "metric": "{column}"}
+    check_paper_section(config)
+    with pytest.raises(AssertionError):
+        check_paper_section({**config, "paper": {**config["paper"], "layout": "cells"}})
+    with pytest.raises(WorkflowError, match="bogus"):
+        validate({**config, "paper": {**config["paper"], "layout": "bogus"}}, SCHEMA)
 
 
 @pytest.mark.parametrize("given, folds", [(7, [7]), ("3", [3]), (["3", "4"], [3, 4]), ([1, 2], [1, 2])])

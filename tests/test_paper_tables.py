@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from rankstudy.reporting import paper_tables
 
@@ -48,3 +51,128 @@ def test_markdown_keeps_pipes_inside_cells(per_query, tmp_path):
     # an escaped pipe does not split the cell: same number of separators as the header
     assert len(body) == 1 and body[0].replace("\\|", "").count("|") == lines[2].count("|")
     assert "Yahoo! LTR subset" in lines[-1]
+
+
+# --- Dubey et al. (2009), Figure 3: the transcription -------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+DUBEY_ROWS = ["SVMmap", "RankBoost", "RankSVM", "ListNet", "BoltzRank2", "MLE", "ExpGain_AUC", "ExpGain_MAP",
+              "ExpGain_NDCG", "L3_AUC", "L3_MAP", "L3_NDCG", "ConvexLoss_AUC", "ConvexLoss_MAP", "ConvexLoss_NDCG"]
+LETOR3 = ["TD2003", "TD2004", "HP2003", "HP2004", "NP2003", "NP2004", "OHSUMED"]
+
+
+def test_dubey2009_transcription_is_consistent():
+    published = pd.read_csv(REPO / "config/reference/dubey2009-published.csv", dtype={"row": str, "column": str})
+    assert list(published.columns) == ["table", "row", "column", "metric", "value", "dataset"]
+    assert (published["table"] == 3).all() and (published["column"] == published["metric"]).all()
+    assert set(published["column"]) == {"MAP", "NDCG@1", "NDCG@5", "NDCG@10"}
+    assert published["value"].between(0, 1).all()
+    assert not published.duplicated(["row", "column", "dataset"]).any()
+    assert set(published["row"]) <= set(DUBEY_ROWS)
+    short = published.assign(short=[paper_tables.short_dataset(d) for d in published["dataset"]])
+    assert set(short["short"]) == set(LETOR3) | {"Microaverage"}
+    assert not short.duplicated(["row", "column", "short"]).any()  # one number per column of the figure
+    quoted = short["row"].isin(["ListNet", "BoltzRank2"])
+    assert short.loc[quoted, "dataset"].str.contains("Volkovs and Zemel 2009, uncleaned", regex=False).all()
+    assert set(short.loc[quoted, "short"]) <= {"TD2004", "OHSUMED"}
+    # the microaverage is a query-weighted mean, so it lies within the range of the seven data sets
+    checked = 0
+    for (row, column), part in short.groupby(["row", "column"]):
+        values = part.set_index("short")["value"]
+        if set(LETOR3) <= set(values.index) and "Microaverage" in values.index:
+            seven = values[LETOR3]
+            assert seven.min() <= values["Microaverage"] <= seven.max(), (row, column)
+            checked += 1
+    assert checked >= 40
+
+
+# --- the "datasets" layout ------------------------------------------------------------------
+
+DS_SPEC = {"reference": "unused", "table": 3, "label": "Figure 3", "layout": "datasets",
+           "rows": {"A": "A", "B": "B", "C": "C", "Q": "Q"}, "columns": {"MAP": "map", "NDCG@1": "ndcg@1"},
+           "system": "{row} [first]", "metric": "{column}"}
+
+
+@pytest.fixture
+def ds_per_query():
+    """Systems A, B, C over two folds; Q (a method the paper only quotes) is not among them."""
+    base = {"A": 0.3, "B": 0.5, "C": 0.4}
+    rows = [{"system": f"{s} [first]", "fold": f, "qid": q, "map": base[s] + 0.01 * f + 0.001 * q,
+             "ndcg@1": 1 - base[s] + 0.02 * f}
+            for s in base for f in (1, 2) for q in range(3)]
+    return pd.DataFrame(rows)
+
+
+def ds_published():
+    cleaned, quoted = "D1 (cleaned)", "D2 (cleaned)"
+    frame = pd.DataFrame([
+        ("A", "MAP", 0.50, cleaned), ("B", "MAP", 0.70, cleaned), ("C", "MAP", 0.70, cleaned),
+        ("Q", "MAP", 0.60, cleaned),
+        ("A", "MAP", 0.20, quoted), ("B", "MAP", 0.40, quoted), ("C", "MAP", 0.30, quoted),
+        ("Q", "MAP", 0.10, "D2 (quoted from elsewhere, uncleaned)"),
+        ("A", "NDCG@1", 0.90, cleaned), ("B", "NDCG@1", 0.80, cleaned),
+    ], columns=["row", "column", "value", "dataset"])
+    return frame.assign(table=3, metric=frame["column"])
+
+
+def test_datasets_layout_values_missing_systems_and_marks(ds_per_query):
+    frame = paper_tables.fill_datasets(DS_SPEC, ds_per_query, ds_published(), "MQ2008")
+    cells = frame.set_index(["column", "row", "source"])
+    folds = ds_per_query[ds_per_query.system == "B [first]"].groupby("fold")["map"].mean()
+    assert cells.loc[("MAP", "B", "ours"), "value"] == pytest.approx(folds.mean())
+    assert cells.loc[("MAP", "B", "ours"), "std"] == pytest.approx(folds.std(ddof=1))
+    assert np.isnan(cells.loc[("MAP", "Q", "ours"), "value"])
+    # the quoted number joins its data set's column by the short name
+    assert cells.loc[("MAP", "Q", "D2"), "value"] == 0.10
+    assert cells.loc[("MAP", "Q", "D2"), "dataset"] == "D2 (quoted from elsewhere, uncleaned)"
+
+    grids = paper_tables.layout_datasets(frame)
+    assert list(grids) == ["MAP", "NDCG@1"]
+    grid = grids["MAP"]
+    assert list(grid.index) == ["A", "B", "C", "Q"]
+    assert list(grid.columns) == ["ours (MQ2008, mean ± std over folds)", "D1", "D2"]
+    ours = grid["ours (MQ2008, mean ± std over folds)"]
+    assert ours["Q"] == "–"  # no results of ours for a method the paper only quotes
+    b = cells.loc[("MAP", "B", "ours")]
+    assert ours["B"] == f"{b['value']:.4f} ± {b['std']:.4f} ¹"
+    assert ours["C"].endswith(" ²") and ours["A"].endswith(" ³")
+    # ties share a rank: 0.70, 0.70 -> 1, 1; 0.60 -> 3; 0.50 -> 4 (unmarked)
+    assert list(grid["D1"]) == ["0.5000", "0.7000 ¹", "0.7000 ¹", "0.6000 ³"]
+    assert list(grids["NDCG@1"]["D2"]) == ["–"] * 4
+
+
+def test_datasets_layout_kendall_tau_is_scipys(ds_per_query):
+    frame = paper_tables.fill_datasets(DS_SPEC, ds_per_query, ds_published(), "MQ2008")
+    agreement = paper_tables.rank_agreement(frame).set_index(["column", "source"])
+    cells = frame.set_index(["column", "row", "source"])["value"]
+    ours = [cells[("MAP", r, "ours")] for r in "ABC"]
+    for source in ("D1", "D2"):
+        theirs = [cells[("MAP", r, source)] for r in "ABC"]  # Q has no number of ours
+        assert agreement.loc[("MAP", source), "value"] == pytest.approx(stats.kendalltau(ours, theirs).statistic)
+        assert agreement.loc[("MAP", source), "n"] == 3
+    ours1 = [cells[("NDCG@1", r, "ours")] for r in "AB"]
+    assert agreement.loc[("NDCG@1", "D1"), "value"] == pytest.approx(
+        stats.kendalltau(ours1, [0.90, 0.80]).statistic)
+    assert agreement.loc[("NDCG@1", "D2"), "n"] == 0 and np.isnan(agreement.loc[("NDCG@1", "D2"), "value"])
+
+
+def test_datasets_layout_without_any_result_is_an_error(ds_per_query):
+    with pytest.raises(ValueError, match="none of the rows of column 'MAP' has results of ours.*'A \\[rho0.10\\]'"):
+        paper_tables.fill_datasets({**DS_SPEC, "system": "{row} [rho0.10]"}, ds_per_query, ds_published(), "MQ2008")
+
+
+def test_datasets_layout_files(ds_per_query, tmp_path):
+    frame = paper_tables.fill_datasets(DS_SPEC, ds_per_query, ds_published(), "MQ2008")
+    written = paper_tables.write_datasets(frame, tmp_path / "MQ2008", "Figure 3 of dubey2009 beside ours on MQ2008")
+    assert [p.name for p in written] == ["MQ2008.paper.csv", "MQ2008.paper.md", "MQ2008.paper.html"]
+    md = (tmp_path / "MQ2008.paper.md").read_text()
+    assert md.startswith("Figure 3 of dubey2009 beside ours on MQ2008")
+    assert "### MAP" in md and "### NDCG@1" in md
+    assert "Kendall tau of our method order vs the paper's: D1 " in md and "(n=3)" in md
+    assert "D2 (quoted from elsewhere, uncleaned)" in md.splitlines()[-1]
+    long = pd.read_csv(tmp_path / "MQ2008.paper.csv")
+    assert list(long.columns) == paper_tables.CSV_COLUMNS
+    assert set(long["kind"]) == {"cell", "kendall_tau"}
+    assert (long["kind"] == "cell").sum() == 4 * 2 * 3  # rows x paper columns x (ours, D1, D2)
+    assert (long["kind"] == "kendall_tau").sum() == 2 * 2
+    assert "<h3>MAP</h3>" in (tmp_path / "MQ2008.paper.html").read_text()

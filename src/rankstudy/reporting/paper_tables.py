@@ -13,14 +13,53 @@ A study config maps the paper's rows and columns to our systems and metrics by t
       label: Figure 9                         # optional: how the paper names it (default "Table N")
 
 `n_features` as a metric is the size of the feature set (for "No. feats" columns).
+
+Two layouts (``paper.layout``):
+
+``cells`` (default)
+    The paper's rows x columns, each cell with our number beside the published one, for one
+    published data set (``paper.dataset``). Files: ``{prefix}.paper.{md,html}`` (the grid) and
+    ``{prefix}.paper.csv`` (one row per cell: row, column, system, metric, ours, ours_std,
+    published, published_dataset).
+
+``datasets``
+    For papers that report every method on many data sets (Dubey et al.'s Figure 3: a sub-table
+    per metric, a column per LETOR data set plus a microaverage). ``paper.dataset`` is not used.
+    For every paper column (e.g. MAP) one sub-table: the paper rows in config order; first
+    column "ours ({our data set}, mean ± std over folds)" from the same ``system``/``metric``
+    templates; then one column per published data set, in the order the reference CSV first
+    names them. A published data set is named by its ``dataset`` entry up to the first " ("
+    (``TD2004 (LETOR 3.0, cleaned, binary labels)`` and ``TD2004 (quoted from ..., uncleaned)``
+    are both column ``TD2004``; the full entries are listed under the tables). A row whose
+    system we did not run (a method the paper only quotes) shows "–". If no row of a sub-table
+    has our result, that is a configuration error and is raised. The best three cells of every
+    column are marked " ¹", " ²", " ³", the way the paper shades them. Higher is better, and
+    ties share a rank (competition ranking: a cell's rank is 1 + the number of strictly better
+    cells). Under each sub-table, Kendall's tau (``scipy.stats.kendalltau``, tau-b) between
+    our column and each published column, over the n rows that both have.
+
+    ``{prefix}.paper.csv`` is long-form, and its ``kind`` column tells its two kinds of rows
+    apart:
+
+    - ``kind=cell``: one row per (paper row, paper column, source). ``source`` is ``ours`` or a
+      published data set's short name. ``value`` is our mean over folds or the published number
+      (empty when missing). ``std`` is our std over folds. ``rank`` is the competition rank in
+      the column (empty when missing). ``system`` and ``metric`` are ours, or the published
+      metric. ``dataset`` is our data set, or the full published entry.
+    - ``kind=kendall_tau``: one row per (paper column, published source). ``value`` is tau,
+      empty when it is undefined (n < 2 or a constant column). ``n`` is the number of rows that
+      both columns have.
 """
 
 from __future__ import annotations
 
+import html
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from rankstudy.util import atomic
 
@@ -114,4 +153,165 @@ def write(table: pd.DataFrame, out_prefix: Path, caption: str) -> list[Path]:
                                      f"{caption}\n\n{md.to_markdown()}\n\n{note}\n"))
     written.append(atomic.write_text(out_prefix.with_name(out_prefix.name + ".paper.html"),
                                      f"<p>{caption}</p>\n{grid.to_html(escape=True)}\n<p>{note}</p>\n"))
+    return written
+
+
+# --- the "datasets" layout ----------------------------------------------------------------------
+
+LAYOUTS = ("cells", "datasets")
+OURS = "ours"
+MARKS = {1: " ¹", 2: " ²", 3: " ³"}
+CSV_COLUMNS = ["kind", "row", "column", "source", "value", "std", "rank", "n", "system", "metric", "dataset"]
+
+
+def short_dataset(name: str) -> str:
+    """A published data set's short name: its ``dataset`` entry up to the first " (", e.g.
+    ``TD2004`` for ``TD2004 (LETOR 3.0, cleaned, binary labels)``."""
+    return str(name).split(" (")[0].strip()
+
+
+def _fold_stats(fold_means: pd.DataFrame, system: str, metric: str) -> tuple[float, float]:
+    """Our mean over folds (of per-fold means) and its std; NaN when we have no result."""
+    if system not in fold_means.index.get_level_values(0) or metric not in fold_means.columns:
+        return np.nan, np.nan
+    values = fold_means.loc[system, metric].to_numpy(dtype=float)
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return np.nan, np.nan
+    return float(values.mean()), (float(values.std(ddof=1)) if len(values) > 1 else np.nan)
+
+
+def competition_rank(values) -> np.ndarray:
+    """1 + the number of strictly larger values (ties share a rank); NaN stays NaN."""
+    values = np.asarray(values, dtype=float)
+    present = values[~np.isnan(values)]
+    return np.array([np.nan if np.isnan(v) else 1.0 + float(np.sum(present > v)) for v in values])
+
+
+def fill_datasets(spec: dict, per_query: pd.DataFrame, published: pd.DataFrame, our_dataset: str) -> pd.DataFrame:
+    """The ``kind=cell`` rows of the datasets layout (see the module docstring), in display
+    order: paper column, paper row, source (ours first, then the published data sets)."""
+    table = cells(spec)
+    if (table["metric"] == "n_features").any():
+        raise ValueError("paper table: the datasets layout takes no n_features metric")
+    fold_means = per_query.groupby(["system", "fold"]).mean(numeric_only=True)
+    stats_ = {(r, c): _fold_stats(fold_means, s, m)
+              for r, c, s, m in zip(table["row"], table["column"], table["system"], table["metric"])}
+    for column, part in table.groupby("column", sort=False):
+        if all(np.isnan(stats_[(r, column)][0]) for r in part["row"]):
+            have = sorted(fold_means.index.get_level_values(0).unique())
+            raise ValueError(
+                f"paper table: none of the rows of column {column!r} has results of ours; looked for "
+                + ", ".join(f"{s!r} / {m!r}" for s, m in zip(part["system"], part["metric"]))
+                + f"; our results have systems {', '.join(map(repr, have))} and metrics "
+                + ", ".join(map(repr, fold_means.columns)))
+
+    published = published.assign(source=[short_dataset(d) for d in published["dataset"]])
+    duplicated = published.duplicated(["row", "column", "source"], keep=False)
+    if duplicated.any():
+        raise ValueError("paper table: more than one published number for (row, column, data set) "
+                         + ", ".join(map(str, published.loc[duplicated, ["row", "column", "source"]]
+                                         .drop_duplicates().itertuples(index=False, name=None))))
+    sources = list(dict.fromkeys(published["source"]))
+    by_key = published.set_index(["row", "column", "source"])
+
+    out = []
+    for column in dict.fromkeys(table["column"]):
+        part = table[table["column"] == column]
+        for row, system, metric in zip(part["row"], part["system"], part["metric"]):
+            mean, std = stats_[(row, column)]
+            out.append({"kind": "cell", "row": row, "column": column, "source": OURS, "value": mean,
+                        "std": std, "system": system, "metric": metric, "dataset": our_dataset})
+            for source in sources:
+                key = (row, column, source)
+                found = key in by_key.index
+                out.append({"kind": "cell", "row": row, "column": column, "source": source,
+                            "value": float(by_key.loc[key, "value"]) if found else np.nan, "std": np.nan,
+                            "system": "", "metric": str(by_key.loc[key, "metric"]) if found else "",
+                            "dataset": str(by_key.loc[key, "dataset"]) if found else ""})
+    frame = pd.DataFrame(out)
+    frame["rank"] = np.nan
+    for _, idx in frame.groupby(["column", "source"], sort=False).groups.items():
+        frame.loc[idx, "rank"] = competition_rank(frame.loc[idx, "value"])
+    frame["rank"] = frame["rank"].astype("Int64")
+    frame["n"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+    return frame[CSV_COLUMNS]
+
+
+def rank_agreement(frame: pd.DataFrame) -> pd.DataFrame:
+    """The ``kind=kendall_tau`` rows: Kendall's tau between our column and each published
+    column of every sub-table, over the rows both have (``value`` NaN when undefined)."""
+    cells_ = frame[frame["kind"] == "cell"]
+    out = []
+    for column in dict.fromkeys(cells_["column"]):
+        part = cells_[cells_["column"] == column]
+        ours = part[part["source"] == OURS].set_index("row")["value"]
+        for source in dict.fromkeys(part.loc[part["source"] != OURS, "source"]):
+            theirs = part[part["source"] == source].set_index("row")["value"].reindex(ours.index)
+            both = ours.notna() & theirs.notna()
+            tau = np.nan
+            if both.sum() >= 2:
+                with warnings.catch_warnings():  # a constant column: tau is undefined (NaN)
+                    warnings.simplefilter("ignore")
+                    tau = float(stats.kendalltau(ours[both].to_numpy(), theirs[both].to_numpy()).statistic)
+            out.append({"kind": "kendall_tau", "row": "", "column": column, "source": source, "value": tau,
+                        "std": np.nan, "rank": pd.NA, "n": int(both.sum()), "system": "", "metric": "",
+                        "dataset": ""})
+    return pd.DataFrame(out, columns=CSV_COLUMNS).astype({"rank": "Int64", "n": "Int64"})
+
+
+def _marked(text: str, rank) -> str:
+    return text if pd.isna(rank) else text + MARKS.get(int(rank), "")
+
+
+def layout_datasets(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Paper column -> its sub-table: paper rows x (ours, published data sets), as text."""
+    cells_ = frame[frame["kind"] == "cell"]
+    grids = {}
+    for column in dict.fromkeys(cells_["column"]):
+        part = cells_[cells_["column"] == column]
+        rows = list(dict.fromkeys(part["row"]))
+        grid = pd.DataFrame(index=pd.Index(rows, name=""))
+        for source in dict.fromkeys(part["source"]):
+            sub = part[part["source"] == source].set_index("row").loc[rows]
+            if source == OURS:
+                header = f"ours ({sub['dataset'].iloc[0]}, mean ± std over folds)"
+                text = [_cell(v, s, "") for v, s in zip(sub["value"], sub["std"])]
+            else:
+                header = source
+                text = [_published_cell(v, "") for v in sub["value"]]
+            grid[header] = [_marked(t, r) for t, r in zip(text, sub["rank"])]
+        grids[column] = grid
+    return grids
+
+
+def agreement_line(agreement: pd.DataFrame, column: str) -> str:
+    part = agreement[agreement["column"] == column]
+    items = [f"{source} {'–' if np.isnan(tau) else f'{tau:.2f}'} (n={int(n)})"
+             for source, tau, n in zip(part["source"], part["value"], part["n"])]
+    return "Kendall tau of our method order vs the paper's: " + (", ".join(items) if items else "–")
+
+
+def write_datasets(frame: pd.DataFrame, out_prefix: Path, caption: str) -> list[Path]:
+    """The datasets layout's ``.paper.{csv,md,html}`` (formats in the module docstring)."""
+    agreement = rank_agreement(frame)
+    grids = layout_datasets(frame)
+    published = frame[(frame["kind"] == "cell") & (frame["source"] != OURS) & (frame["dataset"] != "")]
+    datasets = list(dict.fromkeys(published["dataset"]))
+    note = (("Paper numbers measured on: " + "; ".join(datasets) + ". ") if datasets else
+            "The paper reports no number for these cells. ") + \
+        "¹ ² ³: the best three cells of each column (higher is better; ties share a rank)."
+    long = pd.concat([frame, agreement], ignore_index=True) if len(agreement) else frame
+    written = [atomic.write_csv(long[CSV_COLUMNS], out_prefix.with_name(out_prefix.name + ".paper.csv"))]
+    md, page = [caption, ""], [f"<p>{html.escape(caption)}</p>"]
+    for column, grid in grids.items():
+        line = agreement_line(agreement, column)
+        # labels such as 2^(r_i-1)/2^(|L|-1) hold pipes, which would split a Markdown cell
+        escaped = grid.rename(index=lambda v: v.replace("|", "\\|"), columns=lambda v: v.replace("|", "\\|"))
+        md += [f"### {column}", "", escaped.to_markdown(), "", line, ""]
+        page += [f"<h3>{html.escape(column)}</h3>", grid.to_html(escape=True), f"<p>{html.escape(line)}</p>"]
+    md.append(note)
+    page.append(f"<p>{html.escape(note)}</p>")
+    written.append(atomic.write_text(out_prefix.with_name(out_prefix.name + ".paper.md"), "\n".join(md) + "\n"))
+    written.append(atomic.write_text(out_prefix.with_name(out_prefix.name + ".paper.html"), "\n".join(page) + "\n"))
     return written
