@@ -150,3 +150,14 @@ def test_mq2008_cleaning_matches_brute_force(mq2008_dir):
     cleaned, dropped = drop_near_duplicate_pairs(data)
     assert dropped == sum(expected_drop) > 0
     assert rows_of(cleaned) == brute_keep_rows(data, [not d for d in expected_drop])
+
+
+def test_binarize_labels_at_the_threshold():
+    rng = np.random.default_rng(0)
+    data = make_data(rng, [4, 6, 3])
+    data.y[:] = rng.integers(0, 5, len(data.y))
+    binary, changed = cleaning.binarize_labels(data, rel_threshold=2)
+    np.testing.assert_array_equal(binary.y, (data.y >= 2).astype(float))
+    assert changed == int(np.count_nonzero(binary.y != data.y))
+    np.testing.assert_array_equal(binary.X, data.X)
+    np.testing.assert_array_equal(binary.offsets, data.offsets)

@@ -77,4 +77,8 @@ def all_targets():
     ]
     if config.get("paper"):
         targets.append("results/tables/{study}/{dataset}.paper.md")
+    if config["report"].get("sweep"):
+        targets.append("results/plots/{study}/{dataset}.sweep.png")
+    if config["report"].get("delta_smear"):
+        targets.append("results/plots/{study}/{dataset}.delta_smear.png")
     return expand(targets, study=config["study"], dataset=DATASETS)

@@ -53,3 +53,46 @@ rule paper_table:
         ENV
     script:
         "../scripts/paper_table.py"
+
+
+# Dubey et al.'s sampler studies (Section 5.3): accuracy against a parameter swept across methods
+# (report.sweep), and the Delta of the sampled rankings around each restart state (report.delta_smear).
+
+
+rule sweep_plot:
+    input:
+        per_query=dataset_per_query,
+    output:
+        png=report("results/plots/{study}/{dataset}.sweep.png", caption="../report/sweep.rst",
+                   category="Plots", subcategory="{dataset}"),
+        csv="results/tables/{study}/{dataset}.sweep.csv",
+    params:
+        sweep=config["report"].get("sweep", {}),
+        methods={m: config["methods"][m] for m in METHODS},
+        featuresets=list(FEATURESETS),
+        metrics=config["report"].get("metrics", config["evaluation"]["metrics"]),
+    log:
+        "results/logs/sweep_plot/{study}/{dataset}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/sweep_plot.py"
+
+
+rule delta_smear:
+    input:
+        train=lambda w: f"results/data/{w.dataset}/fold{config['report']['delta_smear'].get('fold', FOLDS[0])}/train.npz",
+    output:
+        png=report("results/plots/{study}/{dataset}.delta_smear.png", caption="../report/delta_smear.rst",
+                   category="Plots", subcategory="{dataset}"),
+        csv="results/tables/{study}/{dataset}.delta_smear.csv",
+    params:
+        smear=config["report"].get("delta_smear", {}),
+        rel_threshold=config["evaluation"].get("rel_threshold", 1),
+        seed=config.get("seed", 0),
+    log:
+        "results/logs/delta_smear/{study}/{dataset}.log",
+    conda:
+        ENV
+    script:
+        "../scripts/delta_smear.py"

@@ -24,6 +24,8 @@ def cleaning_text(cleaning: dict) -> str:
     if cleaning.get("chakrabarti"):
         parts.append(f"all-zero feature vectors and good/bad pairs with cosine similarity > 0.99 dropped from "
                      f"{', '.join(cleaning['chakrabarti'])} (Chakrabarti et al. 2008, Section 4.1)")
+    if cleaning.get("binarize"):
+        parts.append(f"labels binarised (1 if label >= rel_threshold, else 0) in {', '.join(cleaning['binarize'])}")
     return f" Cleaning: {'; '.join(parts)}." if parts else " No cleaning."
 
 

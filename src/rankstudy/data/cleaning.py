@@ -10,6 +10,8 @@ other.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from rankstudy.data.rankdata import RankData
@@ -24,6 +26,14 @@ def drop_queries_without_relevant(data: RankData, rel_threshold: float = 1.0) ->
     best = np.maximum.reduceat(data.y, data.offsets[:-1])
     keep = best >= rel_threshold
     return data.select_queries(keep), int(np.count_nonzero(~keep))
+
+
+def binarize_labels(data: RankData, rel_threshold: float = 1.0) -> tuple[RankData, int]:
+    """Labels become 1 (label >= ``rel_threshold``) or 0, as papers that use binary relevance
+    did (Dubey et al. 2009); count = documents whose label changed."""
+    binary = (data.y >= rel_threshold).astype(np.float64)
+    changed = int(np.count_nonzero(binary != data.y))
+    return dataclasses.replace(data, y=binary), changed
 
 
 def drop_zero_vectors(data: RankData) -> tuple[RankData, int]:

@@ -99,3 +99,8 @@ def clean(fold: Fold, rules: dict, rel_threshold: float) -> None:
         if s in rules.get("drop_no_relevant", []):
             fold.splits[s], fold.dropped[f"{s}.queries_without_relevant"] = cleaning.drop_queries_without_relevant(
                 fold.splits[s], rel_threshold=rel_threshold)
+        if s in rules.get("binarize", []):
+            fold.splits[s], fold.dropped[f"{s}.labels_binarized"] = cleaning.binarize_labels(
+                fold.splits[s], rel_threshold=rel_threshold)
+    if "test" in rules.get("binarize", []):
+        fold.max_label = 1.0  # ERR's top grade on the reported labels

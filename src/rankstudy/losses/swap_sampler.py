@@ -34,6 +34,7 @@ the plain-Python reference (:func:`reference_walk`) give identical samples.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -256,82 +257,19 @@ def _walk_numpy(n_good, n_bad, keys, beats, beaten, walk_length):
     return out_beats, out_beaten
 
 
-def _walk_numba_kernel():
-    """The walks as one compiled loop (numba), identical arithmetic to :func:`_walk_numpy`;
-    compiled on first use and cached on disk."""
-    import numba  # optional: only this backend needs it
-
-    u64 = numba.uint64
-
-    @numba.njit(cache=True, nogil=True)
-    def mix(x):
-        z = x + u64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> u64(30))) * u64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> u64(27))) * u64(0x94D049BB133111EB)
-        return z ^ (z >> u64(31))
-
-    @numba.njit(cache=True, nogil=True)
-    def uniform(key, counter):
-        return np.float64(mix(key + u64(counter)) >> u64(11)) * (1.0 / 9007199254740992.0)
-
-    @numba.njit(cache=True, nogil=True)
-    def walk(n_good, n_bad, keys, beats, beaten, walk_length, out_beats, out_beaten):
-        for w in range(keys.shape[0]):
-            P, N, key = np.int64(n_good[w]), np.int64(n_bad[w]), keys[w]
-            out_beats[w, 0, :] = beats[w]
-            out_beaten[w, 0, :] = beaten[w]
-            steps, attempt = 0, 0
-            while steps < walk_length:
-                idx = np.int64(uniform(key, 2 * attempt + 2) * (P * N))
-                u_flip = uniform(key, 2 * attempt + 3)
-                attempt += 1
-                g, b = idx // N, idx % N
-                n_g, m_b = np.int64(beats[w, g]), np.int64(beaten[w, b])
-                at_least, more = 0, 0
-                for i in range(P):
-                    if beats[w, i] >= n_g:
-                        at_least += 1
-                        if beats[w, i] > n_g:
-                            more += 1
-                plus = at_least <= m_b
-                n_b = P - m_b
-                if plus:
-                    theta = (N - n_g + n_b + 1) / (2 + P + N)
-                else:
-                    theta = (P + n_g - n_b + 1) / (2 + P + N)
-                if not u_flip < theta:
-                    continue
-                if (plus and at_least != m_b) or ((not plus) and more != m_b):
-                    continue
-                step = -1 if plus else 1
-                beats[w, g] += step
-                beaten[w, b] += step
-                steps += 1
-                out_beats[w, steps, :] = beats[w]
-                out_beaten[w, steps, :] = beaten[w]
-
-    return walk
-
-
-_NUMBA_WALK = None
-
-
 def numba_available() -> bool:
-    try:
-        import numba  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("numba") is not None
 
 
 def _walk_numba(n_good, n_bad, keys, beats, beaten, walk_length):
-    global _NUMBA_WALK
-    if _NUMBA_WALK is None:
-        _NUMBA_WALK = _walk_numba_kernel()
+    # imported here: numba's import and first compilation cost start-up time that only
+    # this backend's users should pay
+    from rankstudy.losses.swap_walk_numba import walk
+
     W = len(keys)
     out_beats = np.empty((W, walk_length + 1, beats.shape[1]), dtype=np.int32)
     out_beaten = np.empty((W, walk_length + 1, beaten.shape[1]), dtype=np.int32)
-    _NUMBA_WALK(n_good.astype(np.int64), n_bad.astype(np.int64), keys, beats, beaten, int(walk_length),
+    walk(n_good.astype(np.int64), n_bad.astype(np.int64), keys, beats, beaten, int(walk_length),
                 out_beats, out_beaten)
     return out_beats, out_beaten
 
