@@ -6,7 +6,7 @@
     python3 workflow/bootstrap.py ui   [mlflow ui args...]   # browse the runs in MLflow's UI
     python3 workflow/bootstrap.py setup                      # only create/refresh ./.venv
 
-Each creates (or reuses) ./.venv, installs rankstudy with its test extras when
+Each creates (or reuses) ./.venv, installs rankstudy with its test and cluster extras when
 pyproject.toml changed since the last install, then runs the command inside it
 (`run` is snakemake with --cores $CORES, default 2). Only the standard library is used
 here, because nothing else is installed yet. Afterwards `. .venv/bin/activate` puts
@@ -49,7 +49,7 @@ def ensure_env() -> None:
     say("installing rankstudy and its dependencies into .venv (first run takes a few minutes)")
     pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
     subprocess.run(pip + ["--quiet", "--upgrade", "pip"], check=True)
-    subprocess.run(pip + ["--quiet", "-e", f"{REPO}[test]"], check=True)
+    subprocess.run(pip + ["--quiet", "-e", f"{REPO}[test,cluster]"], check=True)
     STAMP.write_text(wanted)
 
 
