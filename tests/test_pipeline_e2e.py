@@ -501,3 +501,56 @@ def test_dubey_fig3_on_mq2008_every_method_beats_random(tmp_path, shared_data):
     ndcg = table[table["metric"] == "ndcg@10"].set_index("system")["mean"]
     assert len(ndcg) == 13 and len(per_system)
     assert (ndcg > random + 0.05).all(), (ndcg, random)
+
+
+def test_a_run_killed_with_sigkill_finishes_on_the_next_start_with_the_clean_tables(tmp_path):
+    """kill -9 of the whole run (snakemake and its jobs) mid-training leaves a lock and
+    half-written outputs; the bootstrap's next start removes the stale lock, reruns the
+    incomplete jobs, and ends with the same tables and per-query metrics as a clean run."""
+    import importlib.util
+    import os
+    import signal
+
+    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+    bootstrap = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bootstrap)
+    overrides = {
+        "folds": [1, 2],
+        "synthetic": {"n_queries": 60, "n_features": 17},
+        "methods": {
+            "ranknet": {"kind": "linear", "params": {"loss": "ranknet"}, "grid": {"l2": [0.01, 1.0]}},
+            "listnet": {"kind": "linear", "params": {"loss": "listnet"}, "grid": {"l2": [0.01, 1.0]}},
+            "lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 30, "num_leaves": 7}},
+        },
+        "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "map"], "n_resamples": 200},
+    }
+    (tmp_path / "clean").mkdir()
+    (tmp_path / "killed").mkdir()
+    clean, killed = make_workdir(tmp_path / "clean", overrides), make_workdir(tmp_path / "killed", overrides)
+    snakemake(clean)
+
+    cmd = [SNAKEMAKE, "--cores", "2", "--configfile", "test.yaml", "--replace-workflow-config"]
+    proc = subprocess.Popen(cmd, cwd=killed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not list((killed / "results" / "runs").glob("**/model.json")):
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before any model was saved"
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # the run and every job it started, as a crash would
+    proc.wait()
+    assert any((killed / ".snakemake" / "locks").iterdir())
+    with pytest.raises(AssertionError, match="--rerun-incomplete|cannot be locked"):
+        snakemake(killed)  # what a user meets today without the bootstrap
+
+    assert bootstrap.clear_stale_lock(killed, SNAKEMAKE, ["--configfile", "test.yaml"])
+    snakemake(killed, "--rerun-incomplete")
+    assert not bootstrap.clear_stale_lock(killed, SNAKEMAKE, [])  # nothing left to unlock
+    table = "results/tables/default/synthetic.csv"
+    assert (killed / table).read_text() == (clean / table).read_text()
+    per_query = sorted(p.relative_to(clean) for p in (clean / "results/runs").glob("**/metrics.per_query.*.csv"))
+    assert per_query and per_query == sorted(p.relative_to(killed)
+                                             for p in (killed / "results/runs").glob("**/metrics.per_query.*.csv"))
+    for path in per_query:
+        assert (killed / path).read_text() == (clean / path).read_text(), path
+    runs = fold_runs(killed).query("level == 'fold'")
+    assert runs["key"].is_unique and len(runs) == 2 * 2 * 3  # feature sets x folds x methods

@@ -8,7 +8,8 @@
 
 Each creates (or reuses) ./.venv, installs rankstudy with its test and cluster extras when
 pyproject.toml changed since the last install, then runs the command inside it
-(`run` is snakemake with --cores $CORES, default 2). Only the standard library is used
+(`run` is snakemake with --cores $CORES, default 2, and --rerun-incomplete; it first removes
+the lock a killed run left behind, when no snakemake runs here). Only the standard library is used
 here, because nothing else is installed yet. Afterwards `. .venv/bin/activate` puts
 snakemake, pytest and mlflow on PATH for the commands of the README.
 """
@@ -76,6 +77,36 @@ def ui_command(args: list[str]) -> list[str]:
     return [str(BIN / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}", *args]
 
 
+def snakemake_running_in(workdir: Path) -> bool:
+    """Whether a snakemake process (other than this one) has ``workdir`` as its directory."""
+    workdir = workdir.resolve()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")[:2]
+            if not any(Path(a.decode(errors="replace")).name == "snakemake" for a in argv):
+                continue
+            if Path(os.readlink(proc / "cwd")).resolve() == workdir:
+                return True
+        except OSError:  # the process ended, or is not ours to inspect
+            continue
+    return False
+
+
+def clear_stale_lock(workdir: Path, snakemake: str, args: list[str], env: dict | None = None) -> bool:
+    """A run killed by a signal or a power loss leaves Snakemake's lock behind, and the next
+    start refuses to run until `snakemake --unlock`. When no snakemake runs in ``workdir``,
+    the lock is stale: remove it the way Snakemake does. Returns whether it unlocked."""
+    locks = workdir / ".snakemake" / "locks"
+    if not (locks.is_dir() and any(locks.iterdir())) or snakemake_running_in(workdir):
+        return False
+    say("the previous run left its lock behind (killed?) and no snakemake runs here: unlocking")
+    subprocess.run([snakemake, "--unlock", *args], cwd=workdir, env=env, check=True,
+                   stdout=subprocess.DEVNULL)
+    return True
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"run", "test", "ui", "setup"}:
         print(__doc__)
@@ -84,7 +115,9 @@ def main(argv: list[str]) -> int:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     if argv[0] == "run":
         cores = os.environ.get("CORES", "2")
-        cmd = [str(BIN / "snakemake"), "--cores", cores, *argv[1:]]
+        clear_stale_lock(REPO, str(BIN / "snakemake"), argv[1:], env)
+        # outputs a killed run left half-written are redone rather than refused
+        cmd = [str(BIN / "snakemake"), "--cores", cores, "--rerun-incomplete", *argv[1:]]
     elif argv[0] == "test":
         cmd = [str(BIN / "python"), "-m", "pytest", *argv[1:]]
     elif argv[0] == "ui":
