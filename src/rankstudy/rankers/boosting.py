@@ -11,6 +11,7 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
+from rankstudy.util.progress import Progress
 
 
 def lightgbm():
@@ -60,7 +61,13 @@ class BoostedTrees(Ranker):
             sets.append(self.dataset(vali, reference=dtrain))
             names.append("vali")
         evals: dict = {}
-        callbacks = [lgb.record_evaluation(evals)]
+        progress = Progress(f"lightgbm {self.kind}", total=int(self.n_estimators), unit="round")
+
+        def report(env) -> None:
+            info = {f"{name}_{metric}": value for name, metric, value, _ in env.evaluation_result_list}
+            progress.update(env.iteration + 1, **info)
+
+        callbacks = [lgb.record_evaluation(evals), report]
         if vali is not None and self.early_stopping_rounds:
             # LightGBM's early stopping ignores the training set and watches "vali"
             callbacks.append(lgb.early_stopping(int(self.early_stopping_rounds), verbose=False))

@@ -13,9 +13,9 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
+from rankstudy.util.progress import Progress
 
 VALI_EVERY = 10  # rounds between validation NDCG@10 evaluations
-PRINT_EVERY = 50
 R_CLIP = 1.0 - 1e-12  # keeps alpha finite when one threshold orders every pair
 
 
@@ -121,6 +121,7 @@ class RankBoost(Ranker):
         features, thresholds, alphas, history = [], [], [], []
         loss, best_ndcg, best_round = 1.0, -np.inf, int(self.n_rounds)
         vali_scores = None if vali is None else np.zeros(len(vali.y))
+        progress = Progress("rankboost", total=int(self.n_rounds), unit="round")
         for t in range(1, int(self.n_rounds) + 1):
             pi = np.bincount(hi, D, n) - np.bincount(lo, D, n)
             r_all = all_r(pi, order, cand_k, cand_f)
@@ -145,9 +146,8 @@ class RankBoost(Ranker):
                     if ndcg > best_ndcg:
                         best_ndcg, best_round = ndcg, t
             history.append(entry)
-            if t % PRINT_EVERY == 0 or t == self.n_rounds:
-                vali_note = f", best vali ndcg@10 {best_ndcg:.5f} at round {best_round}" if vali is not None else ""
-                print(f"RankBoost round {t}/{self.n_rounds}: train exp loss {loss:.5g}{vali_note}", flush=True)
+            best_note = {"best_vali_ndcg@10": best_ndcg, "at_round": best_round} if vali is not None else {}
+            progress.update(t, train_exp_loss=float(loss), **best_note)
         # keep only the best rounds so predict() and the saved model agree
         self._set_state({"features": features[:best_round], "thresholds": thresholds[:best_round],
                          "alphas": alphas[:best_round], "n_features": train.n_features})

@@ -34,6 +34,7 @@ import qpsolvers
 import scipy.sparse as sp
 
 from rankstudy.solvers.base import Solution
+from rankstudy.util.progress import Progress
 
 
 class CuttingPlane:
@@ -72,6 +73,7 @@ class CuttingPlane:
         history: list[dict] = []
         best_objective, best_w = np.inf, w
         dual, converged, qp_seconds = 0.0, False, 0.0
+        progress = Progress("cutting plane", total=self.max_iter, unit="iteration")
         for step in range(self.max_iter + 1):
             start = time.perf_counter()
             risk, grad = objective.risk(w)
@@ -88,6 +90,7 @@ class CuttingPlane:
             if vali is not None:
                 entry["vali_loss"] = float(vali.data_loss(w))
             history.append(entry)
+            progress.update(step, objective=value, violation=violation, working_set=len(planes))
             if violation <= self.epsilon:
                 converged = True
                 break

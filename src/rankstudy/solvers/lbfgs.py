@@ -6,6 +6,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from rankstudy.solvers.base import Solution
+from rankstudy.util.progress import Progress
 
 
 class LBFGS:
@@ -26,6 +27,7 @@ class LBFGS:
 
     def solve(self, objective, theta0: np.ndarray, vali=None) -> Solution:
         history: list[dict] = []
+        progress = Progress("lbfgs", total=self.max_iter, unit="iteration")
 
         def record(theta: np.ndarray, value: float) -> None:
             entry = {"step": len(history), "objective": float(value),
@@ -33,6 +35,8 @@ class LBFGS:
             if vali is not None:
                 entry["vali_loss"] = float(vali.data_loss(theta))
             history.append(entry)
+            if entry["step"]:
+                progress.update(entry["step"], objective=entry["objective"])
 
         record(theta0, objective(theta0, need_grad=False)[0])
         # SciPy hands the callback an OptimizeResult only if its parameter has exactly this name

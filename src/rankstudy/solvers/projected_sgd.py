@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from rankstudy.solvers.base import Solution
+from rankstudy.util.progress import Progress
 
 
 class ProjectedSGD:
@@ -80,7 +81,8 @@ class ProjectedSGD:
             lowest, widest = extent(theta)
             seen = []
             start = time.perf_counter()
-            for q in rng.permutation(len(queries)):
+            within = Progress(f"sgd epoch {epoch}/{self.epochs}", total=len(queries), unit="query")
+            for done, q in enumerate(rng.permutation(len(queries)), 1):
                 _, grad = queries[q](theta)
                 seen.append(queries[q].last_loss)
                 n_fev += 1
@@ -96,6 +98,8 @@ class ProjectedSGD:
                     halvings += 1
                 else:
                     skipped += 1
+                if done < len(queries):  # the epoch's own line below reports its end
+                    within.update(done)
             record(epoch, halvings, skipped, lowest, widest, float(np.mean(seen)))
             self.progress(f"epoch {epoch}/{self.epochs}: train loss {history[-1]['train_loss']:.5g}"
                           + (f", vali loss {history[-1]['vali_loss']:.5g}" if vali is not None else "")
