@@ -10,6 +10,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
+from rankstudy.data.registry import RegistryError
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.pipeline.config import ConfigError, check_config, prepare_cli_values
 from rankstudy.reporting import paper_tables
@@ -130,19 +131,84 @@ def test_datasets_layout_allows_rows_the_paper_only_quotes(config):
         validate({**config, "paper": {**config["paper"], "layout": "bogus"}}, SCHEMA)
 
 
-@pytest.mark.parametrize("given, folds", [(7, [7]), ("3", [3]), (["3", "4"], [3, 4]), ([1, 2], [1, 2])])
+@pytest.mark.parametrize("given, folds", [(["3", "4"], [3, 4]), ([1, 2], [1, 2]), ([1, "2"], [1, 2]), (["12"], [12])])
 def test_cli_folds_are_brought_to_a_list_of_ints(config, given, folds):
-    """`--config folds=7` arrives as 7, `folds=[3,4]` as ['3', '4']."""
+    """`--config 'folds=[3,4]'` arrives as ['3', '4']."""
     config["folds"] = given
     prepare_cli_values(config)
     assert config["folds"] == folds
 
 
-@pytest.mark.parametrize("given", [{"a": 1}, ["x"], [1.5], None])
-def test_cli_folds_that_are_not_fold_numbers_fail_naming_the_key(config, given):
+@pytest.mark.parametrize("given, hint", [
+    (3, r"bare value 3, which is ambiguous; write a list: \[3\] for fold 3 alone, \[1, 2, 3\] for the first 3"),
+    (12, r"bare value 12, which is ambiguous; write a list: \[12\] for fold 12 alone"),
+    ("12", r"bare value '12', which is ambiguous; write a list: \[12\] for fold 12 alone"),
+    ("3", r"bare value '3'"),
+    ({"a": 1}, r"got \{'a': 1\}"), (["x"], r"'x' in \['x'\] is not a fold number"),
+    ([1.5], r"1\.5 in \[1\.5\] is not a fold number"), ([True], "not a fold number"), (None, "got None"),
+    ([], r"got \[\]"), (["0"], "fold 0 in .*numbered from 1"),
+    (["1", "1"], r"fold 1 is listed more than once .*count twice"),
+])
+def test_folds_that_are_not_a_list_of_fold_numbers_fail_naming_the_key_and_form(config, given, hint):
+    """`folds: 3` reads as fold 3 to some and as three folds to others (the registry's `folds` is a
+    count), "12" as fold 12 or folds 1 and 2: a bare value is refused, as is a repeated fold."""
     config["folds"] = given
-    with pytest.raises(ConfigError, match=r"config key folds: .*--config 'folds=\[1,2,3\]'"):
+    with pytest.raises(ConfigError, match=r"^config key folds: (got the )?.*" + hint) as err:
         prepare_cli_values(config)
+    assert "--config 'folds=[1,2,3]'" in str(err.value) and "folds: [1, 2, 3]" in str(err.value)
+
+
+@pytest.mark.parametrize("folds", [3, "12", [1, 1]])
+def test_check_config_alone_refuses_bad_folds_too(config, folds):
+    """Called without prepare_cli_values (from Python): a ConfigError, not a TypeError or [1, 2]."""
+    config["folds"] = folds
+    with pytest.raises(ConfigError, match="config key folds"):
+        check_config(config, REPO)
+
+
+def test_folds_beyond_the_data_sets_folds_name_the_valid_ones(config):
+    config.update(datasets=["Yahoo-Set1"], folds=[1, 2])
+    with pytest.raises(ConfigError, match=r"\[2\] out of range for 'Yahoo-Set1', which has 1 fold\(s\); "
+                                          r"expected a list of fold numbers within 1\.\.1, e\.g\. folds: \[1\]"):
+        check_config(config, REPO)
+
+
+def test_schema_refuses_repeated_folds(config):
+    with pytest.raises(WorkflowError, match="folds"):
+        validate({**config, "folds": [1, 1]}, SCHEMA)
+
+
+MY_DATA = {"MyData": {"source": "local", "folder": "MQ2008", "n_features": 46, "labels": [0, 2], "folds": 5,
+                      "layout": "Fold{fold}/{split}.txt"}}
+
+
+@pytest.mark.parametrize("form", ["string", "list"])
+def test_registry_extra_merges_a_users_data_sets_over_the_shipped_registry(config, tmp_path, form):
+    extra = tmp_path / "my-datasets.yaml"
+    extra.write_text(yaml.safe_dump(MY_DATA))
+    config.update(datasets=["MyData"], registry_extra=str(extra) if form == "string" else [str(extra)])
+    prepare_cli_values(config)
+    validate(copy.deepcopy(config), SCHEMA)
+    settings = check_config(config, REPO)
+    assert settings.registry["MyData"]["source"] == "local" and "MQ2008" in settings.registry
+    assert settings.registry_extra == (extra,)
+    config["datasets"] = ["YourData"]
+    with pytest.raises(ConfigError, match=r"unknown data set 'YourData'.*MyData.*my-datasets\.yaml"):
+        check_config(config, REPO)
+
+
+def test_registry_extra_relative_to_the_workflow_and_its_errors(config, tmp_path):
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "datasets.yaml").write_text((REPO / "config/datasets.yaml").read_text())
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(MY_DATA))
+    config.update(datasets=["MyData"], registry_extra="mine.yaml")
+    assert check_config(config, tmp_path).registry_extra == (tmp_path / "mine.yaml",)
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump({"MyData": {**MY_DATA["MyData"], "labels": [0, 2.5]}}))
+    with pytest.raises(RegistryError, match=r"mine\.yaml: data set 'MyData', key 'labels'"):
+        check_config(config, tmp_path)
+    config["registry_extra"] = "nope.yaml"
+    with pytest.raises(RegistryError, match=r"registry not found: .*nope\.yaml"):
+        check_config(config, tmp_path)
 
 
 def test_cli_bare_names_become_lists(config):

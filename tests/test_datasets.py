@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import io
+import json
+import re
 import tarfile
 import zipfile
 from http.server import SimpleHTTPRequestHandler
@@ -14,8 +17,10 @@ import pytest
 import yaml
 
 from rankstudy.data import registry as datasets
+from rankstudy.data.folds import load_fold
+from rankstudy.data.letor import LetorFormatError
 from rankstudy.data.registry import DatasetNotFound, RegistryError
-from rankstudy.data.download import DownloadError
+from rankstudy.data.download import ArchiveError, ChecksumError, DownloadError
 from loopback import serving
 
 EXPECTED_FEATURES = {
@@ -76,6 +81,13 @@ def test_registry_errors_name_file_dataset_and_key(tmp_path):
         ({**good, "source": "ftp"}, "source"),
         ({k: v for k, v in good.items() if k not in ("sha256",)}, "sha256"),
         ({**good, "source": "manual"}, "instructions"),
+        ({**good, "labels": [-1, 2]}, "labels"),  # graded relevance: no negative labels
+        ({**good, "labels": [0, 1.5]}, "labels"),
+        ({**good, "files_sha256": {"Fold1/train.txt": "abc"}}, "files_sha256"),
+        ({**good, "files_sha256": {"Fold3/train.txt": "a" * 64}}, "files_sha256"),  # only 2 folds
+        ({**good, "files_sha256": {"/etc/passwd": "a" * 64}}, "files_sha256"),
+        ({**good, "folder": "elsewhere"}, "folder"),  # for local entries only
+        ({"source": "local", "folds": 1, "layout": "{split}.txt"}, "labels"),
     ]
     for entry, key in cases:
         path = _write_registry(tmp_path, {"toy": entry})
@@ -225,14 +237,130 @@ def test_ensure_available_mirror_and_archive_subdir(file_server, tmp_path):
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["TD"]
 
 
-def test_ensure_available_bad_checksum_leaves_nothing(file_server, tmp_path):
-    make_zip(file_server.www / "Toy.zip", toy_files(""))
+BROKEN = re.compile(r"^Toy\.zip\.broken-\d{8}T\d{6}Z(-\d+)?$")
+
+
+def test_ensure_available_bad_checksum_quarantines_and_leaves_nothing(file_server, tmp_path):
+    sha = make_zip(file_server.www / "Toy.zip", toy_files(""))
     entry = toy_entry(file_server.url("Toy.zip"), sha256="1" * 64)
     with pytest.raises(DownloadError) as err:
         datasets.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=None)
-    assert "checksum mismatch" in str(err.value) and "save it as" in str(err.value)
+    msg = str(err.value)
+    assert "checksum mismatch for Toy.zip" in msg and "1" * 64 in msg and sha in msg and "save it as" in msg
     assert not (tmp_path / "data" / "Toy").exists()
-    assert list((tmp_path / "dl").iterdir()) == []
+    [moved] = list((tmp_path / "dl").iterdir())  # the bad download, moved aside; no .part
+    assert BROKEN.match(moved.name) and moved.name in msg
+
+
+def _serve_toy(file_server, data: bytes) -> None:
+    (file_server.www / "Toy.zip").write_bytes(data)
+
+
+@pytest.mark.parametrize("via", ["http", "file"])
+def test_damaged_archive_without_checksum_is_moved_aside_and_a_retry_downloads_again(file_server, tmp_path, via):
+    """An archive that does not unpack (here: truncated upstream) is never reused: it is moved
+    aside with a timestamp and the message says what to do; the next run downloads anew."""
+    files = toy_files("")
+    good = tmp_path / "good.zip"
+    make_zip(good, files)
+    _serve_toy(file_server, good.read_bytes()[:150])
+    url = file_server.url("Toy.zip") if via == "http" else (file_server.www / "Toy.zip").as_uri()
+    entry = toy_entry(url)  # sha256: null, as for MQ2008
+    data_root, dl = tmp_path / "data", tmp_path / "dl"
+    with pytest.raises(ArchiveError) as err:
+        datasets.ensure_available("Toy", entry, data_root, dl, progress=None)
+    msg = str(err.value)
+    [moved] = list(dl.iterdir())
+    assert BROKEN.match(moved.name) and moved.read_bytes() == good.read_bytes()[:150]
+    assert "damaged" in msg and "cannot be unpacked" in msg and str(moved) in msg and "Run again" in msg
+    assert "states no checksum" in msg and url in msg and "\n" not in msg
+    assert not (data_root / "Toy").exists() and [p.name for p in data_root.iterdir()] == []  # no temp folder
+    # fixed upstream: the retry downloads again instead of reusing the bad copy
+    _serve_toy(file_server, good.read_bytes())
+    hits = len(file_server.hits)
+    folder = datasets.ensure_available("Toy", entry, data_root, dl, progress=None)
+    assert (folder / "Fold2" / "vali.txt").read_bytes() == files["Fold2/vali.txt"]
+    assert via == "file" or len(file_server.hits) == hits + 1
+
+
+def test_corrupted_gzip_download_is_an_archive_error_not_a_zlib_traceback(file_server, tmp_path):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in toy_files("").items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data * 300)
+            tf.addfile(info, io.BytesIO(data * 300))
+    data = bytearray(buf.getvalue())
+    for k in range(40, len(data) - 20, 7):
+        data[k] ^= 0x55
+    (file_server.www / "Toy.tar.gz").write_bytes(bytes(data))
+    entry = toy_entry((file_server.www / "Toy.tar.gz").as_uri(), archive="tar.gz")
+    with pytest.raises(ArchiveError, match="corrupted compressed data.*moved aside"):
+        datasets.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=None)
+    assert [p.name.split(".broken-")[0] for p in (tmp_path / "dl").iterdir()] == ["Toy.tar.gz"]
+
+
+def _files_sha256(files: dict[str, bytes]) -> dict[str, str]:
+    return {name: hashlib.sha256(data).hexdigest() for name, data in files.items()}
+
+
+def test_archive_without_checksum_is_verified_by_its_files(file_server, tmp_path):
+    files = toy_files("")
+    make_zip(file_server.www / "Toy.zip", files)
+    lines = []
+    entry = toy_entry(file_server.url("Toy.zip"), files_sha256=_files_sha256(files))
+    datasets.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=lines.append)
+    assert any("6 file(s) of the archive verified" in line for line in lines)
+    # one file differs from the registry's digest: the archive is moved aside, nothing unpacked is kept
+    wrong = {**_files_sha256(files), "Fold2/test.txt": "2" * 64}
+    entry = toy_entry(file_server.url("Toy.zip"), files_sha256=wrong)
+    with pytest.raises(ArchiveError) as err:
+        datasets.ensure_available("Toy2", entry, tmp_path / "data2", tmp_path / "dl2", progress=None)
+    msg = str(err.value)
+    assert "Fold2/test.txt" in msg and "2" * 64 in msg and hashlib.sha256(files["Fold2/test.txt"]).hexdigest() in msg
+    assert "moved aside" in msg and [p.name for p in (tmp_path / "data2").iterdir()] == []
+    assert [p.name.split(".broken-")[0] for p in (tmp_path / "dl2").iterdir()] == ["Toy.zip"]
+
+
+def test_shipped_checksums_verify_the_shared_mq2008_files(registry, shared_data):
+    entry = registry["MQ2008"]
+    assert len(entry["files_sha256"]) == 15
+    for fold in range(1, 6):
+        for split in ("train", "vali", "test"):
+            path = datasets.split_file("MQ2008", entry, shared_data, fold, split)
+            assert datasets.verify_split_file("MQ2008", entry, path, fold, split)
+
+
+def test_download_verification_is_the_rule(registry):
+    """Every downloadable entry states a checksum of its archive or of its files, except those
+    whose upstream publishes none (LETOR 3.0: nothing is invented)."""
+    unverified = sorted(n for n, e in registry.items() if e["source"] == "download"
+                        and not (e.get("sha256") or e.get("md5") or e.get("files_sha256")))
+    assert unverified == ["HP2003", "HP2004", "NP2003", "NP2004", "OHSUMED", "TD2003", "TD2004"]
+    assert len(registry["MSLR-WEB30K"]["files_sha256"]) == 15 and len(registry["Istella"]["files_sha256"]) == 2
+
+
+def test_verify_split_file_takes_gzip_and_crlf_and_names_both_digests(tmp_path):
+    text = b"1 qid:1 1:0.5 2:0.25\n0 qid:1 1:0.1 2:0.0\n"
+    entry = toy_entry("http://127.0.0.1/x.zip", files_sha256={"Fold1/train.txt": hashlib.sha256(text).hexdigest()})
+    for data in (text, gzip.compress(text), text.replace(b"\n", b"\r\n")):
+        (tmp_path / "f").write_bytes(data)
+        assert datasets.verify_split_file("Toy", entry, tmp_path / "f", 1, "train")
+    assert not datasets.verify_split_file("Toy", entry, tmp_path / "f", 1, "vali")  # no digest stated
+    (tmp_path / "f").write_bytes(text + b"0 qid:2 1:0\n")
+    with pytest.raises(ChecksumError) as err:
+        datasets.verify_split_file("Toy", entry, tmp_path / "f", 1, "train", shown="{data_root}/Toy/Fold1/train.txt")
+    msg = str(err.value)
+    assert msg.startswith("{data_root}/Toy/Fold1/train.txt: checksum mismatch for Fold1/train.txt of data set 'Toy'")
+    assert hashlib.sha256(text).hexdigest() in msg and hashlib.sha256(text + b"0 qid:2 1:0\n").hexdigest() in msg
+    assert "registry_extra" in msg
+    damaged = bytearray(gzip.compress(text * 2000))
+    for k in range(30, len(damaged) - 20, 5):
+        damaged[k] ^= 0x55
+    (tmp_path / "f").write_bytes(bytes(damaged))
+    with pytest.raises(ChecksumError, match=r"^shown: cannot be read to check its checksum: damaged gzip file "
+                                            r"\(corrupted compressed data.*intact copy$"):
+        datasets.verify_split_file("Toy", entry, tmp_path / "f", 1, "train", shown="shown")
 
 
 def test_ensure_available_never_touches_an_incomplete_folder(file_server, tmp_path):
@@ -253,3 +381,89 @@ def test_missing_splits_of_requested_folds_only(tmp_path):
         (tmp_path / "X" / "Fold3" / f"{split}.txt").write_text("0 qid:1 1:0\n")
     assert datasets.missing_splits("X", entry, tmp_path, folds=[3]) == []
     assert len(datasets.missing_splits("X", entry, tmp_path)) == 12
+
+
+# ---------------------------------------------------------------------------
+# a user's own data set: a `local` entry in a registry file merged over the shipped one
+
+
+def write_letor_folds(folder: Path, folds: int = 2, label: str = "1") -> None:
+    for f in range(1, folds + 1):
+        (folder / f"Fold{f}").mkdir(parents=True, exist_ok=True)
+        for k, s in enumerate(("train", "vali", "test")):
+            q = 10 * f + k
+            (folder / f"Fold{f}" / f"{s}.txt").write_text(
+                f"2 qid:{q} 1:0.5 2:0.25\n{label} qid:{q} 1:0.1 2:0.7\n0 qid:{q} 1:0.3 3:0.1\n")
+
+
+MINE = {"source": "local", "labels": [0, 2], "folds": 2, "layout": "Fold{fold}/{split}.txt"}
+
+
+def test_registry_extra_adds_and_replaces_entries(registry, repo_root, tmp_path):
+    extra = _write_registry(tmp_path, {"MyData": MINE, "MQ2008": {**MINE, "folder": "my-mq"}})
+    merged = datasets.load_registries([repo_root / "config" / "datasets.yaml", extra])
+    assert merged.keys() == registry.keys() | {"MyData"}
+    assert merged["MQ2008"]["source"] == "local" and "files_sha256" not in merged["MQ2008"]  # replaced whole
+    assert merged["MQ2007"] == registry["MQ2007"]
+
+
+def test_local_entry_reads_a_folder_of_its_own_and_never_downloads(tmp_path):
+    entry = datasets.validate_entry("MyData", {**MINE, "folder": "somewhere/mine"})
+    data_root = tmp_path / "data"
+    with pytest.raises(DatasetNotFound) as err:
+        datasets.ensure_available("MyData", entry, data_root, data_root / "_downloads", progress=None)
+    msg = str(err.value)
+    assert "your own" in msg and str(data_root / "somewhere/mine") in msg and "never downloaded" in msg
+    assert not data_root.exists()
+    write_letor_folds(data_root / "somewhere" / "mine")
+    folder = datasets.ensure_available("MyData", entry, data_root, data_root / "_downloads", progress=None)
+    assert folder == data_root / "somewhere" / "mine" and not (data_root / "_downloads").exists()
+
+
+def test_load_fold_of_a_local_entry_records_paths_relative_to_data_root(tmp_path):
+    entry = datasets.validate_entry("MyData", {**MINE, "n_features": 3})
+    data_root = tmp_path / "data"
+    write_letor_folds(data_root / "MyData")
+    lines = []
+    fold = load_fold("MyData", {"source": "local", "entry": entry}, 2, progress=lines.append, data_root=data_root)
+    assert fold.files == {s: f"MyData/Fold2/{s}.txt" for s in ("train", "vali", "test")}
+    assert fold.max_label == 2 and fold.splits["test"].n_queries == 1
+    # an absolute data_root is shown as {data_root} in what a job prints
+    assert lines == [f"parsing {{data_root}}/MyData/Fold2/{s}.txt" for s in ("train", "vali", "test")]
+    assert str(tmp_path) not in json.dumps(fold.files) + " ".join(lines)
+
+
+def test_load_fold_checks_the_registry_checksums(tmp_path):
+    data_root = tmp_path / "data"
+    write_letor_folds(data_root / "MyData")
+    digest = hashlib.sha256((data_root / "MyData/Fold1/train.txt").read_bytes()).hexdigest()
+    entry = datasets.validate_entry("MyData", {**MINE, "files_sha256": {"Fold1/train.txt": digest,
+                                                                        "Fold1/test.txt": "3" * 64}})
+    lines = []
+    with pytest.raises(ChecksumError) as err:
+        load_fold("MyData", {"source": "local", "entry": entry}, 1, progress=lines.append, data_root=data_root)
+    assert "{data_root}/MyData/Fold1/train.txt: sha256 verified" in lines
+    assert str(err.value).startswith("{data_root}/MyData/Fold1/test.txt: checksum mismatch") and "3" * 64 in str(err.value)
+    assert (data_root / "MyData/Fold1/test.txt").exists()  # a user's file is never moved
+
+
+@pytest.mark.parametrize("label, problem", [
+    ("1.5", "label 1.5 is not an integer; this data set's labels are the integers 0..2"),
+    ("-1", "label -1 is outside this data set's label range 0..2"),
+    ("3", "label 3 is outside this data set's label range 0..2"),
+])
+def test_load_fold_rejects_labels_outside_the_registry_range_with_file_and_line(tmp_path, label, problem):
+    data_root = tmp_path / "data"
+    write_letor_folds(data_root / "MyData", label=label)
+    entry = datasets.validate_entry("MyData", MINE)
+    with pytest.raises(LetorFormatError) as err:
+        load_fold("MyData", {"source": "local", "entry": entry}, 1, progress=lambda _: None, data_root=data_root)
+    assert str(err.value).startswith(f"{{data_root}}/MyData/Fold1/train.txt:2: {problem}"), str(err.value)
+
+
+def test_load_fold_with_a_relative_data_root_shows_paths_from_the_project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_letor_folds(Path("data") / "MyData", label="7")
+    entry = datasets.validate_entry("MyData", MINE)
+    with pytest.raises(LetorFormatError, match=r"^data/MyData/Fold1/train\.txt:2: label 7 is outside"):
+        load_fold("MyData", {"source": "local", "entry": entry}, 1, progress=lambda _: None, data_root="data")

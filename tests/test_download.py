@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import gzip
 import hashlib
 import io
+import re
 import socket
 import struct
 import subprocess
@@ -16,12 +18,17 @@ from pathlib import Path
 
 import pytest
 
+from rankstudy.data import download as download_module
 from rankstudy.data.download import (
+    ArchiveError,
+    ChecksumError,
     DownloadError,
     configure_rar_backend,
+    content_digests,
     detect_archive_format,
     download,
     extract,
+    quarantine,
 )
 from loopback import serving
 
@@ -110,14 +117,34 @@ def test_md5_is_accepted(server, tmp_path):
     assert download(server.url("/data.bin"), tmp_path / "x", md5=PAYLOAD_MD5).read_bytes() == PAYLOAD
 
 
-def test_checksum_mismatch_deletes_data(server, tmp_path):
+BROKEN = re.compile(r"^data\.bin\.broken-\d{8}T\d{6}Z(-\d+)?$")
+
+
+def test_checksum_mismatch_quarantines_data_and_a_retry_downloads_again(server, tmp_path):
     wrong = "0" * 64
     url = server.url("/data.bin")
-    with pytest.raises(DownloadError) as err:
+    with pytest.raises(ChecksumError) as err:
         download(url, tmp_path / "data.bin", sha256=wrong)
     msg = str(err.value)
-    assert url in msg and wrong in msg and PAYLOAD_SHA256 in msg
-    assert list(tmp_path.iterdir()) == []  # neither dest nor .part left
+    # names the file, the URL, both digests and what to do; one line, no traceback chain
+    assert "data.bin" in msg and url in msg and wrong in msg and PAYLOAD_SHA256 in msg
+    assert "moved aside" in msg and "Run again" in msg and "\n" not in msg
+    [moved] = list(tmp_path.iterdir())  # neither dest nor .part left: only the quarantined copy
+    assert BROKEN.match(moved.name) and moved.read_bytes() == PAYLOAD
+    assert str(moved) in msg
+    # the next attempt starts from scratch (nothing is resumed from the bad data)
+    assert download(url, tmp_path / "data.bin", sha256=PAYLOAD_SHA256).read_bytes() == PAYLOAD
+    assert [r["range"] for r in server.requests] == [None, None]
+
+
+def test_quarantine_never_overwrites(tmp_path):
+    first, second = tmp_path / "a.zip", tmp_path / "a.zip"
+    first.write_bytes(b"one")
+    moved1 = quarantine(first)
+    second.write_bytes(b"two")
+    moved2 = quarantine(second)
+    assert moved1 != moved2 and moved1.read_bytes() == b"one" and moved2.read_bytes() == b"two"
+    assert not (tmp_path / "a.zip").exists()
 
 
 def test_resume_from_partial_file(server, tmp_path):
@@ -166,10 +193,23 @@ def test_existing_dest_is_verified_and_reused(server, tmp_path):
     dest.write_bytes(PAYLOAD)
     assert download(server.url("/data.bin"), dest, sha256=PAYLOAD_SHA256) == dest
     assert server.requests == []
+    # a file that fails its checksum is moved aside (never deleted) and downloaded again
     dest.write_bytes(b"something else")
-    with pytest.raises(DownloadError, match="exists but its sha256"):
-        download(server.url("/data.bin"), dest, sha256=PAYLOAD_SHA256)
-    assert dest.read_bytes() == b"something else"  # a file we did not make is never deleted
+    lines = []
+    assert download(server.url("/data.bin"), dest, sha256=PAYLOAD_SHA256, progress=lines.append) == dest
+    assert dest.read_bytes() == PAYLOAD and len(server.requests) == 1
+    [moved] = [p for p in tmp_path.iterdir() if p != dest]
+    assert BROKEN.match(moved.name) and moved.read_bytes() == b"something else"
+    assert any("moved aside" in line and moved.name in line for line in lines)
+
+
+def test_existing_bad_dest_is_named_when_the_new_download_fails(tmp_path):
+    dest = tmp_path / "MQ.rar"
+    dest.write_bytes(b"something else")
+    with pytest.raises(DownloadError) as err:
+        download(f"http://127.0.0.1:{closed_loopback_port()}/MQ.rar", dest, sha256=PAYLOAD_SHA256, timeout=5)
+    assert "connection refused" in str(err.value) and "moved aside" in str(err.value)
+    assert not dest.exists()
 
 
 def test_connection_refused_is_one_clean_line(tmp_path):
@@ -254,6 +294,86 @@ def test_extract_refuses_non_empty_dest_and_unknown_format(tmp_path):
     junk.write_bytes(b"this is not an archive at all")
     with pytest.raises(DownloadError, match="unknown archive format"):
         extract(junk, tmp_path / "out2")
+
+
+def _corrupt(data: bytes, start: int) -> bytes:
+    """Flip bits through the deflate stream (from ``start``), keeping the gzip header intact."""
+    out = bytearray(data)
+    for k in range(start, len(out) - 20, 7):
+        out[k] ^= 0x55
+    return bytes(out)
+
+
+def _tar_gz_bytes(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _zip_bytes(files: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(name, data * 50)
+    return buf.getvalue()
+
+
+BIG = {name: data * 400 for name, data in FILES.items()}
+DAMAGED = {
+    # name -> (archive bytes, file name, fragment of the message)
+    "truncated zip": (_zip_bytes(FILES)[:200], "a.zip", "zip"),
+    "zip with a bad member": (_zip_bytes(FILES)[:60] + b"\x00" * 40 + _zip_bytes(FILES)[100:], "a.zip", "zip"),
+    "corrupted tar.gz": (_corrupt(_tar_gz_bytes(BIG), 40), "a.tar.gz", "corrupted compressed data"),
+    "truncated tar.gz": (_tar_gz_bytes(BIG)[:len(_tar_gz_bytes(BIG)) // 2], "a.tar.gz", "truncated"),
+    "corrupted gz": (_corrupt(gzip.compress(b"1 qid:1 1:0.5\n" * 5000), 30), "a.txt.gz", "gz"),
+    "truncated gz": (gzip.compress(bytes(range(256)) * 400)[:-500], "a.txt.gz", "truncated"),
+    "html page": (b"<!DOCTYPE html><html>Sign in to download</html>", "a.zip", "unknown archive format"),
+}
+
+
+@pytest.mark.parametrize("case", list(DAMAGED))
+def test_damaged_archive_raises_archive_error_and_leaves_nothing(tmp_path, case):
+    data, name, fragment = DAMAGED[case]
+    archive = tmp_path / name
+    archive.write_bytes(data)
+    with pytest.raises(ArchiveError) as err:  # never a bare zlib.error, EOFError or BadZipFile
+        extract(archive, tmp_path / "out")
+    assert str(archive) in str(err.value) and fragment in str(err.value), str(err.value)
+    assert err.value.__context__ is None or err.value.__suppress_context__  # one line, no chained traceback
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name]  # no temp folder, no half-extracted files
+
+
+def test_disk_problems_are_not_blamed_on_the_archive(tmp_path, monkeypatch):
+    """ENOSPC while writing is this machine's problem: a DownloadError, not an ArchiveError (which
+    would move an intact archive aside)."""
+    archive = tmp_path / "a.txt.gz"
+    archive.write_bytes(gzip.compress(b"1 qid:1 1:0.5\n"))
+
+    def full_disk(archive, root):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setitem(download_module._EXTRACTORS, "gz", full_disk)
+    with pytest.raises(DownloadError, match="No space left") as err:
+        extract(archive, tmp_path / "out")
+    assert not isinstance(err.value, ArchiveError)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt.gz"]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_content_digests_plain_gzip_and_crlf(tmp_path, gz):
+    text = b"".join(b"%d qid:1 1:0.%d #docid = d%d\n" % (i % 3, i, i) for i in range(2000))
+    path = tmp_path / "f.txt"
+    path.write_bytes(gzip.compress(text) if gz else text)
+    assert content_digests(path) == (hashlib.sha256(text).hexdigest(), None)
+    crlf = text.replace(b"\n", b"\r\n")
+    path.write_bytes(gzip.compress(crlf) if gz else crlf)
+    for chunk_size in (1 << 20, 7, 2):  # a CRLF split across two blocks still counts as LF
+        assert content_digests(path, chunk_size) == (hashlib.sha256(crlf).hexdigest(),
+                                                     hashlib.sha256(text).hexdigest())
 
 
 # ---------------------------------------------------------------------------

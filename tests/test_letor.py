@@ -270,3 +270,83 @@ def test_check_disjoint_queries():
     check_disjoint_queries({"a.txt": split([1, 2]), "b.txt": split([3]), "c.txt": split([4, 5])})
     with pytest.raises(LetorFormatError, match=r"^query 123 appears in both b\.txt and c\.txt$"):
         check_disjoint_queries({"a.txt": split([1, 2]), "b.txt": split([3, 123]), "c.txt": split([123, 4])})
+
+
+# --- labels against the data set's range (the registry's `labels`) ---------------------------
+
+@pytest.mark.parametrize("gz", [False, True])
+@pytest.mark.parametrize("label, fragment", [
+    ("1.5", "label 1.5 is not an integer; this data set's labels are the integers 0..2"),
+    ("0.999", "label 0.999 is not an integer"),
+    ("-1", "label -1 is outside this data set's label range 0..2"),
+    ("3", "label 3 is outside this data set's label range 0..2"),
+    ("1e9", "label 1e9 is outside"),
+])
+def test_labels_outside_the_range_are_named_with_file_and_line(tmp_path, gz, label, fragment):
+    text = "\n".join([GOOD, "# comment", GOOD, f"{label} qid:1 1:0.3", GOOD]) + "\n"
+    path = write(tmp_path / "l.txt", text, gz)
+    with pytest.raises(LetorFormatError) as err:
+        read_letor(path, labels=(0, 2))
+    assert str(err.value).startswith(f"{path}:4: {fragment}"), str(err.value)
+    assert "widen labels" in str(err.value) or "not an integer" in str(err.value)
+    # without a range (a direct call), any finite label is read as before
+    assert read_letor(path).y[2] == float(label)  # the third data row (line 2 is a comment)
+
+
+def test_integral_labels_in_range_are_accepted_in_any_spelling(tmp_path):
+    path = write(tmp_path / "ok.txt", "2.0 qid:1 1:1\n0 qid:1 1:2\n1e0 qid:2 1:3\n+2 qid:2 1:4\n")
+    np.testing.assert_array_equal(read_letor(path, labels=(0, 2)).y, [2, 0, 1, 2])
+
+
+def test_bad_label_in_a_later_chunk(tmp_path, monkeypatch):
+    monkeypatch.setattr(letor, "CHUNK_BYTES", 50)
+    path = write(tmp_path / "late.txt", "\n".join([GOOD] * 30 + ["4 qid:9 1:0.5"] + [GOOD] * 5) + "\n")
+    with pytest.raises(LetorFormatError, match=r"late\.txt:31: label 4 is outside .* range 1\.\.2"):
+        read_letor(path, labels=[1, 2])
+
+
+def test_shown_name_replaces_the_path_in_messages(tmp_path):
+    path = write(tmp_path / "x.txt", f"{GOOD}\n9 qid:1 1:0.5\n")
+    with pytest.raises(LetorFormatError, match=r"^\{data_root\}/X/x\.txt:2: label 9"):
+        read_letor(path, labels=(0, 2), shown="{data_root}/X/x.txt")
+
+
+# --- feature width without n_features, and memory --------------------------------------------
+
+@pytest.mark.parametrize("index", ["99999999999", "100001", "1" + "0" * 400])
+def test_huge_feature_index_without_n_features_is_named_not_a_memory_error(tmp_path, index):
+    path = write(tmp_path / "h.txt", f"{GOOD}\n0 qid:1 {index}:1.0\n")
+    with pytest.raises(LetorFormatError) as err:
+        read_letor(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}:2: feature index {index} is above 100,000"), message
+    assert "set n_features in its registry entry" in message
+    with pytest.raises(LetorFormatError, match=r"h\.txt:2: feature index \d+ exceeds n_features=46"):
+        read_letor(path, n_features=46)
+
+
+def test_largest_inferred_width_is_read(tmp_path):
+    path = write(tmp_path / "w.txt", f"0 qid:1 {letor.MAX_INFERRED_FEATURES}:1.5\n")
+    data = read_letor(path)
+    assert data.X.shape == (1, letor.MAX_INFERRED_FEATURES) and data.X[0, -1] == 1.5
+
+
+def test_dense_matrix_larger_than_memory_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(letor, "_memory_bytes", lambda: 1 << 20)  # a 1 MiB machine
+    path = write(tmp_path / "m.txt", "".join(f"0 qid:{i} 1:1\n" for i in range(100)))
+    assert read_letor(path, n_features=1000).X.shape == (100, 1000)  # 0.8 MB fits
+    with pytest.raises(LetorFormatError, match=r"m\.txt: 100 rows x 2,000 features would take 0\.0 GiB.*n_features"):
+        read_letor(path, n_features=2000)
+
+
+def test_damaged_gzip_file_is_named(tmp_path):
+    data = bytearray(gzip.compress(("1 qid:1 1:0.5 2:0.25\n" * 3000).encode()))
+    for k in range(30, len(data) - 20, 5):
+        data[k] ^= 0x55
+    path = tmp_path / "d.txt.gz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(LetorFormatError, match=r"d\.txt\.gz: damaged gzip file .*intact copy"):
+        read_letor(path)
+    path.write_bytes(gzip.compress(b"1 qid:1 1:0.5\n" * 100)[:-30])  # truncated
+    with pytest.raises(LetorFormatError, match="damaged gzip file"):
+        read_letor(path)

@@ -1,5 +1,8 @@
 """Make a data set available: the embedded generator needs nothing; a registry data set is
-used as is when its files are under data_root, else downloaded and unpacked there."""
+used as is when its files are under data_root, else downloaded and unpacked there.
+
+source.json records paths relative to data_root (``root``, ``file``), never this machine's
+absolute paths: the next job takes data_root from the config, so results stay portable."""
 
 from pathlib import Path
 
@@ -7,9 +10,20 @@ from rankstudy.util import atomic
 from rankstudy.data import registry as datasets
 from rankstudy.pipeline.jobs import job_logging
 
+
+def relative(path: Path, data_root: Path) -> str:
+    try:
+        return path.resolve().relative_to(data_root.resolve()).as_posix()
+    except ValueError:  # a `local` entry's folder outside data_root: as its registry entry names it
+        return str(path)
+
+
 with job_logging(snakemake, "fetch_dataset"):
     name = snakemake.wildcards.dataset
     entry = snakemake.params.entry
+    # as configured: relative to the project (where jobs run) or absolute; never recorded as resolved
+    data_root = Path(snakemake.params.data_root)
+    shown = "embedded generator"
     if entry["source"] == "synthetic":
         source = {"name": name, "source": "synthetic", "seed": snakemake.params.seed,
                   **snakemake.params.synthetic}
@@ -17,17 +31,19 @@ with job_logging(snakemake, "fetch_dataset"):
         source = {"name": name, "source": "synthetic_qa", "seed": snakemake.params.seed,
                   **snakemake.params.synthetic_qa}
     elif entry["source"] == "qa_table":
-        path = datasets.qa_table_file(name, entry, Path(snakemake.params.data_root).resolve())
-        source = {"name": name, "source": "qa_table", "seed": snakemake.params.seed, "file": str(path),
-                  "vocabulary": entry.get("vocabulary", 3000), "root": str(path.parent)}
+        path = datasets.qa_table_file(name, entry, data_root)
+        source = {"name": name, "source": "qa_table", "seed": snakemake.params.seed,
+                  "file": relative(path, data_root), "vocabulary": entry.get("vocabulary", 3000),
+                  "root": relative(path.parent, data_root), "paths": "relative to data_root"}
+        shown = datasets.shown_path(path, data_root)
     else:
-        data_root = Path(snakemake.params.data_root).resolve()
         # only the folds of this run must be there; read from the config rather than a param, since
         # a changed param would rerun this job and so every fold downstream of it
         folds = [int(f) for f in snakemake.config["folds"]]
         root = datasets.ensure_available(name, entry, data_root, data_root / "_downloads", progress=print,
                                          folds=folds)
-        source = {"name": name, "source": entry["source"], "data_root": str(data_root), "seed": snakemake.params.seed,
-                  "root": str(Path(root).resolve()), "entry": entry}
-    print(f"data set {name}: {source.get('root', 'embedded generator')}")
+        source = {"name": name, "source": entry["source"], "seed": snakemake.params.seed,
+                  "root": relative(Path(root), data_root), "paths": "relative to data_root", "entry": entry}
+        shown = datasets.shown_path(root, data_root)
+    print(f"data set {name}: {shown}")
     atomic.write_json(snakemake.output[0], source)

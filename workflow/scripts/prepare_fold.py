@@ -8,7 +8,10 @@ from rankstudy.pipeline.jobs import job_logging
 
 with job_logging(snakemake, "prepare_fold"):
     name, fold_number = snakemake.wildcards.dataset, int(snakemake.wildcards.fold)
-    fold = load_fold(name, atomic.read_json(snakemake.input[0]), fold_number)
+    # file names are relative to data_root (taken from the config, not a param: moving the data
+    # folder must not rerun the fold), and meta.json records them so
+    fold = load_fold(name, atomic.read_json(snakemake.input[0]), fold_number,
+                     data_root=snakemake.config.get("data_root", "data"))
     clean(fold, snakemake.params.cleaning, snakemake.params.rel_threshold)
     for key, n in fold.dropped.items():
         print(f"cleaning {key}: dropped {n}")

@@ -6,7 +6,14 @@ is resumed with an HTTP ``Range`` request the next time.
 
 ``extract`` unpacks zip, tar (any compression tarfile knows), single-file gzip and RAR
 archives. The format comes from the file's magic bytes, not its name. Extraction goes
-into a temporary sibling folder that is renamed to ``dest_dir`` at the end.
+into a temporary sibling folder that is renamed to ``dest_dir`` at the end. An archive
+whose content is damaged (truncated, corrupted, not an archive at all, unsafe member
+names) raises ``ArchiveError``; problems of this machine (disk full, no RAR tool) raise a
+plain ``DownloadError``, since fetching the archive again would not help.
+
+A file that fails its checksum, or an archive that cannot be unpacked, is never reused:
+``quarantine`` moves it aside (``NAME.broken-YYYYmmddTHHMMSSZ`` in the same folder), so
+the next attempt downloads it again and the bad copy stays there to be looked at.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import gzip
 import hashlib
 import http.client
 import importlib.util
+import lzma
 import os
 import shutil
 import socket
@@ -24,15 +32,20 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Callable
 
 __all__ = [
+    "ArchiveError",
+    "ChecksumError",
     "DownloadError",
     "download",
     "extract",
     "detect_archive_format",
     "file_digest",
+    "content_digests",
+    "quarantine",
     "configure_rar_backend",
 ]
 
@@ -43,6 +56,33 @@ DEFAULT_TIMEOUT_S = 60.0
 
 class DownloadError(RuntimeError):
     """A download or extraction failed; the message is one line meant for a person."""
+
+
+class ArchiveError(DownloadError):
+    """An archive's content cannot be unpacked (truncated, corrupted, not an archive, unsafe
+    member names): the file itself is bad, so a fresh download may help."""
+
+
+class ChecksumError(DownloadError):
+    """A file's checksum differs from the one the registry states."""
+
+
+def quarantine(path: str | os.PathLike, name: str | None = None) -> Path:
+    """Move a bad file aside, beside itself, as ``NAME.broken-<UTC time>`` (``NAME``: ``name``,
+    default the file's own); return the new path.
+
+    Nothing is deleted (the copy can be looked at, or removed by hand), and the original
+    name is free again, so the next attempt fetches the file anew."""
+    path = Path(path)
+    name = name or path.name
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{name}.broken-{stamp}")
+    n = 1
+    while target.exists():
+        n += 1
+        target = path.with_name(f"{name}.broken-{stamp}-{n}")
+    os.replace(path, target)
+    return target
 
 
 # ---------------------------------------------------------------------------
@@ -69,6 +109,32 @@ def file_digest(path: str | os.PathLike, algorithm: str = "sha256", chunk_size: 
         for block in iter(lambda: fh.read(chunk_size), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def content_digests(path: str | os.PathLike, chunk_size: int = 1 << 20) -> tuple[str, str | None]:
+    """sha256 of a file's content, gunzipped when it is gzip (by magic bytes), and the sha256
+    of the same content with CRLF line ends turned into LF (None when it has no CR byte).
+
+    Registry checksums of split files are of the plain text; copies of LETOR files exist
+    both gzipped and with CRLF line ends, and the parser reads them all alike. A damaged
+    gzip stream raises ArchiveError."""
+    path = Path(path)
+    with open(path, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    raw, lf = hashlib.sha256(), hashlib.sha256()
+    has_cr, carry = False, b""
+    try:
+        with (gzip.open(path, "rb") if gz else open(path, "rb")) as fh:
+            for block in iter(lambda: fh.read(chunk_size), b""):
+                raw.update(block)
+                has_cr = has_cr or b"\r" in block
+                block = carry + block
+                carry = b"\r" if block.endswith(b"\r") else b""  # a CRLF may straddle two blocks
+                lf.update((block[:-1] if carry else block).replace(b"\r\n", b"\n"))
+    except (EOFError, zlib.error, gzip.BadGzipFile) as e:
+        raise ArchiveError(f"{path}: damaged gzip file ({_damage_text(e)})") from None
+    lf.update(carry)
+    return raw.hexdigest(), (lf.hexdigest() if has_cr else None)
 
 
 def _human_bytes(n: float) -> str:
@@ -220,44 +286,55 @@ def download(
 
     Resumable: data goes to ``dest + '.part'``; a later call continues it with
     ``Range: bytes=N-`` (appends on 206, starts over on 200). When a checksum is given it
-    is verified at the end; on mismatch the .part is deleted and DownloadError raised.
-    An existing ``dest`` is reused when it verifies (or when no checksum is given).
-    Network failures raise DownloadError with a one-line message naming the URL.
+    is verified at the end; on mismatch the data is moved aside (``quarantine``) and
+    ChecksumError raised, so the next call downloads afresh. An existing ``dest`` is reused
+    when it verifies (or when no checksum is given); one that fails its checksum is moved
+    aside and downloaded again. Network failures raise DownloadError with a one-line
+    message naming the URL.
     """
     dest = Path(dest)
     part = _part_path(dest)
     expected = _expected_digest(sha256, md5)
     algorithm = expected[0] if expected else None
 
+    moved_note = ""
     if dest.exists():
         if expected is None:
             return dest
         got = file_digest(dest, expected[0], chunk_size)
         if got == expected[1]:
             return dest
-        raise DownloadError(
-            f"{dest} exists but its {expected[0]} is {got}, expected {expected[1]} (for {url}); "
-            f"delete it or replace it with the right file"
-        )
+        moved = quarantine(dest)
+        moved_note = (f" ({dest} was there already, but its {expected[0]} is {got}, not {expected[1]}; "
+                      f"it was moved aside to {moved.name})")
+        if progress:
+            progress(f"{dest.name}: {expected[0]} is {got}, expected {expected[1]}; moved aside to "
+                     f"{moved.name}, downloading it again")
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         hasher = _fetch_into_part(url, part, algorithm, progress, chunk_size, timeout, dest.name)
-    except DownloadError:
-        raise
+    except DownloadError as e:
+        if not moved_note:
+            raise
+        raise DownloadError(f"{e}{moved_note}") from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
         # URLError covers DNS failure and refused connections; OSError resets and timeouts
         # mid-stream; HTTPException truncated bodies; ValueError a malformed URL.
         # `from None` keeps it to one clean line (partial data stays in .part for a resume).
-        raise DownloadError(f"could not download {url}: {_reason_text(e)}; {_manual_hint(url, dest)}") from None
+        raise DownloadError(
+            f"could not download {url}: {_reason_text(e)}; {_manual_hint(url, dest)}{moved_note}"
+        ) from None
 
     if expected is not None:
         got = hasher.hexdigest() if hasher is not None else file_digest(part, expected[0], chunk_size)
         if got != expected[1]:
-            part.unlink(missing_ok=True)
-            raise DownloadError(
-                f"checksum mismatch for {url}: expected {expected[0]} {expected[1]}, got {got}; "
-                f"the downloaded data was deleted"
+            moved = quarantine(part, dest.name)
+            raise ChecksumError(
+                f"checksum mismatch for {dest.name} downloaded from {url}: expected {expected[0]} {expected[1]}, "
+                f"got {got}; the data was moved aside to {moved}. Run again to download it anew; if it "
+                f"mismatches again, the file upstream has changed or the checksum in the registry is wrong: "
+                f"check the file, then correct the checksum (or set it to null)"
             )
     os.replace(part, dest)
     return dest
@@ -285,7 +362,8 @@ def _looks_like_tar_header(block: bytes) -> bool:
 def detect_archive_format(path: str | os.PathLike) -> str:
     """One of 'zip', 'tar', 'gz' (single file), 'rar' from the magic bytes.
 
-    Compressed tars (gz, bz2, xz) report 'tar'. Raises DownloadError for anything else.
+    Compressed tars (gz, bz2, xz) report 'tar'. Raises ArchiveError for anything else
+    (a truncated or corrupted gzip stream, an HTML error page saved as the archive, ...).
     """
     path = Path(path)
     with open(path, "rb") as fh:
@@ -298,13 +376,13 @@ def detect_archive_format(path: str | os.PathLike) -> str:
         try:
             with gzip.open(path, "rb") as gz:
                 inner = gz.read(512)
-        except (OSError, EOFError) as e:
-            raise DownloadError(f"{path} looks like gzip but cannot be read: {e}") from None
+        except (OSError, EOFError, zlib.error) as e:
+            raise ArchiveError(f"{path} looks like gzip but cannot be read: {_damage_text(e)}") from None
         return "tar" if _looks_like_tar_header(inner) else "gz"
     if head.startswith(b"BZh") or head.startswith(b"\xfd7zXZ\x00") or _looks_like_tar_header(head):
         if tarfile.is_tarfile(path):
             return "tar"
-    raise DownloadError(
+    raise ArchiveError(
         f"{path}: unknown archive format (first bytes {head[:8]!r}); expected zip, tar(.gz), gz or rar"
     )
 
@@ -318,7 +396,7 @@ def _safe_target(root: Path, member_name: str, archive: Path) -> Path:
     name = member_name.replace("\\", "/")
     target = (root / name).resolve()
     if name.startswith("/") or (target != root and root not in target.parents):
-        raise DownloadError(f"{archive}: member {member_name!r} would be written outside {root}; refusing")
+        raise ArchiveError(f"{archive}: member {member_name!r} would be written outside {root}; refusing")
     return target
 
 
@@ -338,11 +416,11 @@ def _extract_tar(archive: Path, root: Path) -> None:
                 link_base = root if m.islnk() else (root / m.name).parent
                 link = (link_base / m.linkname).resolve()
                 if m.linkname.startswith("/") or (link != root and root not in link.parents):
-                    raise DownloadError(
+                    raise ArchiveError(
                         f"{archive}: link {m.name!r} -> {m.linkname!r} points outside {root}; refusing"
                     )
             if m.isdev():
-                raise DownloadError(f"{archive}: member {m.name!r} is a device file; refusing")
+                raise ArchiveError(f"{archive}: member {m.name!r} is a device file; refusing")
         if hasattr(tarfile, "data_filter"):  # Python >= 3.11.4 / 3.12: second line of defence
             tf.extractall(root, members=members, filter="data")
         else:  # pragma: no cover - older Pythons; members were checked above
@@ -411,10 +489,24 @@ def _extract_rar(archive: Path, root: Path) -> None:
     except rarfile.RarCannotExec:
         raise DownloadError(_RAR_INSTALL_HINT) from None
     except rarfile.Error as e:
-        raise DownloadError(f"{archive}: cannot unpack RAR archive: {e}") from None
+        raise ArchiveError(f"{archive}: cannot unpack RAR archive: {e}") from None
 
 
 _EXTRACTORS = {"zip": _extract_zip, "tar": _extract_tar, "gz": _extract_gz, "rar": _extract_rar}
+
+# what the stdlib readers raise on damaged data (truncated or corrupted streams, bad CRCs);
+# an OSError without errno (gzip.BadGzipFile, bz2's "Invalid data stream") is damage too,
+# while one with errno (ENOSPC, EACCES) is this machine's problem, not the archive's
+_DAMAGE = (EOFError, zlib.error, lzma.LZMAError, zipfile.BadZipFile, tarfile.TarError)
+
+
+def _damage_text(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, zlib.error):
+        return f"corrupted compressed data ({text})"
+    if isinstance(exc, EOFError):
+        return f"truncated ({text})"
+    return text
 
 
 def extract(archive: str | os.PathLike, dest_dir: str | os.PathLike) -> Path:
@@ -422,6 +514,8 @@ def extract(archive: str | os.PathLike, dest_dir: str | os.PathLike) -> Path:
 
     All-or-nothing: contents go to a temporary sibling folder first, which then becomes
     ``dest_dir`` (which must not exist yet, or be empty). On failure nothing is left behind.
+    A damaged archive raises ArchiveError; the archive itself is left where it is (the caller
+    decides whether to ``quarantine`` it).
     """
     archive, dest_dir = Path(archive), Path(dest_dir)
     if not archive.is_file():
@@ -436,8 +530,12 @@ def extract(archive: str | os.PathLike, dest_dir: str | os.PathLike) -> Path:
             _EXTRACTORS[fmt](archive, tmp.resolve())
         except DownloadError:
             raise
-        except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as e:
-            raise DownloadError(f"{archive}: cannot unpack {fmt} archive: {e}") from None
+        except _DAMAGE as e:
+            raise ArchiveError(f"{archive}: cannot unpack {fmt} archive: {_damage_text(e)}") from None
+        except OSError as e:
+            if e.errno is None:  # gzip.BadGzipFile, bz2 "Invalid data stream": damaged data
+                raise ArchiveError(f"{archive}: cannot unpack {fmt} archive: {_damage_text(e)}") from None
+            raise DownloadError(f"cannot unpack {archive} into {dest_dir.parent}: {e.strerror or e}") from None
         if dest_dir.exists():
             dest_dir.rmdir()  # empty, checked above
         os.replace(tmp, dest_dir)

@@ -1,9 +1,15 @@
 """One fold's train/vali/test splits from a data set's source, whatever its kind: the embedded
-generators, a user's question-answer table, or LETOR files under a data folder."""
+generators, a user's question-answer table, or LETOR files under a data folder.
+
+LETOR files are checked against the registry entry as they are read: their content against
+``files_sha256`` (when stated), their labels against ``labels`` (integers in that range) and
+their feature indices against ``n_features``; every error names the file and line. File
+names are recorded relative to ``data_root`` (``Fold.files``), never as one machine's paths."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +28,7 @@ SPLITS = ("train", "vali", "test")
 class Fold:
     splits: dict  # split name -> RankData or QAData
     max_label: float  # top grade of the label scale (for ERR)
-    files: dict[str, str] = field(default_factory=dict)  # split name -> the file it was read from
+    files: dict[str, str] = field(default_factory=dict)  # split name -> its file, relative to data_root
     dropped: dict[str, int] = field(default_factory=dict)  # cleaning counts
 
     @property
@@ -50,31 +56,49 @@ def carve_validation(train, seed: int, fraction: float = 0.2):
     return train.select_queries(~vali), train.select_queries(vali)
 
 
-def _qa_table_fold(source: dict, fold: int) -> Fold:
+def _relative_to_root(path: Path, data_root: Path) -> str:
+    """``path`` relative to ``data_root`` when it is under it (as recorded in meta.json)."""
+    try:
+        return Path(os.path.abspath(path)).relative_to(os.path.abspath(data_root)).as_posix()
+    except ValueError:  # a `local` entry's folder outside data_root: as the registry names it
+        return str(path)
+
+
+def _qa_table_fold(source: dict, fold: int, data_root: Path) -> Fold:
     """A user's QA table: 5 parts by question, the fold's rotation, bag-of-words fitted on train."""
-    parts = qa_table.table_parts(qa_table.load_qa_table(source["file"]), seed=source["seed"])
+    path = data_root / source["file"]  # an absolute file (older source.json) stays as it is
+    parts = qa_table.table_parts(qa_table.load_qa_table(path), seed=source["seed"])
     tables = {s: pd.concat([parts[k] for k in ks], ignore_index=True) for s, ks in fold_parts(fold).items()}
     words = qa_table.BagOfWords(k=source["vocabulary"]).fit_table(tables["train"])
-    return Fold({s: words.transform(tables[s]) for s in SPLITS}, 1, {s: source["file"] for s in SPLITS})
+    shown = _relative_to_root(path, data_root)
+    return Fold({s: words.transform(tables[s]) for s in SPLITS}, 1, {s: shown for s in SPLITS})
 
 
-def _letor_fold(name: str, source: dict, fold: int, progress: Callable[[str], None]) -> Fold:
+def _letor_fold(name: str, source: dict, fold: int, progress: Callable[[str], None], data_root: Path) -> Fold:
     entry = source["entry"]
     present = [s for s in SPLITS if s in entry.get("splits", SPLITS)]
-    files = {s: registry.split_file(name, entry, Path(source["data_root"]), fold, s) for s in present}
+    files = {s: registry.split_file(name, entry, data_root, fold, s) for s in present}
+    shown = {s: registry.shown_path(p, data_root) for s, p in files.items()}
     splits = {}
     for s in present:
-        progress(f"parsing {files[s]}")
-        splits[s] = read_letor(files[s], n_features=entry.get("n_features"))
+        if registry.verify_split_file(name, entry, files[s], fold, s, shown=shown[s]):
+            progress(f"{shown[s]}: sha256 verified")
+        progress(f"parsing {shown[s]}")
+        splits[s] = read_letor(files[s], n_features=entry.get("n_features"), labels=entry.get("labels"),
+                               shown=shown[s])
     if "vali" not in splits:  # e.g. the full Istella release
         splits["train"], splits["vali"] = carve_validation(splits["train"], seed=source.get("seed", 0))
         progress(f"no validation split: {splits['vali'].n_queries} training queries held out as vali")
-    check_disjoint_queries({str(files.get(s, f"{files['train']} (held-out vali)")): splits[s] for s in SPLITS})
-    return Fold(splits, entry["labels"][1], {s: str(p) for s, p in files.items()})
+    check_disjoint_queries({shown.get(s, f"{shown['train']} (held-out vali)"): splits[s] for s in SPLITS})
+    return Fold(splits, entry["labels"][1], {s: _relative_to_root(p, data_root) for s, p in files.items()})
 
 
-def load_fold(name: str, source: dict, fold: int, progress: Callable[[str], None] = print) -> Fold:
-    """``source`` is what the fetch step recorded (results/data/{dataset}/source.json)."""
+def load_fold(name: str, source: dict, fold: int, progress: Callable[[str], None] = print,
+              data_root: str | os.PathLike | None = None) -> Fold:
+    """``source`` is what the fetch step recorded (results/data/{dataset}/source.json);
+    ``data_root`` the configured data folder its file names are relative to (default: the
+    one an older source.json recorded, else ``data``)."""
+    data_root = Path(data_root if data_root is not None else source.get("data_root", "data"))
     kind = source["source"]
     if kind == "synthetic":
         sizes = {k: source[k] for k in ("n_queries", "n_features", "corrupt_share") if k in source}
@@ -83,8 +107,8 @@ def load_fold(name: str, source: dict, fold: int, progress: Callable[[str], None
         sizes = {k: source[k] for k in ("n_questions", "vocab_size") if k in source}
         return Fold(fold_splits(synthetic_qa.make_qa_parts(seed=source["seed"], **sizes), fold), 1)
     if kind == "qa_table":
-        return _qa_table_fold(source, fold)
-    return _letor_fold(name, source, fold, progress)
+        return _qa_table_fold(source, fold, data_root)
+    return _letor_fold(name, source, fold, progress, data_root)
 
 
 def clean(fold: Fold, rules: dict, rel_threshold: float) -> None:

@@ -7,6 +7,18 @@ pandas' C tokenizer (one token per line after turning separators into
 newlines). Python never loops over lines on the happy path. When any check
 fails, a slow line-by-line diagnostic pass re-reads only the offending chunk
 to name the first bad line, so error messages still say ``file:line``.
+
+Rules beyond the syntax, each reported as ``file:line``:
+
+* labels: with ``labels=(lo, hi)`` (the pipeline passes the registry's ``labels``), every
+  label must be an integer in ``lo..hi``; a fractional, negative or out-of-range label is an
+  error (learners such as LightGBM's lambdarank take graded integer labels only).
+  Without a range, any finite number is read.
+* feature indices: 1-based; above ``n_features`` when it is given is an error. Without
+  ``n_features`` the width is the largest index seen, which may be at most
+  ``MAX_INFERRED_FEATURES``: a larger index (often a typo such as ``99999999999:1``) would
+  ask for a dense matrix of terabytes, so it needs ``n_features`` stated.
+* the dense matrix (rows x features x 8 bytes) must fit in this machine's memory.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ import io
 import math
 import os
 import re
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +41,7 @@ from rankstudy.data.blocks import offsets_from_qid, positions
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_QID_DIGITS = 18  # anything longer may not fit in int64
 CHUNK_BYTES = 32 << 20  # bounds the temporaries (several int64 arrays per field) on big files
+MAX_INFERRED_FEATURES = 100_000  # the widest file read without n_features (the benchmarks have <= 700)
 
 _NL, _SPACE, _HASH, _COLON = 10, 32, ord("#"), ord(":")
 
@@ -50,22 +64,27 @@ class LetorFormatError(ValueError):
     """Malformed LETOR/SVMlight input; the message names ``path:line``."""
 
 
-def read_letor(path: str | os.PathLike, n_features: int | None = None) -> RankData:
+def read_letor(path: str | os.PathLike, n_features: int | None = None,
+               labels: tuple[int, int] | list[int] | None = None, shown: str | None = None) -> RankData:
     """Parse a LETOR/SVMlight ranking file (plain or gzip) into a query-grouped RankData.
 
     Features are 1-based and sparse (missing = 0). The number of columns is
     ``n_features`` when given (an index above it is an error), else the largest
-    index seen. docid is taken from a ``docid = ...`` comment, else it is the
-    row's 0-based position within its query. Queries split across the file are
-    merged, keeping the order in which they first appear.
+    index seen (at most ``MAX_INFERRED_FEATURES``). ``labels`` = (min, max): every label
+    must be an integer in that range. docid is taken from a ``docid = ...`` comment,
+    else it is the row's 0-based position within its query. Queries split across the
+    file are merged, keeping the order in which they first appear. Errors name the file
+    as ``shown`` (default: the path) and the line.
     """
     path = Path(path)
-    raw = _read_bytes(path)
+    name = shown or str(path)
+    label_range = None if labels is None else (int(labels[0]), int(labels[1]))
+    raw = _read_bytes(path, name)
     view, parts, lines_before = memoryview(raw), [], 0
     for start, end in _chunk_bounds(raw, CHUNK_BYTES):
-        parts.append(_parse_chunk(view[start:end], path, lines_before, n_features))
+        parts.append(_parse_chunk(view[start:end], name, lines_before, n_features, label_range))
         lines_before += raw.count(b"\n", start, end)
-    return _assemble(parts, path, n_features)
+    return _assemble(parts, name, n_features)
 
 
 def check_disjoint_queries(splits: dict[str, RankData]) -> None:
@@ -81,11 +100,17 @@ def check_disjoint_queries(splits: dict[str, RankData]) -> None:
 
 # --- reading -----------------------------------------------------------------------------
 
-def _read_bytes(path: Path) -> bytes:
+def _read_bytes(path: Path, name: str) -> bytes:
     with open(path, "rb") as f:
         raw = f.read()
     # the magic bytes, not the suffix, decide: .gz files are sometimes stored decompressed
-    return gzip.decompress(raw) if raw[:2] == GZIP_MAGIC else raw
+    if raw[:2] != GZIP_MAGIC:
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as e:  # truncated or corrupted gzip stream
+        raise LetorFormatError(f"{name}: damaged gzip file ({e or type(e).__name__}); "
+                               f"replace it with an intact copy") from None
 
 
 def _chunk_bounds(raw: bytes, size: int):
@@ -108,14 +133,15 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
 
 # --- the vectorised parse of one chunk -------------------------------------------------------
 
-def _parse_chunk(chunk: memoryview, path: Path, lines_before: int, n_features: int | None) -> dict:
-    parsed = _parse_well_formed(chunk, n_features)
+def _parse_chunk(chunk: memoryview, name: str, lines_before: int, n_features: int | None,
+                 labels: tuple[int, int] | None) -> dict:
+    parsed = _parse_well_formed(chunk, n_features, labels)
     if parsed is None:  # something is malformed: find and report the first bad line
-        _raise_first_error(bytes(chunk), path, lines_before, n_features)
+        _raise_first_error(bytes(chunk), name, lines_before, n_features, labels)
     return parsed
 
 
-def _parse_well_formed(chunk: memoryview, n_features: int | None) -> dict | None:
+def _parse_well_formed(chunk: memoryview, n_features: int | None, labels: tuple[int, int] | None) -> dict | None:
     """Arrays for whole lines of text, or None as soon as any line breaks the format."""
     buf = np.frombuffer(chunk, dtype=np.uint8)
     starts, ends = _line_bounds(buf)
@@ -176,13 +202,16 @@ def _parse_well_formed(chunk: memoryview, n_features: int | None) -> dict | None
     is_pair_token[first_token + 1] = False
     index, value = tokens[is_pair_token].reshape(-1, 2).T
     pairs_per_row = n_fields[is_data] - 2
-    if np.any(index < 1) or (n_features is not None and np.any(index > n_features)):
+    if np.any(index < 1) or np.any(index > (MAX_INFERRED_FEATURES if n_features is None else n_features)):
+        return None
+    label = tokens[first_token]
+    if labels is not None and np.any((label != np.floor(label)) | (label < labels[0]) | (label > labels[1])):
         return None
     if _has_duplicate_index(index, pairs_per_row):
         return None
 
     return {
-        "label": tokens[first_token],
+        "label": label,
         "qid": qid,
         "index": index.astype(np.int64),
         "value": value,
@@ -288,7 +317,7 @@ def _docids(buf: np.ndarray, comment_start: np.ndarray, line_end: np.ndarray) ->
 
 # --- putting the chunks together ------------------------------------------------------------
 
-def _assemble(parts: list[dict], path: Path, n_features: int | None) -> RankData:
+def _assemble(parts: list[dict], path: str, n_features: int | None) -> RankData:
     label = np.concatenate([p["label"] for p in parts]) if parts else np.zeros(0)
     if not len(label):
         raise LetorFormatError(f"{path}: empty file (no data lines)")
@@ -299,6 +328,7 @@ def _assemble(parts: list[dict], path: Path, n_features: int | None) -> RankData
     docid = np.concatenate([p["docid"] for p in parts])
 
     n, m = len(label), n_features if n_features is not None else int(index.max(initial=0))
+    _check_fits_in_memory(path, n, m)
     if np.all(pairs_per_row == m) and np.all(index.reshape(n, m) == np.arange(1, m + 1)):
         X = value.reshape(n, m)  # dense file: every line lists 1..m in order
     else:
@@ -316,6 +346,22 @@ def _assemble(parts: list[dict], path: Path, n_features: int | None) -> RankData
     return RankData(X=X[order], y=label[order], qid=qid[order], docid=docid, offsets=offsets)
 
 
+def _memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not on every platform
+        return None
+
+
+def _check_fits_in_memory(path: str, n: int, m: int) -> None:
+    need, have = 8 * n * m, _memory_bytes()
+    if have is not None and need > have:
+        raise LetorFormatError(
+            f"{path}: {n:,} rows x {m:,} features would take {need / 2**30:,.1f} GiB as a dense matrix, more "
+            f"than this machine's {have / 2**30:,.1f} GiB of memory; check n_features in the registry entry"
+        )
+
+
 def _decode(raw: np.ndarray) -> np.ndarray:
     try:
         return raw.astype(str)  # fast, ASCII only
@@ -325,20 +371,21 @@ def _decode(raw: np.ndarray) -> np.ndarray:
 
 # --- slow diagnostic pass: only runs after the fast path found something wrong ---------------
 
-def _raise_first_error(chunk: bytes, path: Path, lines_before: int, n_features: int | None) -> None:
+def _raise_first_error(chunk: bytes, path: str, lines_before: int, n_features: int | None,
+                       labels: tuple[int, int] | None = None) -> None:
     for number, line in enumerate(chunk.decode("utf-8", "replace").split("\n"), start=lines_before + 1):
-        problem = _line_problem(line, n_features)
+        problem = _line_problem(line, n_features, labels)
         if problem:
             raise LetorFormatError(f"{path}:{number}: {problem}")
     raise LetorFormatError(f"{path}:{lines_before + 1}: malformed input in the block starting here")
 
 
-def _line_problem(line: str, n_features: int | None) -> str | None:
+def _line_problem(line: str, n_features: int | None, labels: tuple[int, int] | None = None) -> str | None:
     """What is wrong with one line, or None. The reference statement of the format."""
     fields = _ASCII_BLANKS.split(line.split("#", 1)[0].strip(_WHITESPACE.decode()))
     if fields == [""]:
         return None
-    problem = _number_problem(fields[0], "label")
+    problem = _number_problem(fields[0], "label") or _label_problem(fields[0], labels)
     if problem:
         return problem
     if len(fields) < 2 or not fields[1].startswith("qid:"):
@@ -356,12 +403,29 @@ def _line_problem(line: str, n_features: int | None) -> str | None:
             return f"bad feature index {index!r} in {token!r} (must be an integer >= 1)"
         if n_features is not None and int(index) > n_features:
             return f"feature index {index} exceeds n_features={n_features}"
+        if n_features is None and int(index) > MAX_INFERRED_FEATURES:
+            return (f"feature index {index} is above {MAX_INFERRED_FEATURES:,}, the most read without a stated "
+                    f"number of features; if the data really has that many, set n_features in its registry "
+                    f"entry (else the index is a typo)")
         if int(index) in seen:
             return f"duplicate feature index {index}"
         seen.add(int(index))
         problem = _number_problem(value, f"value of feature {index}")
         if problem:
             return problem
+    return None
+
+
+def _label_problem(text: str, labels: tuple[int, int] | None) -> str | None:
+    if labels is None:
+        return None
+    value, (lo, hi) = float(text), labels
+    if value != math.floor(value):
+        return (f"label {text} is not an integer; this data set's labels are the integers {lo}..{hi} "
+                f"(its registry entry's labels)")
+    if not lo <= value <= hi:
+        return (f"label {text} is outside this data set's label range {lo}..{hi} (its registry entry's labels); "
+                f"fix the file, or widen labels in the registry entry if the scale really is larger")
     return None
 
 

@@ -1,8 +1,14 @@
 """The data-set registry (config/datasets.yaml): loading it, finding split files, fetching data.
 
-A data set ``name`` lives in ``{data_root}/{name}/``; the registry's ``layout`` template says
-where each (fold, split) file is inside that folder. Files may be plain (``.txt``) or
-gzip-compressed with ``.gz`` appended. See the header of config/datasets.yaml for the fields.
+A data set ``name`` lives in ``{data_root}/{name}/`` (a ``local`` entry may name another
+``folder``); the registry's ``layout`` template says where each (fold, split) file is inside
+that folder. Files may be plain (``.txt``) or gzip-compressed with ``.gz`` appended. See the
+header of config/datasets.yaml for the fields. Further registry files (a user's own data
+sets) are merged over the shipped one by ``load_registries``.
+
+``files_sha256`` in an entry states the sha256 of split files' plain-text content: files
+unpacked from an archive without a checksum of its own are verified before they are put
+in place, and every split file is verified when a fold is read (``verify_split_file``).
 """
 
 from __future__ import annotations
@@ -18,7 +24,8 @@ from typing import Callable
 
 import yaml
 
-from rankstudy.data.download import DownloadError, download, extract
+from rankstudy.data.download import ArchiveError, ChecksumError, DownloadError, content_digests, download, \
+    extract, quarantine
 
 __all__ = [
     "DatasetNotFound",
@@ -26,7 +33,11 @@ __all__ = [
     "SPLITS",
     "default_registry_path",
     "load_registry",
+    "load_registries",
     "validate_entry",
+    "dataset_dir",
+    "shown_path",
+    "verify_split_file",
     "split_file",
     "candidate_paths",
     "missing_splits",
@@ -36,7 +47,7 @@ __all__ = [
 SPLITS = ("train", "vali", "test")
 # the data kind (rankstudy.data.kinds) each source gives: LETOR feature vectors, or
 # question-answer data with separate question and answer vectors
-SOURCE_KINDS = {"synthetic": "letor", "download": "letor", "manual": "letor",
+SOURCE_KINDS = {"synthetic": "letor", "download": "letor", "manual": "letor", "local": "letor",
                 "synthetic_qa": "qa", "qa_table": "qa"}
 SOURCES = tuple(SOURCE_KINDS)
 ARCHIVES = ("rar", "zip", "gz", "tar.gz")
@@ -44,6 +55,7 @@ REQUIRED = {
     "synthetic": ("folds",),
     "download": ("url", "archive", "n_features", "labels", "folds", "layout"),
     "manual": ("n_features", "labels", "folds", "layout", "instructions"),
+    "local": ("labels", "folds", "layout"),
     "synthetic_qa": ("folds",),
     "qa_table": ("folds", "file", "instructions"),
 }
@@ -58,6 +70,25 @@ class DatasetNotFound(FileNotFoundError):
 def data_kind(entry: dict) -> str:
     """``letor`` or ``qa``: the kind of split the entry's source gives (see rankstudy.data.kinds)."""
     return SOURCE_KINDS[entry["source"]]
+
+
+def dataset_dir(name: str, entry: dict, data_root: str | os.PathLike) -> Path:
+    """The data set's folder: ``{data_root}/{name}``, or ``{data_root}/{folder}`` for a ``local``
+    entry with a ``folder`` (an absolute ``folder`` is taken as it is)."""
+    return Path(data_root) / (entry.get("folder") or name)
+
+
+def shown_path(path: str | os.PathLike, data_root: str | os.PathLike) -> str:
+    """``path`` as written in logs and results: a path under an absolute ``data_root`` becomes
+    ``{data_root}/...``, so no machine's folder names are recorded; a path under a relative
+    ``data_root`` (relative to the project, where jobs run) stays as it is."""
+    path, data_root = Path(path), Path(data_root)
+    if not data_root.is_absolute():
+        return str(path)
+    try:
+        return str(Path("{data_root}") / Path(os.path.abspath(path)).relative_to(os.path.abspath(data_root)))
+    except ValueError:
+        return str(path)
 
 
 def qa_table_file(name: str, entry: dict, data_root: str | os.PathLike) -> Path:
@@ -114,8 +145,9 @@ def validate_entry(name: str, entry: object, path: Path | str = "<registry>") ->
         labels = out["labels"]
         if (not isinstance(labels, list) or len(labels) != 2
                 or not all(isinstance(v, int) and not isinstance(v, bool) for v in labels)
-                or labels[0] > labels[1]):
-            raise _fail(path, name, "labels", f"must be [min, max] integers with min <= max, got {labels!r}")
+                or not 0 <= labels[0] <= labels[1]):
+            raise _fail(path, name, "labels", f"must be [min, max] graded relevance labels, integers with "
+                        f"0 <= min <= max, got {labels!r}")
 
     splits = out.setdefault("splits", list(SPLITS))
     if not isinstance(splits, list) or not splits or any(s not in SPLITS for s in splits):
@@ -147,6 +179,22 @@ def validate_entry(name: str, entry: object, path: Path | str = "<registry>") ->
         raise _fail(path, name, "layout", f"{layout!r} needs a {{fold}} placeholder since folds = {folds}")
     if Path(layout).is_absolute() or ".." in Path(layout).parts:
         raise _fail(path, name, "layout", f"{layout!r} must be relative to the data set's folder")
+    folder = out.get("folder")
+    if folder is not None and (source != "local" or not isinstance(folder, str) or not folder.strip()):
+        raise _fail(path, name, "folder", f"is for source 'local' only: a folder name or path relative to "
+                    f"data_root (or absolute), got {folder!r} for source {source!r}")
+    files_sha256 = out.get("files_sha256")
+    if files_sha256 is not None:
+        if not isinstance(files_sha256, dict) or not all(
+                isinstance(k, str) and not Path(k).is_absolute() and ".." not in Path(k).parts
+                and isinstance(v, str) and re.fullmatch("[0-9a-fA-F]{64}", v) for k, v in files_sha256.items()):
+            raise _fail(path, name, "files_sha256", "must map file names as the layout writes them "
+                        "(e.g. Fold1/train.txt) to 64 hex digits, or be null")
+        known = {_relative_split_path(name, out, f, s) for f in range(1, folds + 1) for s in splits}
+        stray = sorted(set(files_sha256) - known)
+        if stray:
+            raise _fail(path, name, "files_sha256", f"{stray[0]!r} is not a split file of layout {layout!r} "
+                        f"(e.g. {sorted(known)[0]!r})")
 
     if out.get("archive") is not None and out["archive"] not in ARCHIVES:
         raise _fail(path, name, "archive", f"must be one of {', '.join(ARCHIVES)}, got {out['archive']!r}")
@@ -156,10 +204,19 @@ def validate_entry(name: str, entry: object, path: Path | str = "<registry>") ->
             raise _fail(path, name, key, f"must be {hex_len} hex digits or null, got {value!r}")
     if source == "download" and "sha256" not in out and "md5" not in out:
         raise _fail(path, name, "sha256", "state a checksum (sha256 or md5), or null when it is unknown")
-    for key in ("url", "instructions", "archive_subdir", "licence"):
+    for key in ("url", "instructions", "archive_subdir", "licence", "description"):
         if out.get(key) is not None and not isinstance(out[key], str):
             raise _fail(path, name, key, f"must be a string, got {out[key]!r}")
     return out
+
+
+def load_registries(paths: list[str | os.PathLike]) -> dict[str, dict]:
+    """Read several registry files and merge them in order: an entry of a later file replaces
+    the entry of the same name of an earlier one, whole (fields are not merged)."""
+    merged: dict[str, dict] = {}
+    for path in paths:
+        merged.update(load_registry(path))
+    return merged
 
 
 def load_registry(path: str | os.PathLike | None = None) -> dict[str, dict]:
@@ -195,18 +252,24 @@ def _relative_split_path(name: str, entry: dict, fold: int, split: str) -> str:
     return entry["layout"].format(fold=fold, split=file_part)
 
 
-def candidate_paths(name: str, entry: dict, data_root: str | os.PathLike, fold: int, split: str) -> list[Path]:
-    """Where a split's file may be, in order of preference: as in the layout, then gzipped
-    (or, for a layout ending in .gz, also uncompressed)."""
-    exact = Path(data_root) / name / _relative_split_path(name, entry, fold, split)
+def _candidates_in(folder: Path, name: str, entry: dict, fold: int, split: str) -> list[Path]:
+    exact = folder / _relative_split_path(name, entry, fold, split)
     if exact.name.endswith(".gz"):
         return [exact, exact.with_name(exact.name[:-3])]
     return [exact, exact.with_name(exact.name + ".gz")]
 
 
+def candidate_paths(name: str, entry: dict, data_root: str | os.PathLike, fold: int, split: str) -> list[Path]:
+    """Where a split's file may be, in order of preference: as in the layout, then gzipped
+    (or, for a layout ending in .gz, also uncompressed)."""
+    return _candidates_in(dataset_dir(name, entry, data_root), name, entry, fold, split)
+
+
 def _what_to_do(name: str, entry: dict, data_root: Path) -> str:
     if entry.get("source") == "manual":
         return _instructions(name, entry, data_root)
+    if entry.get("source") == "local":
+        return _local_hint(name, entry, data_root)
     url = entry.get("url")
     return (f"fetch it with rankstudy.data.registry.ensure_available({name!r}, ...) (downloads {url}), "
             f"or put the files there by hand (layout {entry.get('layout')!r} under {data_root / name})")
@@ -215,6 +278,13 @@ def _what_to_do(name: str, entry: dict, data_root: Path) -> str:
 def _instructions(name: str, entry: dict, data_root: Path) -> str:
     text = str(entry.get("instructions") or f"get {name} from {entry.get('url')}")
     return " ".join(text.replace("{data_root}", str(data_root)).split())
+
+
+def _local_hint(name: str, entry: dict, data_root: Path) -> str:
+    hint = (f"data set {name!r} is your own (source 'local'): its files are read from "
+            f"{dataset_dir(name, entry, data_root)} following layout {entry.get('layout')!r} (plain or .gz), "
+            f"never downloaded; put them there, or correct data_root, 'folder' or 'layout'")
+    return hint + (f". {_instructions(name, entry, data_root)}" if entry.get("instructions") else "")
 
 
 def split_file(name: str, entry: dict, data_root: str | os.PathLike, fold: int, split: str) -> Path:
@@ -232,15 +302,55 @@ def split_file(name: str, entry: dict, data_root: str | os.PathLike, fold: int, 
     )
 
 
-def missing_splits(name: str, entry: dict, data_root: str | os.PathLike,
-                   folds: list[int] | None = None) -> list[tuple[int, str]]:
-    """(fold, split) pairs whose file is absent under ``{data_root}/{name}`` (all folds, or ``folds``)."""
+def _missing_in(folder: Path, name: str, entry: dict, folds: list[int] | None = None) -> list[tuple[int, str]]:
     return [
         (fold, split)
         for fold in (folds or range(1, entry["folds"] + 1))
         for split in entry.get("splits", SPLITS)
-        if not any(p.is_file() for p in candidate_paths(name, entry, data_root, fold, split))
+        if not any(p.is_file() for p in _candidates_in(folder, name, entry, fold, split))
     ]
+
+
+def missing_splits(name: str, entry: dict, data_root: str | os.PathLike,
+                   folds: list[int] | None = None) -> list[tuple[int, str]]:
+    """(fold, split) pairs whose file is absent from the data set's folder (all folds, or ``folds``)."""
+    return _missing_in(dataset_dir(name, entry, data_root), name, entry, folds)
+
+
+# ---------------------------------------------------------------------------
+# verifying
+
+
+def _files_sha256_key(name: str, entry: dict, fold: int, split: str) -> str:
+    return _relative_split_path(name, entry, fold, split)
+
+
+def verify_split_file(name: str, entry: dict, path: str | os.PathLike, fold: int, split: str,
+                      shown: str | None = None, what_to_do: str | None = None) -> bool:
+    """Check a split file against the entry's ``files_sha256``; return whether a checksum was
+    stated (False: nothing to check). The digest is of the plain-text content (gunzipped),
+    and CRLF line ends count as LF. A mismatch raises ChecksumError naming the file (as
+    ``shown``), both digests and what to do."""
+    key = _files_sha256_key(name, entry, fold, split)
+    expected = (entry.get("files_sha256") or {}).get(key)
+    if expected is None:
+        return False
+    expected = expected.lower()
+    try:
+        raw, lf = content_digests(path)
+    except ArchiveError as e:
+        raise ChecksumError(f"{shown or path}: cannot be read to check its checksum: "
+                            f"{str(e).removeprefix(f'{path}: ')}; replace it with an intact copy") from None
+    if expected in (raw, lf):
+        return True
+    if what_to_do is None:
+        what_to_do = (f"replace it with the data set's own file (or remove the data set's folder so that it is "
+                      f"downloaded again); if it is a variant you mean to use, register it under a name of "
+                      f"its own in a registry_extra file, without files_sha256")
+    raise ChecksumError(
+        f"{shown or path}: checksum mismatch for {key} of data set {name!r}: expected sha256 {expected} "
+        f"(registry key files_sha256), got {raw}; {what_to_do}"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -260,7 +370,7 @@ def _find_data_dir(name: str, entry: dict, unpacked: Path) -> Path:
     """The folder inside an unpacked archive that holds the layout's files."""
 
     def complete(folder: Path) -> bool:
-        return not missing_splits(folder.name, entry, folder.parent)
+        return not _missing_in(folder, name, entry)
 
     subdir = entry.get("archive_subdir")
     if subdir:
@@ -325,16 +435,20 @@ def ensure_available(
     progress: Callable[[str], None] | None = print,
     folds: list[int] | None = None,
 ) -> Path:
-    """Make sure ``{data_root}/{name}`` holds every split file of the data set (of ``folds`` if
-    given: a run of some folds needs only theirs); return that folder.
+    """Make sure the data set's folder (``{data_root}/{name}``) holds every split file of the
+    data set (of ``folds`` if given: a run of some folds needs only theirs); return that folder.
 
     Files already there are used as they are. A ``manual`` data set raises DatasetNotFound
-    with its instructions. Otherwise the archive is downloaded into ``download_dir``
-    (resumable, checksum-verified), unpacked into a temporary folder and renamed into place,
-    so ``{data_root}/{name}`` is either complete or absent.
+    with its instructions, and so does a ``local`` one (a user's own files, never
+    downloaded). Otherwise the archive is downloaded into ``download_dir`` (resumable,
+    checksum-verified), unpacked into a temporary folder, its split files checked against
+    ``files_sha256`` when the archive has no checksum of its own, and renamed into place, so
+    the folder is either complete or absent. An archive that cannot be unpacked, or whose
+    files fail their checksums, is moved aside (``download.quarantine``): the next attempt
+    downloads it again.
     """
     data_root, download_dir = Path(data_root), Path(download_dir)
-    folder = data_root / name
+    folder = dataset_dir(name, entry, data_root)
     source = entry.get("source")
     if source == "synthetic":
         raise ValueError(f"data set {name!r} is synthetic: it is generated in memory and has no files")
@@ -345,6 +459,10 @@ def ensure_available(
         raise DatasetNotFound(
             f"data set {name!r} must be downloaded by hand (licence). {_instructions(name, entry, data_root)}"
         )
+    if source == "local":
+        shown = ", ".join(str(candidate_paths(name, entry, data_root, f, s)[0]) for f, s in missing[:4])
+        raise DatasetNotFound(f"{_local_hint(name, entry, data_root)}; missing {len(missing)} split file(s), "
+                              f"e.g. {shown}")
     if folder.exists():
         # Never overwrite or mix with what someone put there; say exactly what is missing.
         shown = ", ".join(str(candidate_paths(name, entry, data_root, f, s)[0]) for f, s in missing[:4])
@@ -360,12 +478,49 @@ def ensure_available(
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}.unpack-", dir=data_root))
     try:
         if progress:
-            progress(f"{name}: unpacking {archive}")
-        unpacked = extract(archive, tmp / "unpacked")
+            progress(f"{name}: unpacking {shown_path(archive, data_root)}")
+        try:
+            unpacked = extract(archive, tmp / "unpacked")
+        except ArchiveError as e:
+            raise _quarantined(name, entry, archive, f"it cannot be unpacked: {e}", data_root) from None
         data_dir = _find_data_dir(name, entry, unpacked)
+        if not (entry.get("sha256") or entry.get("md5")):
+            _verify_unpacked(name, entry, archive, data_dir, data_root, progress)
         os.replace(data_dir, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if progress:
-        progress(f"{name}: ready in {folder}")
+        progress(f"{name}: ready in {shown_path(folder, data_root)}")
     return folder
+
+
+def _verify_unpacked(name: str, entry: dict, archive: Path, data_dir: Path, data_root: Path,
+                     progress: Callable[[str], None] | None) -> None:
+    """The archive had no checksum: check the files it held against ``files_sha256``."""
+    checked = 0
+    for fold in range(1, entry["folds"] + 1):
+        for split in entry.get("splits", SPLITS):
+            path = next(p for p in _candidates_in(data_dir, name, entry, fold, split) if p.is_file())
+            try:
+                checked += verify_split_file(name, entry, path, fold, split,
+                                             shown=str(path.relative_to(data_dir)), what_to_do="")
+            except ChecksumError as e:
+                raise _quarantined(name, entry, archive, f"a file in it fails its checksum: {e}",
+                                   data_root) from None
+    if progress:
+        progress(f"{name}: {checked} file(s) of the archive verified against files_sha256" if checked else
+                 f"{name}: the registry states no checksum for the archive or its files; not verified")
+
+
+def _quarantined(name: str, entry: dict, archive: Path, problem: str, data_root: Path) -> DownloadError:
+    """Move a bad archive aside and say what happened and what to do."""
+    moved = quarantine(archive)
+    unverified = "" if (entry.get("sha256") or entry.get("md5") or entry.get("files_sha256")) else (
+        f" (the registry states no checksum for {name}, so a download is only checked by unpacking it)")
+    return ArchiveError(
+        f"data set {name!r}: the archive {archive.name} is damaged, {problem.rstrip('; ')}; it was moved aside "
+        f"to {shown_path(moved, data_root)}{unverified}. Run again to download it anew; if that fails the same "
+        f"way, the file served at {entry.get('url')} is itself damaged: download it by hand from another "
+        f"source and save it as {archive}, or put the unpacked files in {dataset_dir(name, entry, data_root)} "
+        f"following layout {entry.get('layout')!r}. Delete the moved-aside copy when you no longer need it"
+    )

@@ -28,21 +28,54 @@ class Settings:
     baseline: str
     registry: dict
     registry_path: Path
+    registry_extra: tuple[Path, ...] = ()  # the user's registry files merged over registry_path
+
+
+FOLDS_FORM = ("a list of fold numbers, e.g. folds: [1, 2, 3] in a config file or --config 'folds=[1,2,3]' "
+              "on the command line; fold k is one of 1..N, N the data set's folds in the registry")
+
+
+def _folds_error(problem: str) -> ConfigError:
+    return ConfigError(f"config key folds: {problem}; expected {FOLDS_FORM}")
+
+
+def normalize_folds(folds) -> list[int]:
+    """``folds`` as a list of distinct positive ints, or ConfigError naming the key and the form.
+
+    A list's items may be numbers or digit strings (``--config 'folds=[3,4]'`` gives
+    ['3', '4']). A bare number or string is refused: ``folds: 3`` reads as fold 3 to some and
+    as three folds to others (the registry's ``folds`` is a count), and ``"12"`` as fold 12
+    or folds 1 and 2."""
+    if isinstance(folds, bool) or isinstance(folds, (int, float, str)):
+        number = str(folds).strip()
+        hint = f"; write a list: [{number}] for fold {number} alone" if number.isdigit() else ""
+        if number.isdigit() and 1 < int(number) <= 10:
+            hint += f", [{', '.join(str(k) for k in range(1, int(number) + 1))}] for the first {number} folds"
+        raise _folds_error(f"got the bare value {folds!r}, which is ambiguous{hint}")
+    if not isinstance(folds, list) or not folds:
+        raise _folds_error(f"got {folds!r}")
+    out = []
+    for f in folds:
+        text = str(f).strip() if isinstance(f, (int, str)) and not isinstance(f, bool) else ""
+        if not text.isdigit():
+            raise _folds_error(f"{f!r} in {folds!r} is not a fold number")
+        if int(text) < 1:
+            raise _folds_error(f"fold {int(text)} in {folds!r}: folds are numbered from 1")
+        out.append(int(text))
+    repeated = sorted({f for f in out if out.count(f) > 1})
+    if repeated:
+        raise _folds_error(f"fold {repeated[0]} is listed more than once in {folds!r} (its results would "
+                           f"count twice in the fold means)")
+    return out
 
 
 def prepare_cli_values(config: dict) -> None:
     """Bring values set with ``snakemake --config`` to the schema's types, in place: ``folds``
-    arrives as a list of strings (``folds=[3]``) or a bare number (``folds=3``), ``datasets``
-    and ``run_methods`` may be one bare name. Folds that are not fold numbers fail here,
-    naming the key and the working form."""
-    folds = config.get("folds")
-    if isinstance(folds, (int, str)) and not isinstance(folds, bool):
-        folds = [folds]
-    if not isinstance(folds, list) or not all(str(f).strip().isdigit() for f in folds):
-        raise ConfigError(f"config key folds: expected a list of fold numbers such as [1, 2, 3], got {folds!r}; "
-                          "on the command line: --config 'folds=[1,2,3]'")
-    config["folds"] = [int(str(f).strip()) for f in folds]
-    for key in ("datasets", "run_methods"):  # datasets=MQ2008 means [MQ2008]
+    arrives as a list of strings (``folds=[3]``), ``datasets``, ``run_methods`` and
+    ``registry_extra`` may be one bare name. Folds that are not a list of distinct fold
+    numbers fail here, naming the key and the working form (``normalize_folds``)."""
+    config["folds"] = normalize_folds(config.get("folds"))
+    for key in ("datasets", "run_methods", "registry_extra"):  # datasets=MQ2008 means [MQ2008]
         if isinstance(config.get(key), str):
             config[key] = [config[key]]
 
@@ -104,17 +137,33 @@ def check_metric(key: str, name: str) -> None:
         raise ConfigError(f"config key {key}: {exc}") from None
 
 
-def check_config(config: dict, workdir: Path) -> Settings:
+def registry_files(config: dict, workdir: Path) -> tuple[Path, list[Path]]:
+    """The shipped registry (``registry``) and the user's own files merged over it
+    (``registry_extra``: one path or a list), resolved as ``resolve_path`` does."""
     registry_path = resolve_path(config.get("registry", "config/datasets.yaml"), workdir)
-    registry = datasets.load_registry(registry_path)
+    extra = config.get("registry_extra") or []
+    if isinstance(extra, str):
+        extra = [extra]
+    if not isinstance(extra, list) or not all(isinstance(e, str) and e for e in extra):
+        raise ConfigError(f"config key registry_extra: expected a registry file (or a list of them), got {extra!r}")
+    return registry_path, [resolve_path(e, workdir) for e in extra]
+
+
+def check_config(config: dict, workdir: Path) -> Settings:
+    registry_path, extra = registry_files(config, workdir)
+    registry = datasets.load_registries([registry_path, *extra])
+    config_folds = normalize_folds(config["folds"])
     for name in config["datasets"]:
         if name not in registry:
             raise ConfigError(f"config key datasets: unknown data set {name!r}; "
-                              f"valid: {', '.join(sorted(registry))} (see {registry_path})")
+                              f"valid: {', '.join(sorted(registry))} "
+                              f"(see {', '.join(str(p) for p in [registry_path, *extra])})")
         n_folds = registry[name].get("folds", 5)
-        bad = [f for f in config["folds"] if f > n_folds]
+        bad = [f for f in config_folds if f > n_folds]
         if bad:
-            raise ConfigError(f"config key folds: {bad} out of range for {name!r}, which has {n_folds} fold(s)")
+            raise ConfigError(f"config key folds: {bad} out of range for {name!r}, which has {n_folds} fold(s); "
+                              f"expected a list of fold numbers within 1..{n_folds}, e.g. "
+                              f"folds: {list(range(1, n_folds + 1))}")
     for name, spec in config["methods"].items():
         check_method(name, spec)
     for name in config.get("run_methods") or []:
@@ -150,7 +199,7 @@ def check_config(config: dict, workdir: Path) -> Settings:
                               f"({', '.join(methods)})")
         baseline = system_label(baseline, names[0])
     return Settings(featuresets={f.name: f for f in sets}, baseline=baseline, registry=registry,
-                    registry_path=registry_path)
+                    registry_path=registry_path, registry_extra=tuple(extra))
 
 
 def check_data_kinds(config: dict, registry: dict, methods: list[str], featuresets: list[str]) -> None:
