@@ -8,6 +8,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -28,6 +29,7 @@ from rankstudy.tracking.runs import (
 )
 
 from mlflow import MlflowClient  # noqa: E402  (after rankstudy.tracking set its env defaults)
+from mlflow.entities import ViewType  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -172,9 +174,19 @@ def test_fold_run_logs_parent_and_child(fresh_uri, artifacts, tmp_path):
     assert stored.read_text() == artifacts[0].read_text()
 
 
-def test_rerunning_a_fold_replaces_its_run(sqlite_uri, artifacts):
-    first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
+def rows_of_run(uri: str, run_id: str) -> dict[str, int]:
+    """How many rows of each table name the run: 0 everywhere once it is purged."""
+    with sqlite3.connect(tracking.sqlite_path(uri)) as con:
+        return {table: con.execute(f"SELECT count(*) FROM {table} WHERE run_uuid = ?", (run_id,)).fetchone()[0]
+                for table in ("runs", "params", "metrics", "latest_metrics", "tags")}
+
+
+def test_rerunning_a_fold_replaces_its_run(sqlite_uri, artifacts, tmp_path):
+    first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, artifacts=artifacts))
     other = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(2))
+    store = tmp_path / "results" / "mlartifacts"
+    assert (store / first / "artifacts" / "scores.tsv").exists()
+    assert rows_of_run(sqlite_uri, first)["metrics"] > 0
     second = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, artifacts=artifacts))
 
     table = fold_runs(sqlite_uri, EXPERIMENT)
@@ -184,8 +196,16 @@ def test_rerunning_a_fold_replaces_its_run(sqlite_uri, artifacts):
     assert "metrics.test.ndcg_at_10" in table.columns
 
     client = MlflowClient(sqlite_uri)
-    assert client.get_run(first).info.lifecycle_stage == "deleted"
     assert len(live_runs(client, "parent")) == 1
+    # the replaced run is purged, not only marked deleted: no row, no artifact folder left
+    with pytest.raises(MlflowException, match="not found"):
+        client.get_run(first)
+    assert set(rows_of_run(sqlite_uri, first).values()) == {0}
+    assert not (store / first).exists()
+    assert (store / second / "artifacts" / "scores.tsv").exists()
+    deleted = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id], "",
+                                 run_view_type=ViewType.DELETED_ONLY)
+    assert deleted == []
 
 
 def test_failed_rerun_keeps_the_earlier_run(sqlite_uri, tmp_path):
@@ -197,6 +217,9 @@ def test_failed_rerun_keeps_the_earlier_run(sqlite_uri, tmp_path):
     with pytest.raises(MlflowException):
         log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, params={"x" * 300: 1}))
     assert list(fold_runs(sqlite_uri, EXPERIMENT)["run_id"]) == [first]
+    client = MlflowClient(sqlite_uri)
+    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    assert client.search_runs([experiment_id], "", run_view_type=ViewType.DELETED_ONLY) == []  # purged
 
 
 def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):
@@ -229,7 +252,7 @@ def test_study_run_is_replaced_on_rerun(sqlite_uri, artifacts):
     assert live.info.run_id == second != first
     assert live.data.tags["rankstudy.key"] == "study/main/MQ2008"
     assert [item.path for item in client.list_artifacts(second)] == ["scores.tsv"]
-    assert client.get_run(first).data.params == {"methods": "['a', 'b']"}
+    assert set(rows_of_run(sqlite_uri, first).values()) == {0}  # purged
 
 
 def test_fold_runs_of_a_missing_experiment_is_empty(sqlite_uri):
@@ -373,3 +396,22 @@ def test_logging_to_a_tracking_server(mlflow_server, artifacts, monkeypatch):
 
     listed = rest(mlflow_server, f"artifacts/list?run_id={child_id}")
     assert sorted(f["path"] for f in listed["files"]) == ["model.txt", "scores.tsv"]
+
+
+def test_a_server_purges_replaced_runs_through_its_backend_store(mlflow_server, artifacts, tmp_path, monkeypatch):
+    """With the server's database named in RANKSTUDY_MLFLOW_BACKEND_STORE_URI, a replaced run's
+    rows go from that database and its artifacts through the server (mlflow-artifacts:)."""
+    monkeypatch.setenv(tracking.BACKEND_ENV, f"sqlite:///{tmp_path / 'server.db'}")
+    first = log_fold_run(mlflow_server, EXPERIMENT, **fold_kwargs(0, artifacts=artifacts))
+    client = MlflowClient(mlflow_server)
+    location = client.get_run(first).info.artifact_uri
+    assert location.startswith("mlflow-artifacts:/") and location.endswith(f"/{first}/artifacts")
+    folder = tmp_path / "server-artifacts" / location.removeprefix("mlflow-artifacts:/").removesuffix("/artifacts")
+    assert (folder / "artifacts" / "scores.tsv").exists()
+
+    second = log_fold_run(mlflow_server, EXPERIMENT, **fold_kwargs(0, artifacts=artifacts))
+    assert second != first
+    with pytest.raises(MlflowException, match="not found"):
+        client.get_run(first)
+    assert not folder.exists()
+    assert [item.path for item in client.list_artifacts(second)] == ["model.txt", "scores.tsv"]

@@ -32,6 +32,27 @@ MLFLOW = {
 }
 
 
+# What one job asks a scheduler for (SLURM through workflow/profiles/slurm; locally only `threads`
+# counts, and mem_mb when --resources mem_mb=N is given). Every job is one single-threaded process.
+# Sized from measurements (README, "On a SLURM cluster"): a whole SLURM job peaked at 430-730 MB
+# (about 420 MB of it Snakemake: the jobstep and the job's own process; the script 110-330 MB,
+# growing by at most 1.5 MB per MB of input), and the longest script took 25 s. mem_mb and
+# runtime (minutes) double on the second attempt (--retries) and triple on the third, so a job
+# killed for memory or time asks for more.
+def job_mem_mb(base=1000, per_input_mb=0.0):
+    def mem_mb(wildcards, input, attempt):
+        return int(base + per_input_mb * input.size_mb) * attempt
+
+    return mem_mb
+
+
+def job_runtime(base=10, per_input_mb=0.0):
+    def runtime(wildcards, input, attempt):
+        return int(base + per_input_mb * input.size_mb) * attempt
+
+    return runtime
+
+
 wildcard_constraints:
     dataset="[A-Za-z0-9_-]+",
     featureset="|".join(map(re.escape, FEATURESETS)),

@@ -1,6 +1,10 @@
 # Stage 1: make each data set available (embedded generator, a local folder, or a download),
 # then parse each fold once into a binary cache that later rules read instead of text.
 
+# On a cluster the download runs where snakemake runs: compute nodes often have no network.
+localrules:
+    fetch_dataset,
+
 
 rule fetch_dataset:
     output:
@@ -13,6 +17,10 @@ rule fetch_dataset:
         seed=config.get("seed", 0),
     log:
         "results/logs/fetch_dataset/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(),
+        runtime=job_runtime(base=60),
     conda:
         ENV
     script:
@@ -32,6 +40,12 @@ rule prepare_fold:
         rel_threshold=config["evaluation"].get("rel_threshold", 1),
     log:
         "results/logs/prepare_fold/{dataset}/fold{fold}.log",
+    benchmark:
+        "results/benchmarks/prepare_fold/{dataset}/fold{fold}.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(),
+        runtime=job_runtime(),
     conda:
         ENV
     script:

@@ -23,6 +23,12 @@ rule evaluate:
         evaluation=config["evaluation"],
     log:
         "results/logs/evaluate/{dataset}/{featureset}/{method}/fold{fold}.log",
+    benchmark:
+        "results/benchmarks/evaluate/{dataset}/{featureset}/{method}/fold{fold}.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(per_input_mb=3),
+        runtime=job_runtime(per_input_mb=0.05),
     conda:
         ENV
     script:
@@ -39,6 +45,12 @@ rule aggregate:
         mlflow=MLFLOW,
     log:
         "results/logs/aggregate/{dataset}/{featureset}/{method}.log",
+    benchmark:
+        "results/benchmarks/aggregate/{dataset}/{featureset}/{method}.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(per_input_mb=3),
+        runtime=job_runtime(),
     conda:
         ENV
     script:

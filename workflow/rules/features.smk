@@ -11,6 +11,12 @@ rule pair_correlations:
         chunk_rows=config["features"].get("chunk_rows", 65536),
     log:
         "results/logs/pair_correlations/{dataset}/fold{fold}.log",
+    benchmark:
+        "results/benchmarks/pair_correlations/{dataset}/fold{fold}.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(per_input_mb=3),
+        runtime=job_runtime(per_input_mb=0.05),
     conda:
         ENV
     script:
@@ -34,6 +40,12 @@ rule featurize:
         featureset=lambda w: FEATURESETS[w.featureset].to_dict(),
     log:
         "results/logs/featurize/{dataset}/{featureset}/fold{fold}.log",
+    benchmark:
+        "results/benchmarks/featurize/{dataset}/{featureset}/fold{fold}.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(per_input_mb=3),
+        runtime=job_runtime(per_input_mb=0.05),
     conda:
         ENV
     script:

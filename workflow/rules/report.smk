@@ -29,6 +29,12 @@ rule tables:
         mlflow=MLFLOW,
     log:
         "results/logs/tables/{study}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/tables/{study}/{dataset}.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(base=1500, per_input_mb=3),
+        runtime=job_runtime(),
     conda:
         ENV
     script:
@@ -49,6 +55,10 @@ rule paper_table:
         folds=FOLDS,
     log:
         "results/logs/paper_table/{study}/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(base=1500, per_input_mb=3),
+        runtime=job_runtime(),
     conda:
         ENV
     script:
@@ -73,6 +83,10 @@ rule sweep_plot:
         metrics=config["report"].get("metrics", config["evaluation"]["metrics"]),
     log:
         "results/logs/sweep_plot/{study}/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(base=1500, per_input_mb=3),
+        runtime=job_runtime(),
     conda:
         ENV
     script:
@@ -92,6 +106,10 @@ rule delta_smear:
         seed=config.get("seed", 0),
     log:
         "results/logs/delta_smear/{study}/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(base=1500, per_input_mb=3),
+        runtime=job_runtime(),
     conda:
         ENV
     script:

@@ -21,6 +21,12 @@ rule train:
         seed=config.get("seed", 0),
     log:
         "results/logs/train/{dataset}/{featureset}/{method}/fold{fold}.log",
+    benchmark:
+        "results/benchmarks/train/{dataset}/{featureset}/{method}/fold{fold}.tsv"
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(per_input_mb=3),
+        runtime=job_runtime(per_input_mb=0.125),
     conda:
         ENV
     script:

@@ -13,18 +13,48 @@ no global "active run" state is touched and they are safe in long-lived processe
 Concurrency: Snakemake runs up to ``--cores`` jobs at once. With an SQLite store,
 concurrent writers fail with "database is locked" and concurrent first use runs
 the alembic schema migrations twice, so every operation here holds an exclusive
-``flock`` on ``<db>.lock`` (see :func:`tracking_lock`). A tracking server handles
-concurrency itself; there the lock is a no-op and parent creation is made
-convergent instead (the oldest live parent of a key wins).
+``flock`` on ``<db>.lock`` (see :func:`tracking_lock`). A tracking server (or any
+other store) has no lock that all clients share, and its HTTP client retries a
+request that failed, which may have created a run after all; there every step is
+made convergent instead, by one order all clients agree on whatever they saw:
+
+* parents: the oldest live parent of a key wins (start time, then run id). Whoever
+  sees younger duplicates deletes them and moves their children to the winner, and
+  every job checks after its last write that its parent is still the winner (and
+  moves its child, or logs its means again, if not). Whoever attaches a child to a
+  parent that is being deleted either has it moved by the deleter (attached before
+  the deleter looked for children) or sees the deletion in its check (attached
+  after), so no child stays under a deleted parent.
+* fold and study runs: the run logged last wins (the ``rankstudy.logged`` tag, ms
+  and a token per call, then run id). After finishing its run a job deletes every
+  live run of its key older than the newest finished one, its own included if a
+  newer one exists; runs newer than that and still being logged are left to their
+  own job; retried creations of its own call (same token) are always deleted. Of two
+  concurrent loggers of one key at least the later one sees the other, so exactly
+  the newest finished run survives and nothing is deleted by both.
+
+In a pipeline run each key is logged by one job (the fold and parent runs of a
+(dataset, feature set, method) by its ``aggregate`` job, a study run by its
+``tables`` job), so these rules matter for retried requests and for two pipelines
+logging the same keys to one server at the same time.
 
 Reruns: a fold run belongs to one training of the fold (the ``rankstudy.uid`` tag);
 logging the same training again keeps its run (and run id), updating it only if what
 it shows changed, so rerunning other folds, or adding a report metric, leaves it in
 place. A new training (or a rerun of a study report) first logs the complete new run
 and only then deletes the earlier runs of the same key, so a failed rerun leaves
-the previous run in place. ``delete_run`` is MLflow's soft delete: deleted runs
-vanish from the UI and from searches, but their rows and artifacts stay until
-``mlflow gc --backend-store-uri ...`` purges them.
+the previous run in place.
+
+Garbage collection: ``delete_run`` is MLflow's soft delete (deleted runs vanish from
+the UI and from searches, but their rows and artifacts stay), so every run deleted
+here (replaced, duplicate or failed) is then purged as ``mlflow gc --run-ids`` would:
+its artifacts, then its rows (:func:`_purge_runs`). For SQLite (or any database URI)
+that goes through the tracking store itself. A server has no API for it: there the
+rows are deleted in its database, named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI``
+(``workflow/cluster/mlflow-server.sh start`` prints it), and the artifacts through
+the server; without that variable the runs stay soft-deleted until
+``mlflow-server.sh gc`` (``mlflow gc``) purges them. A purge that fails is only a
+warning: the run stays soft-deleted for ``mlflow gc``.
 
 Metric names: MLflow only allows alphanumerics, ``_ - . / :`` and spaces in
 metric and param names, so ``@`` is written as ``_at_`` (``test.ndcg@10`` is
@@ -43,6 +73,7 @@ import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -69,8 +100,12 @@ REVISION_TAG = "rankstudy.revision"
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 UID_TAG = "rankstudy.uid"  # one training of a fold
 CONTENT_TAG = "rankstudy.content"  # digest of what a fold run shows
+LOGGED_TAG = "rankstudy.logged"  # "<ms>.<token>": when and by which call a fold or study run was logged
 PARENT_TAG = "mlflow.parentRunId"
 DEFAULT_DB_NAME = "mlflow.db"
+# The database behind a tracking server, for purging the runs a job deleted (no REST API does)
+BACKEND_ENV = "RANKSTUDY_MLFLOW_BACKEND_STORE_URI"
+FINISHED = RunStatus.to_string(RunStatus.FINISHED)
 
 _held_locks = threading.local()  # lock files this thread already holds (re-entrancy)
 
@@ -252,14 +287,39 @@ def _runs_with_key(client: MlflowClient, experiment_id: str, key: str, level: st
     return _search_all(client, experiment_id, _filter_eq(**{KEY_TAG: key, LEVEL_TAG: level}))
 
 
+def _is_server(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning(message)
+
+
 def _artifact_location(uri: str) -> str | None:
     """Artifacts of an SQLite store go to ``<db dir>/mlartifacts`` rather than
     MLflow's default ``./mlruns`` relative to whatever the cwd happens to be.
-    Servers choose their own location (None)."""
+    Servers choose their own location (None): with ``--serve-artifacts`` that is
+    ``mlflow-artifacts:/``, which every client reaches through the server."""
     db = sqlite_path(uri)
     if db is None:
         return None
     return (db.resolve().parent / "mlartifacts").as_uri()
+
+
+def _check_artifact_location(uri: str, experiment) -> None:
+    """Warn when a server's experiment keeps artifacts in a folder: each client would write
+    them to that path on its own machine instead of sending them to the server."""
+    location = experiment.artifact_location or ""
+    local = location.startswith(("/", "file:")) or ":" not in location  # a path, absolute or not
+    if _is_server(uri) and local:
+        _warn_once(f"MLflow experiment {experiment.name!r} on {uri} keeps its artifacts in {location!r}, "
+                   "a folder on one machine: use a new experiment on a server started with --serve-artifacts "
+                   "(workflow/cluster/mlflow-server.sh) so that artifacts are mlflow-artifacts: URIs")
 
 
 def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
@@ -277,6 +337,7 @@ def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
     if experiment.lifecycle_stage == "deleted":
         log.warning("restoring deleted MLflow experiment %r", name)
         client.restore_experiment(experiment.experiment_id)
+    _check_artifact_location(uri, experiment)
     return experiment.experiment_id
 
 
@@ -294,50 +355,207 @@ def _log_payload(client, run_id: str, *, params=(), metrics=(), tags=(), artifac
             client.log_artifact(run_id, str(path))
 
 
-def _replace_runs(client, experiment_id: str, key: str, level: str, new_run_id: str) -> None:
-    """Delete every live run of ``key`` except the one just logged."""
-    for run in _runs_with_key(client, experiment_id, key, level):
-        if run.info.run_id != new_run_id:
-            client.delete_run(run.info.run_id)
+def _is_live(client, run_id: str) -> bool:
+    try:
+        return client.get_run(run_id).info.lifecycle_stage == "active"
+    except MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return False
+        raise
+
+
+def _unless_gone(client, run_id: str, action, *args, **kwargs) -> bool:
+    """``action(*args, **kwargs)``; False instead of an error if the run was deleted
+    (or purged) meanwhile by another client settling duplicates."""
+    try:
+        action(*args, **kwargs)
+    except MlflowException:
+        if _is_live(client, run_id):
+            raise
+        return False
+    return True
+
+
+def _delete(client, run_id: str, deleted: list[str]) -> None:
+    """Soft-delete a run (and note it for :func:`_purge_runs`); one already purged is fine."""
+    try:
+        client.delete_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return
+        raise
+    deleted.append(run_id)
+
+
+def _logged_token() -> str:
+    """Names one logging call: ms since the epoch (the order of calls) and a random part."""
+    return f"{_now_ms()}.{uuid.uuid4().hex[:12]}"
+
+
+def _logged_order(run) -> tuple[int, str]:
+    """The order of the fold (or study) runs of one key: when they were logged, then run id.
+    Runs logged before the tag existed count from their start time."""
+    ms = run.data.tags.get(LOGGED_TAG, "").partition(".")[0]
+    return (int(ms) if ms.isdigit() else int(run.info.start_time or 0), run.info.run_id)
+
+
+def _replace_runs(client, experiment_id: str, key: str, level: str, new_run_id: str,
+                  token: str, deleted: list[str]) -> str:
+    """Settle the live runs of ``key`` once ``new_run_id`` is logged and finished; returns
+    the run that stays: the newest finished one (:func:`_logged_order`), normally ours.
+
+    Runs older than it are deleted (ours too, if another client logged a newer one);
+    newer runs that are still being logged are left to their own job, which settles
+    after it finished; runs of this call (``token``: a creation the HTTP client retried)
+    always go. Deleted ids are added to ``deleted``.
+    """
+    runs = _runs_with_key(client, experiment_id, key, level)
+    finished = [run for run in runs if run.info.status == FINISHED or run.info.run_id == new_run_id]
+    if not finished:  # ours was replaced by a newer run meanwhile, and that one failed
+        return new_run_id
+    keep = max(finished, key=_logged_order)
+    for run in runs:
+        if run.info.run_id == keep.info.run_id:
+            continue
+        if run.data.tags.get(LOGGED_TAG) == token or _logged_order(run) < _logged_order(keep):
+            _delete(client, run.info.run_id, deleted)
+    return keep.info.run_id
 
 
 @contextlib.contextmanager
-def _new_run_or_nothing(client, run_id: str, end_time: int | None = None) -> Iterator[None]:
-    """Mark the run FINISHED on success; on failure mark it FAILED and delete it,
+def _new_run_or_nothing(client, uri: str, run_id: str, end_time: int | None = None) -> Iterator[None]:
+    """Mark the run FINISHED on success; on failure mark it FAILED, delete and purge it,
     so a half-logged run never replaces a complete earlier one."""
     try:
         yield
     except BaseException:
         with contextlib.suppress(Exception):
             client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FAILED))
+        with contextlib.suppress(Exception):
             client.delete_run(run_id)
+            _purge_runs(client, uri, [run_id])
         raise
-    client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FINISHED), end_time=end_time)
+    client.set_terminated(run_id, status=FINISHED, end_time=end_time)
 
 
 def _parent_key(dataset: str, featureset: str, method: str) -> str:
     return f"{dataset}/{featureset}/{method}"
 
 
-def _parent_run_id(client, experiment_id: str, dataset: str, featureset: str, method: str) -> str:
+def _parent_run_id(client, experiment_id: str, dataset: str, featureset: str, method: str,
+                   deleted: list[str]) -> str:
     """Get or create the parent run of (dataset, featureset, method).
 
-    Without a lock (server stores) two jobs may both create one; the oldest live
-    parent wins and a job that created a younger duplicate deletes it again.
+    The oldest live parent of the key wins; younger ones (created at the same time by
+    clients that share no lock, or by a retried request) are deleted here, into
+    ``deleted``, and their children moved to the winner.
     """
     key = _parent_key(dataset, featureset, method)
-    existing = _runs_with_key(client, experiment_id, key, "parent")
-    if existing:
-        return existing[0].info.run_id
-    tags = {KEY_TAG: key, LEVEL_TAG: "parent", "dataset": dataset,
-            "featureset": featureset, "method": method}
-    run_id = _create_run(client, experiment_id, f"{method} [{featureset}] {dataset}", tags)
-    # A parent spans many jobs; FINISHED keeps the UI from showing it as running forever.
-    client.set_terminated(run_id)
-    winner = _runs_with_key(client, experiment_id, key, "parent")[0].info.run_id
-    if winner != run_id:
-        client.delete_run(run_id)
+    parents = _runs_with_key(client, experiment_id, key, "parent")
+    if not parents:
+        tags = {KEY_TAG: key, LEVEL_TAG: "parent", "dataset": dataset,
+                "featureset": featureset, "method": method}
+        run_id = _create_run(client, experiment_id, f"{method} [{featureset}] {dataset}", tags)
+        # A parent spans many jobs; FINISHED keeps the UI from showing it as running forever.
+        _unless_gone(client, run_id, client.set_terminated, run_id)
+        parents = _runs_with_key(client, experiment_id, key, "parent")
+        if not parents:  # cannot happen: nobody deletes the oldest parent
+            return run_id
+    winner = parents[0].info.run_id
+    for run in parents[1:]:
+        _delete(client, run.info.run_id, deleted)
+        for child in _search_all(client, experiment_id, _filter_eq(**{PARENT_TAG: run.info.run_id})):
+            _unless_gone(client, child.info.run_id, client.set_tag, child.info.run_id, PARENT_TAG, winner)
     return winner
+
+
+SETTLE_ROUNDS = 10  # a parent settles in one or two rounds; more means something else is wrong
+
+
+def _confirm_parent(client, experiment_id: str, dataset: str, featureset: str, method: str,
+                    child_id: str, parent_id: str, deleted: list[str]) -> str:
+    """After a child was attached to ``parent_id`` without a lock: resolve the parent again
+    and move the child until the parent it names is the one every client settles on."""
+    for _ in range(SETTLE_ROUNDS):
+        winner = _parent_run_id(client, experiment_id, dataset, featureset, method, deleted)
+        if winner == parent_id:
+            return winner
+        _unless_gone(client, child_id, client.set_tag, child_id, PARENT_TAG, winner)
+        parent_id = winner
+    log.warning("parent run of %s did not settle in %d rounds", _parent_key(dataset, featureset, method),
+                SETTLE_ROUNDS)
+    return parent_id
+
+
+# ---------------------------------------------------------------- garbage collection
+
+
+def _gc_store(client, uri: str):
+    """The store whose rows a purge deletes, or None (with a warning) if there is none:
+    the tracking store itself for database URIs, ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI``
+    (the server's own database) for a server."""
+    if _is_server(uri):
+        backend = os.environ.get(BACKEND_ENV, "").strip()
+        if not backend:
+            _warn_once(f"runs deleted on {uri} stay soft-deleted (MLflow's REST API cannot purge them): "
+                       f"set {BACKEND_ENV} to the server's backend store URI (workflow/cluster/mlflow-server.sh "
+                       "start prints it) to purge them at once, or run `mlflow-server.sh gc` / `mlflow gc`")
+            return None
+        from mlflow.tracking._tracking_service.utils import _get_store
+
+        # the artifact root only matters for creating experiments; mlflow-artifacts:/ creates no folder
+        store = _get_store(backend, "mlflow-artifacts:/")
+    else:
+        store = client._tracking_client.store
+    if not hasattr(store, "_hard_delete_run"):
+        _warn_once(f"the MLflow store of {uri} cannot purge runs: deleted runs stay soft-deleted")
+        return None
+    return store
+
+
+def _delete_run_artifacts(run, uri: str) -> None:
+    """Delete a run's artifacts (through the server for ``mlflow-artifacts:`` URIs). MLflow keeps
+    them in ``<root>/<run id>/artifacts``: the ``<run id>`` folder goes as a whole."""
+    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
+
+    location = (run.info.artifact_uri or "").rstrip("/")
+    if not location:
+        return
+    suffix = "/artifacts"
+    if location.endswith(f"/{run.info.run_id}{suffix}"):
+        location = location[: -len(suffix)]
+    get_artifact_repository(location, tracking_uri=uri).delete_artifacts()
+
+
+def _purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
+    """Permanently delete runs this call soft-deleted, as ``mlflow gc --run-ids`` does: first
+    the artifacts, then the rows (params, metrics, tags, the run). Runs that are no longer in
+    the deleted stage (restored) or already gone are skipped. Failures are warnings: such a
+    run stays soft-deleted, for ``mlflow gc``."""
+    run_ids = list(dict.fromkeys(run_ids))
+    if not run_ids:
+        return
+    try:
+        store = _gc_store(client, uri)
+    except Exception as exc:  # e.g. the server's database unreachable from here
+        log.warning("cannot purge deleted runs %s (they stay soft-deleted): %s", run_ids, exc)
+        return
+    if store is None:
+        return
+    for run_id in run_ids:
+        try:
+            run = store.get_run(run_id)
+        except MlflowException as exc:
+            if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
+                log.warning("cannot purge run %s (it stays soft-deleted): %s", run_id, exc)
+            continue
+        if run.info.lifecycle_stage != "deleted":
+            continue
+        try:
+            _delete_run_artifacts(run, uri)
+            store._hard_delete_run(run_id)  # what `mlflow gc` calls
+        except Exception as exc:
+            log.warning("cannot purge run %s (it stays soft-deleted): %s", run_id, exc)
 
 
 # ---------------------------------------------------------------- public API
@@ -375,7 +593,8 @@ def log_fold_run(
     ``uid`` names one training of the fold. A live run of this fold with the same uid is
     kept (same run id): if what it shows changed (e.g. a metric added to the report) its
     step-0 metrics, tags and artifacts are updated in place, else nothing is written. Any
-    other uid (or none) makes a new run that replaces the earlier runs of the fold.
+    other uid (or none) makes a new run that replaces the earlier runs of the fold, which
+    are then purged from the store.
     ``metrics`` are logged at step 0, ``history`` entries at their own ``step``;
     ``start_time``/``end_time`` (ms since the epoch) are the fold job's, when given.
     """
@@ -383,30 +602,39 @@ def log_fold_run(
     digest = _content_digest(params, metrics, tags, paths)
     timestamp = _now_ms()
     key = f"{_parent_key(dataset, featureset, method)}/fold{fold}"
+    locked = sqlite_path(uri) is not None
     _preload_store_code(uri)
     with tracking_lock(uri):
         client = _client(uri)
         experiment_id = _experiment_id(client, uri, experiment)
-        parent_id = _parent_run_id(client, experiment_id, dataset, featureset, method)
+        deleted: list[str] = []
+        parent_id = _parent_run_id(client, experiment_id, dataset, featureset, method, deleted)
         same = [r for r in _runs_with_key(client, experiment_id, key, "fold")
                 if uid is not None and r.data.tags.get(UID_TAG) == uid]
         if same:
             run = same[-1]
+            run_id = run.info.run_id
             if run.data.tags.get(CONTENT_TAG) != digest:
-                _log_payload(client, run.info.run_id, metrics=_metric_entities(metrics, 0, timestamp),
+                _log_payload(client, run_id, metrics=_metric_entities(metrics, 0, timestamp),
                              tags=_tag_entities({**(tags or {}), CONTENT_TAG: digest}), artifacts=paths)
-                client.set_terminated(run.info.run_id, end_time=end_time)
-            return run.info.run_id
-        run_tags = {KEY_TAG: key, LEVEL_TAG: "fold", PARENT_TAG: parent_id, "dataset": dataset,
-                    "featureset": featureset, "method": method, "fold": str(fold), CONTENT_TAG: digest,
-                    **({UID_TAG: uid} if uid is not None else {})}
-        run_id = client.create_run(experiment_id, start_time=start_time, tags=run_tags,
-                                   run_name=f"{method} [{featureset}] {dataset} fold{fold}").info.run_id
-        with _new_run_or_nothing(client, run_id, end_time=end_time):
-            _log_payload(client, run_id, params=_param_entities(params),
-                         metrics=_metric_entities(metrics, 0, timestamp) + _history_entities(history, timestamp),
-                         tags=_tag_entities(tags), artifacts=paths)
-        _replace_runs(client, experiment_id, key, "fold", run_id)
+                client.set_terminated(run_id, end_time=end_time)
+            if run.data.tags.get(PARENT_TAG) != parent_id:  # its parent was replaced meanwhile
+                client.set_tag(run_id, PARENT_TAG, parent_id)
+        else:
+            token = _logged_token()
+            run_tags = {KEY_TAG: key, LEVEL_TAG: "fold", PARENT_TAG: parent_id, "dataset": dataset,
+                        "featureset": featureset, "method": method, "fold": str(fold), CONTENT_TAG: digest,
+                        LOGGED_TAG: token, **({UID_TAG: uid} if uid is not None else {})}
+            run_id = client.create_run(experiment_id, start_time=start_time, tags=run_tags,
+                                       run_name=f"{method} [{featureset}] {dataset} fold{fold}").info.run_id
+            with _new_run_or_nothing(client, uri, run_id, end_time=end_time):
+                _log_payload(client, run_id, params=_param_entities(params),
+                             metrics=_metric_entities(metrics, 0, timestamp) + _history_entities(history, timestamp),
+                             tags=_tag_entities(tags), artifacts=paths)
+            run_id = _replace_runs(client, experiment_id, key, "fold", run_id, token, deleted)
+        if not locked:
+            _confirm_parent(client, experiment_id, dataset, featureset, method, run_id, parent_id, deleted)
+        _purge_runs(client, uri, deleted)
     return run_id
 
 
@@ -427,24 +655,39 @@ def log_parent_metrics(
     tag, 0, 1, 2, ...), so the value the UI lists for a metric is the one of the
     latest call, and the metric's chart shows one point per call. A metric left
     out of a later call keeps its old value (MLflow cannot delete metrics).
+    Without a lock (a server) the parent is resolved again after the write, and the
+    write repeated on the parent every client settles on if that is another one.
     Returns the parent's run id.
     """
     paths = _check_artifacts(artifacts)
+    locked = sqlite_path(uri) is not None
     _preload_store_code(uri)
     with tracking_lock(uri):
         client = _client(uri)
         experiment_id = _experiment_id(client, uri, experiment)
-        parent_id = _parent_run_id(client, experiment_id, dataset, featureset, method)
-        parent = client.get_run(parent_id)
-        revision = int(parent.data.tags.get(REVISION_TAG, -1)) + 1
-        _log_payload(
-            client,
-            parent_id,
-            metrics=_metric_entities(metrics, revision, _now_ms()),
-            tags=_tag_entities({**(tags or {}), REVISION_TAG: revision}),
-            artifacts=paths,
-        )
-        client.set_terminated(parent_id)  # moves end_time to this call
+        deleted: list[str] = []
+        written = None
+        for _ in range(SETTLE_ROUNDS):
+            parent_id = _parent_run_id(client, experiment_id, dataset, featureset, method, deleted)
+            if parent_id == written:
+                break
+            try:
+                revision = int(client.get_run(parent_id).data.tags.get(REVISION_TAG, -1)) + 1
+            except MlflowException:
+                if _is_live(client, parent_id):
+                    raise
+                continue  # deleted as a duplicate meanwhile: resolve again
+            payload = dict(metrics=_metric_entities(metrics, revision, _now_ms()),
+                           tags=_tag_entities({**(tags or {}), REVISION_TAG: revision}), artifacts=paths)
+            if (_unless_gone(client, parent_id, _log_payload, client, parent_id, **payload)
+                    and _unless_gone(client, parent_id, client.set_terminated, parent_id)):  # end_time: now
+                written = parent_id
+            if locked and written:
+                break
+        else:
+            log.warning("the means of %s were not confirmed on a settled parent run after %d rounds",
+                        _parent_key(dataset, featureset, method), SETTLE_ROUNDS)
+        _purge_runs(client, uri, deleted)
     return parent_id
 
 
@@ -458,19 +701,22 @@ def log_study_run(
     params: Mapping | None = None,
     tags: Mapping | None = None,
 ) -> str:
-    """Log the report of one (study, dataset) as its own run, replacing earlier ones."""
+    """Log the report of one (study, dataset) as its own run, replacing (and purging) earlier ones."""
     paths = _check_artifacts(artifacts)
     key = f"study/{study}/{dataset}"
-    run_tags = {KEY_TAG: key, LEVEL_TAG: "study", "study": study, "dataset": dataset}
+    token = _logged_token()
+    run_tags = {KEY_TAG: key, LEVEL_TAG: "study", "study": study, "dataset": dataset, LOGGED_TAG: token}
     _preload_store_code(uri)
     with tracking_lock(uri):
         client = _client(uri)
         experiment_id = _experiment_id(client, uri, experiment)
+        deleted: list[str] = []
         run_id = _create_run(client, experiment_id, f"study {study} [{dataset}]", run_tags)
-        with _new_run_or_nothing(client, run_id):
+        with _new_run_or_nothing(client, uri, run_id):
             _log_payload(client, run_id, params=_param_entities(params),
                          tags=_tag_entities(tags), artifacts=paths)
-        _replace_runs(client, experiment_id, key, "study", run_id)
+        run_id = _replace_runs(client, experiment_id, key, "study", run_id, token, deleted)
+        _purge_runs(client, uri, deleted)
     return run_id
 
 

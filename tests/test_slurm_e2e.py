@@ -1,0 +1,125 @@
+"""The workflow on a SLURM cluster through Snakemake's SLURM executor (workflow/profiles/slurm):
+a reduced default pipeline run once on this machine and once through SLURM gives the same
+per-query metrics, and SLURM's accounting shows that its jobs ran every step but the local
+download.
+
+Needs a cluster that answers `sinfo` (with accounting: the executor asks `sacct` for its jobs);
+`bash workflow/cluster/local-slurm.sh start` makes a one-node one on this machine. Without one the
+tests are skipped, or fail when RANKSTUDY_REQUIRE_SLURM=1 (CI starts the cluster and sets it)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from test_pipeline_e2e import job_counts, make_workdir, progress_on_the_terminal, snakemake  # noqa: F401
+
+pytestmark = pytest.mark.slow
+
+START_HINT = "start one on this machine with: bash workflow/cluster/local-slurm.sh start"
+# two folds, three cheap methods, first-order features and one second-order set (so the
+# pair_correlations rule runs too): 39 SLURM jobs
+TINY = {
+    "folds": [1, 2],
+    "synthetic": {"n_queries": 60, "n_features": 17},
+    "methods": {
+        "pointwise": {"kind": "linear", "params": {"loss": "pointwise_mse"}, "grid": {"l2": [0.01, 1.0]}},
+        "ranknet": {"kind": "linear", "params": {"loss": "ranknet"}, "grid": {"l2": [0.01]}},
+        "lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 30, "num_leaves": 7}},
+    },
+    "features": {"normalization": "zscore", "first_order": True, "rho": [0.1]},
+    "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "err", "map"], "n_resamples": 200},
+}
+SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
+
+
+def why_no_cluster() -> str | None:
+    """None when a SLURM cluster answers, else what is wrong."""
+    if shutil.which("sinfo") is None:
+        return "`sinfo` is not on PATH"
+    try:
+        out = subprocess.run(["sinfo", "-h", "-o", "%P %a %t"], capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        return "`sinfo` did not answer within 30 s"
+    if out.returncode != 0:
+        said = (out.stderr or out.stdout).strip().splitlines()
+        return f"`sinfo` failed: {said[-1] if said else f'exit code {out.returncode}'}"
+    if not out.stdout.strip():
+        return "`sinfo` lists no partition"
+    return None
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster():
+    problem = why_no_cluster()
+    if problem:
+        if os.environ.get("RANKSTUDY_REQUIRE_SLURM") == "1":
+            pytest.fail(f"RANKSTUDY_REQUIRE_SLURM=1 but no SLURM cluster answers: {problem}")
+        pytest.skip(f"no SLURM cluster answers ({problem}); {START_HINT}")
+
+
+def workdir_of_the_tiny_run(tmp: Path) -> Path:
+    """A copy of the workflow whose default config is the tiny one. Snakemake 9 does not pass
+    --replace-workflow-config (which the runner uses) on to the jobs it submits: a SLURM job
+    merges test.yaml over config/config.yaml, so both must be the same config for the job to
+    see what the submitting snakemake saw (other methods, merged method parameters)."""
+    workdir = make_workdir(tmp, TINY)
+    shutil.copy(workdir / "test.yaml", workdir / "config" / "config.yaml")
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def local_and_slurm_runs(slurm_cluster, tmp_path_factory):
+    local = workdir_of_the_tiny_run(tmp_path_factory.mktemp("local"))
+    local_out = snakemake(local)
+    cluster = workdir_of_the_tiny_run(tmp_path_factory.mktemp("slurm"))
+    # the profile as a user names it, relative to the copy of the workflow; successful jobs'
+    # SLURM logs are kept to be looked at here
+    cluster_out = snakemake(cluster, "--profile", "workflow/profiles/slurm", "--slurm-keep-successful-logs")
+    return local, local_out, cluster, cluster_out
+
+
+def per_query_files(workdir: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(workdir)): p.read_bytes()
+            for p in sorted((workdir / "results/runs").rglob("metrics.per_query.test.csv"))}
+
+
+def test_per_query_metrics_are_the_same_on_slurm_as_locally(local_and_slurm_runs):
+    local, _, cluster, _ = local_and_slurm_runs
+    ours, theirs = per_query_files(local), per_query_files(cluster)
+    # every fold of every (feature set, method), and the folds together per (feature set, method)
+    assert len(ours) == 2 * 3 * 2 + 2 * 3
+    assert sorted(theirs) == sorted(ours)
+    different = [name for name in ours if theirs[name] != ours[name]]
+    assert not different, f"per-query metrics differ between the local and the SLURM run: {different}"
+    for ext in ("csv", "md"):
+        assert (cluster / f"results/tables/default/synthetic.{ext}").stat().st_size > 0
+
+
+def test_slurm_ran_every_job_but_the_download(local_and_slurm_runs):
+    _, local_out, cluster, cluster_out = local_and_slurm_runs
+    log = cluster_out.stdout + cluster_out.stderr
+    run_id = re.search(r"SLURM run ID: (\S+)", log).group(1)
+    submitted = SUBMITTED.findall(log)
+    # what ran where: SLURM's log of each job sits under .snakemake/slurm_logs/rule_<rule>/
+    per_rule = Counter(re.search(r"/rule_(\w+?)/", path).group(1) for _, path in submitted)
+    expected = job_counts(local_out.stdout + local_out.stderr)
+    del expected["all"], expected["fetch_dataset"]  # a target, and a local rule (the download)
+    assert per_rule == expected
+    for _, path in submitted:
+        assert Path(path).is_file() and Path(path).is_relative_to(cluster / ".snakemake/slurm_logs"), path
+    # SLURM's accounting has every job, named after the run, completed
+    ids = [job_id for job_id, _ in submitted]
+    acct = subprocess.run(["sacct", "-X", "-n", "-P", "-o", "JobIDRaw,JobName,State", "-j", ",".join(ids)],
+                          capture_output=True, text=True, timeout=60, check=True)
+    rows = {job_id: (name, state) for job_id, name, state in
+            (line.split("|") for line in acct.stdout.splitlines() if line)}
+    assert sorted(rows) == sorted(ids)
+    assert {name for name, _ in rows.values()} == {run_id}
+    assert {state for _, state in rows.values()} == {"COMPLETED"}
