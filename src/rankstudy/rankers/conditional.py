@@ -94,8 +94,7 @@ class ConditionalRanker(ScoredRanker):
             objective, vali_obj, vali, self.restarts, start=start, solver=self.make_solver,
             metric=self.restart_metric, rel_threshold=self.rel_threshold,
             label=f" ({self.loss}{'_' + self.gain if OBJECTIVES[self.loss][0] else ''})")
-        self._set_theta(solution.theta, objective.unpack(solution.theta))
-        self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
+        self._adopt(solution, objective)
         self.history_ = history if self.restarts > 1 else solution.history
         return self
 

@@ -47,11 +47,15 @@ class ScoredRanker(Ranker):
             vali_obj = self.objective(vali)
         theta0 = train_obj.initial(np.random.default_rng(self.seed))
         solution = self.make_solver().solve(train_obj, theta0, vali_obj)
-        # theta_ is the scorer's part; a loss's own parameters are kept in parts_
-        self._set_theta(solution.theta[:train_obj.scorer.n_params], train_obj.unpack(solution.theta))
-        self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
+        self._adopt(solution, train_obj)
         self.history_ = solution.history
         return self
+
+    def _adopt(self, solution, objective: Objective) -> None:
+        """Take a solver's solution as the fitted state (history aside)."""
+        # theta_ is the scorer's part; a loss's own parameters are kept in parts_
+        self._set_theta(solution.theta[:objective.scorer.n_params], objective.unpack(solution.theta))
+        self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
 
     def _set_theta(self, theta: np.ndarray, parts: dict[str, Any]) -> None:
         self.theta_ = np.asarray(theta, dtype=np.float64)

@@ -74,8 +74,7 @@ class StructRank(ScoredRanker):
             start=lambda restart: objective.initial(np.random.default_rng([self.seed, restart])),
             solver=self.make_solver, metric="map", rel_threshold=self.rel_threshold,
             label=f" ({self.topology} CDN, {self.ranking_function})")
-        self._set_theta(solution.theta[:objective.scorer.n_params], objective.unpack(solution.theta))
-        self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
+        self._adopt(solution, objective)
         self.history_ = history
         return self
 
