@@ -140,6 +140,17 @@ def test_tables_plots_and_runs_exist(tiny_run):
     assert len(pairs) > 0 and (pairs["rho"].abs() >= 0.1).all()
 
 
+def test_jobs_run_on_their_declared_threads(tiny_run):
+    """LightGBM's train jobs and the rho filter's GEMMs get both cores; the rest one each
+    (their BLAS limited to it), as each job's log says."""
+    workdir, _ = tiny_run
+    logs = workdir / "results" / "logs"
+    expected = {"train/synthetic/first/lambdamart/fold1.log": 2, "train/synthetic/first/ranknet/fold1.log": 1,
+                "pair_correlations/synthetic/fold1.log": 2, "evaluate/synthetic/first/lambdamart/fold1.log": 1}
+    for log, threads in expected.items():
+        assert f"threads: {threads}" in (logs / log).read_text().splitlines()[0], log
+
+
 def test_per_query_metrics_match_a_recomputation_from_scores(tiny_run):
     workdir, _ = tiny_run
     run = workdir / "results/runs/synthetic/first/pointwise/fold1"

@@ -160,6 +160,29 @@ def test_lambdamart_is_deterministic(splits):
     np.testing.assert_array_equal(a, b)
 
 
+def test_lambdamart_on_two_threads_gives_the_one_thread_model(splits):
+    """Train jobs give LightGBM the job's threads; deterministic=True must make that invisible."""
+    from threadpoolctl import threadpool_info
+
+    from rankstudy.util.threads import job_threads, use_job_threads
+
+    train, vali, test = splits
+    try:
+        models = {}
+        for n in (1, 2):
+            use_job_threads(n)
+            assert job_threads() == n
+            assert {i["num_threads"] for i in threadpool_info()} == {n}
+            ranker = LambdaMART(n_estimators=25, seed=3)
+            assert ranker.lightgbm_params()["num_threads"] == n
+            models[n] = ranker.fit(train, vali)
+        np.testing.assert_array_equal(models[1].predict(test), models[2].predict(test))
+        trees = {n: m.booster_.model_to_string().split("\nparameters:")[0] for n, m in models.items()}
+        assert trees[1] == trees[2]  # the same trees (the saved parameters differ in num_threads)
+    finally:
+        use_job_threads(1)
+
+
 def test_listmle_seed_reaches_the_loss(splits):
     train = splits[0]
     a = LinearRanker(loss="listmle", seed=0, max_iter=3).fit(train)

@@ -1,14 +1,10 @@
 # Shared helpers: config checks that need the package, wildcard constraints, target lists.
 import json
-import os
 import re
 from pathlib import Path
 
-# Parallel jobs each get one core: stop BLAS from oversubscribing it with its own threads.
-for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
-
 from rankstudy.pipeline.config import check_config, run_methods
+from rankstudy.rankers.registry import ranker_class
 
 SETTINGS = check_config(config, workdir=Path(workflow.basedir))
 FEATURESETS = SETTINGS.featuresets  # name -> FeatureSet
@@ -33,7 +29,9 @@ MLFLOW = {
 
 
 # What one job asks a scheduler for (SLURM through workflow/profiles/slurm; locally only `threads`
-# counts, and mem_mb when --resources mem_mb=N is given). Every job is one single-threaded process.
+# counts, and mem_mb when --resources mem_mb=N is given). A job's BLAS, OpenMP and LightGBM use
+# exactly its `threads` (rankstudy.util.threads, set as the job starts), so single-threaded jobs
+# side by side do not oversubscribe the cores.
 # Sized from measurements (README, "On a SLURM cluster"): a whole SLURM job peaked at 430-730 MB
 # (about 420 MB of it Snakemake: the jobstep and the job's own process; the script 110-330 MB,
 # growing by at most 1.5 MB per MB of input), and the longest script took 25 s. mem_mb and
@@ -51,6 +49,22 @@ def job_runtime(base=10, per_input_mb=0.0):
         return int(base + per_input_mb * input.size_mb) * attempt
 
     return runtime
+
+
+# Threads of a method's train job: its `threads` entry, else PARALLEL_THREADS for rankers whose
+# fit uses threads (LightGBM), 1 for the rest (they gain more from running side by side).
+# Snakemake scales a job's threads down to --cores.
+PARALLEL_THREADS = 4
+
+
+def train_threads(wildcards):
+    spec = config["methods"][wildcards.method]
+    return spec.get("threads") or (PARALLEL_THREADS if ranker_class(spec["kind"]).parallel else 1)
+
+
+def training_spec(wildcards):
+    """What changes training: the method's entry without its thread count."""
+    return {k: v for k, v in config["methods"][wildcards.method].items() if k != "threads"}
 
 
 wildcard_constraints:

@@ -15,7 +15,7 @@ rule train:
         selection="results/runs/{dataset}/{featureset}/{method}/fold{fold}/selection.csv",
         fit="results/runs/{dataset}/{featureset}/{method}/fold{fold}/fit.json",
     params:
-        spec=lambda w: config["methods"][w.method],
+        spec=training_spec,
         featureset=lambda w: FEATURESETS[w.featureset].to_dict(),
         selection=SELECTION,
         seed=config.get("seed", 0),
@@ -23,7 +23,7 @@ rule train:
         "results/logs/train/{dataset}/{featureset}/{method}/fold{fold}.log",
     benchmark:
         "results/benchmarks/train/{dataset}/{featureset}/{method}/fold{fold}.tsv"
-    threads: 1
+    threads: train_threads
     resources:
         mem_mb=job_mem_mb(per_input_mb=3),
         runtime=job_runtime(per_input_mb=0.125),

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rankstudy.pipeline.errors import USER_ERRORS
+from rankstudy.util.threads import use_job_threads
 
 
 @contextmanager
@@ -22,7 +23,8 @@ def job_logging(snakemake, name: str):
     if log:
         sys.stdout = sys.stderr = log
     start = time.perf_counter()
-    print(f"[{name}] wildcards: {dict(snakemake.wildcards)}")
+    threads = use_job_threads(getattr(snakemake, "threads", 1))
+    print(f"[{name}] wildcards: {dict(snakemake.wildcards)}, threads: {threads}")
     try:
         yield
         print(f"[{name}] done in {time.perf_counter() - start:.2f} s")

@@ -33,11 +33,14 @@ class Ranker:
     ``data_kind`` is the kind of split it ranks (:mod:`rankstudy.data.kinds`);
     ``featureset_types`` the feature-set types it can train on
     (:mod:`rankstudy.features.featuresets`), and :meth:`featureset_params` the parameters a
-    feature set adds (the quadratic functional's pairs, for ``quad``)."""
+    feature set adds (the quadratic functional's pairs, for ``quad``). ``parallel`` rankers use
+    the job's threads (:mod:`rankstudy.util.threads`)."""
 
     kind: ClassVar[str] = ""
     data_kind: ClassVar[str] = "letor"
     featureset_types: ClassVar[tuple[str, ...]] = ("first", "rho")
+    # whether fit puts several threads to use (LightGBM): its train jobs then ask for more
+    parallel: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.history_: list[dict] = []

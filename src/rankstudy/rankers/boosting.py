@@ -12,6 +12,7 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.util.progress import Progress
+from rankstudy.util.threads import job_threads
 
 
 def lightgbm():
@@ -39,6 +40,7 @@ class BoostedTrees(Ranker):
     rounds kept."""
 
     metric: ClassVar[str] = ""
+    parallel = True
     n_estimators: int
     early_stopping_rounds: int
 
@@ -87,7 +89,7 @@ class BoostedTrees(Ranker):
             raise NotFittedError(f"{type(self).__name__} is not fitted")
         if data.n_features != self.booster_.num_feature():
             raise ValueError(f"expected {self.booster_.num_feature()} features, got {data.n_features}")
-        return self.scores(np.asarray(self.booster_.predict(data.X, num_threads=1), dtype=np.float64))
+        return self.scores(np.asarray(self.booster_.predict(data.X, num_threads=job_threads()), dtype=np.float64))
 
     def _get_state(self) -> dict:
         return {"model": self.booster_.model_to_string(), "best_iteration": self.best_iteration_}

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm
+from rankstudy.util.threads import job_threads
 
 
 class LambdaMART(BoostedTrees):
     """Gradient-boosted trees with LightGBM's lambdarank objective (gains 2^r - 1), early
     stopping on validation NDCG@10 (see :class:`~rankstudy.rankers.boosting.BoostedTrees`).
-    Single-threaded and ``deterministic=True`` so a given seed reproduces the same model."""
+    ``deterministic=True``, so a given seed reproduces the same model on any number of threads
+    (the job's: :func:`~rankstudy.util.threads.job_threads`; tested)."""
 
     kind = "lambdamart"
     eval_at = 10
@@ -33,7 +35,7 @@ class LambdaMART(BoostedTrees):
             "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
             "min_data_in_leaf": self.min_data_in_leaf, "lambda_l2": self.lambda_l2,
             "seed": self.seed, "deterministic": True, "force_row_wise": True,
-            "num_threads": 1, "verbosity": -1,
+            "num_threads": job_threads(), "verbosity": -1,
         }
 
     def dataset(self, data: RankData, reference=None):

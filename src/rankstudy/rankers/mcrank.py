@@ -8,6 +8,7 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm
+from rankstudy.util.threads import job_threads
 
 
 class McRank(BoostedTrees):
@@ -37,7 +38,7 @@ class McRank(BoostedTrees):
             "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
             "min_data_in_leaf": self.min_data_in_leaf, "lambda_l2": self.lambda_l2,
             "seed": self.seed, "deterministic": True, "force_row_wise": True,
-            "num_threads": 1, "verbosity": -1,
+            "num_threads": job_threads(), "verbosity": -1,
         }
 
     def dataset(self, data: RankData, reference=None):
