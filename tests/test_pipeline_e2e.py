@@ -175,6 +175,12 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
     run = client.get_run(run_id)
     assert run.data.tags["dataset"] == "synthetic" and run.data.tags["git_commit"]
     assert {"test.ndcg_at_10", "vali.ndcg_at_10", "test.err", "test.map"} <= set(run.data.metrics)
+    # the fold's jobs' wall and CPU seconds and peak memory, as their benchmark files say
+    bench = pd.read_csv(workdir / "results/benchmarks/train/synthetic/first/pointwise/fold1.tsv", sep="\t")
+    assert run.data.metrics["job.train.wall_s"] == pytest.approx(bench["s"].iloc[-1])
+    assert run.data.metrics["job.train.max_rss_mb"] == pytest.approx(bench["max_rss"].iloc[-1])
+    assert {f"job.{r}.{k}" for r in ("prepare_fold", "featurize", "evaluate") for k in ("wall_s", "cpu_s", "max_rss_mb")} \
+        <= set(run.data.metrics)
     # the training curve and both l2 candidates of the grid, as step metrics
     assert len(client.get_metric_history(run_id, "train_loss")) > 2
     assert len(client.get_metric_history(run_id, "selection.vali.ndcg_at_10")) == 2

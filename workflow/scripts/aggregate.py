@@ -27,6 +27,22 @@ def fold_timing(run: Path, selection: pd.DataFrame) -> dict:
             "argmax_seconds": recorded("argmax_seconds"), "qp_seconds": recorded("qp_seconds")}
 
 
+def job_benchmarks(w, fold: int) -> dict:
+    """Wall and CPU seconds and peak memory (MB) of the jobs behind this fold's run, from the
+    files their `benchmark:` directives wrote (absent for jobs run before they existed)."""
+    jobs = {"prepare_fold": f"{w.dataset}/fold{fold}", "featurize": f"{w.dataset}/{w.featureset}/fold{fold}",
+            "train": f"{w.dataset}/{w.featureset}/{w.method}/fold{fold}",
+            "evaluate": f"{w.dataset}/{w.featureset}/{w.method}/fold{fold}"}
+    found = {}
+    for rule, name in jobs.items():
+        path = Path("results/benchmarks") / rule / f"{name}.tsv"
+        if path.exists():
+            bench = pd.read_csv(path, sep="\t").iloc[-1]
+            found.update({f"job.{rule}.wall_s": float(bench["s"]), f"job.{rule}.cpu_s": float(bench["cpu_time"]),
+                          f"job.{rule}.max_rss_mb": float(bench["max_rss"])})
+    return found
+
+
 with job_logging(snakemake, "aggregate"):
     w, mlflow = snakemake.wildcards, snakemake.params.mlflow
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
@@ -44,7 +60,7 @@ with job_logging(snakemake, "aggregate"):
             uri, experiment, dataset=w.dataset, featureset=w.featureset, method=w.method, fold=fold["fold"],
             params={"method": fold["params"], "kind": fold["kind"], "featureset": w.featureset,
                     "fold": fold["fold"], "data_fingerprint": fold["fingerprint"], "selection": fold["selection"]},
-            metrics=fold["metrics"], history=atomic.read_json(path.parent / "history.json") + candidates,
+            metrics={**fold["metrics"], **job_benchmarks(w, fold["fold"])}, history=atomic.read_json(path.parent / "history.json") + candidates,
             artifacts=[path.parent / name for name in ARTIFACTS],
             tags={"git_commit": run["git_commit"], "data_fingerprint": fold["fingerprint"],
                   **tracking.flatten_params({"evaluation": fold["evaluation"]})},

@@ -101,7 +101,7 @@ def load_fold(name: str, source: dict, fold: int, progress: Callable[[str], None
     data_root = Path(data_root if data_root is not None else source.get("data_root", "data"))
     kind = source["source"]
     if kind == "synthetic":
-        sizes = {k: source[k] for k in ("n_queries", "n_features", "corrupt_share") if k in source}
+        sizes = {k: source[k] for k in ("n_queries", "n_features", "corrupt_share", "median_len", "min_len", "max_len") if k in source}
         return Fold(fold_splits(synthetic.make_parts(seed=source["seed"], **sizes), fold), 4)
     if kind == "synthetic_qa":
         sizes = {k: source[k] for k in ("n_questions", "vocab_size") if k in source}

@@ -1,0 +1,233 @@
+"""The pipeline at the scale of the real benchmarks: the default methods on synthetic data of
+MSLR-WEB10K, MSLR-WEB30K or Istella size, for one fold or five, through the real `snakemake` CLI.
+
+    python benchmarks/bench_scale.py [--size mslr10k|mslr30k|istella|tiny] [--folds 1] [--cores 2]
+                                     [--workdir DIR] [--methods ranknet lambdamart ...] [--rho 0.10]
+
+It copies the workflow into ``--workdir`` (default ``scale-runs/<size>-<folds>f`` under the
+system's temp folder), writes a config (the default config.yaml with the sized synthetic data
+set, the folds, one rho feature set and the chosen methods), runs Snakemake there and then reads
+the ``benchmark:`` file every job wrote (``results/benchmarks/<rule>/...tsv``: wall and CPU
+seconds, peak RSS). It prints and writes (``scale.md``, ``scale.csv``, ``scale.jobs.csv`` in the
+workdir):
+
+* per rule: jobs, wall seconds (sum and longest job), CPU seconds, CPU/wall of the longest job
+  (about 2 when a job used both cores), the largest peak RSS, and the largest ratio of a job's peak
+  RSS to the size of the arrays it reads (its input .npz files, uncompressed, so their size is the
+  arrays'; ``prepare_fold`` reads text or a generator, so its own output arrays are used);
+* the whole run: wall time, and the machine's peak memory in use during the run above what was in
+  use before it (sampled every second from /proc/meminfo, so neighbours' memory counts too);
+* the issue's targets: MSLR-WEB30K size, 5 folds, under 3 hours and 24 GiB; no stage above 3x its
+  input arrays.
+
+A rerun in the same workdir reuses what Snakemake finds up to date (so a stopped run continues);
+``--fresh`` deletes the workdir first. Progress: Snakemake's console lines pass through, and every
+long job writes progress lines to its log under ``results/logs/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+# queries, features, and query lengths (log-normal median, clipped) giving about the benchmark's
+# documents per query: MSLR-WEB10K 1.20M docs / 10k queries, WEB30K 3.77M / 31.5k, Istella 10.5M / 33k
+SIZES = {
+    "tiny": {"n_queries": 100, "n_features": 24},  # a smoke test of the benchmark itself
+    "mslr10k": {"n_queries": 10000, "n_features": 136, "median_len": 90, "min_len": 1, "max_len": 908},
+    "mslr30k": {"n_queries": 31531, "n_features": 136, "median_len": 90, "min_len": 1, "max_len": 1251},
+    "istella": {"n_queries": 33018, "n_features": 220, "median_len": 240, "min_len": 1, "max_len": 1000},
+}
+TARGET_SECONDS, TARGET_GIB, TARGET_INPUT_RATIO = 3 * 3600, 24, 3.0
+
+
+def job_inputs(rule: str, parts: list[str]) -> list[str]:
+    """The .npz files a job reads (the arrays its memory is measured against), from the
+    wildcards in its benchmark file's path ``<rule>/<dataset>[/<featureset>[/<method>]]/fold<k>``."""
+    d = parts[0]
+    fold = parts[-1]
+    data = f"results/data/{d}/{fold}"
+    if rule == "prepare_fold":  # reads text or the generator: its own output arrays
+        return [f"{data}/{s}.npz" for s in ("train", "vali", "test")]
+    if rule == "pair_correlations":
+        return [f"{data}/train.npz"]
+    if rule == "featurize":
+        return [f"{data}/{s}.npz" for s in ("train", "vali", "test")]
+    features = f"results/features/{d}/{parts[1]}/{fold}"
+    if rule == "train":
+        return [f"{features}/train.npz", f"{features}/vali.npz"]
+    if rule == "evaluate":
+        return [f"{features}/vali.npz", f"{features}/test.npz"]
+    return []
+
+
+def collect(workdir: Path) -> pd.DataFrame:
+    """One row per job from the benchmark files Snakemake wrote."""
+    rows = []
+    for tsv in sorted((workdir / "results" / "benchmarks").rglob("*.tsv")):
+        rel = tsv.relative_to(workdir / "results" / "benchmarks").with_suffix("")
+        rule, parts = rel.parts[0], list(rel.parts[1:])
+        bench = pd.read_csv(tsv, sep="\t").iloc[-1]  # the last repeat, if --benchmark-repeats
+        inputs = [workdir / p for p in job_inputs(rule, parts)]
+        input_mb = sum(p.stat().st_size for p in inputs if p.exists()) / 2**20 if inputs else float("nan")
+        rows.append({"rule": rule, "job": "/".join(parts), "wall_s": float(bench["s"]),
+                     "cpu_s": float(bench["cpu_time"]), "max_rss_mb": float(bench["max_rss"]),
+                     "input_mb": input_mb})
+    jobs = pd.DataFrame(rows)
+    jobs["rss_over_input"] = jobs["max_rss_mb"] / jobs["input_mb"]
+    return jobs
+
+
+def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
+    order = ["prepare_fold", "pair_correlations", "featurize", "train", "evaluate", "aggregate", "tables"]
+    rows = []
+    for rule, g in jobs.groupby("rule"):
+        longest = g.loc[g["wall_s"].idxmax()]
+        rows.append({"rule": rule, "jobs": len(g), "wall_s_sum": g["wall_s"].sum(),
+                     "longest_job": longest["job"], "longest_wall_s": longest["wall_s"],
+                     "longest_cpu_per_wall": longest["cpu_s"] / longest["wall_s"] if longest["wall_s"] else float("nan"),
+                     "cpu_s_sum": g["cpu_s"].sum(), "max_rss_mb": g["max_rss_mb"].max(),
+                     "input_mb_of_max_rss_job": g.loc[g["max_rss_mb"].idxmax(), "input_mb"],
+                     "max_rss_over_input": g["rss_over_input"].max()})
+    table = pd.DataFrame(rows)
+    table["order"] = [order.index(r) if r in order else len(order) for r in table["rule"]]
+    return table.sort_values(["order", "rule"]).drop(columns="order")
+
+
+class MemorySampler:
+    """The machine's memory in use (MemTotal - MemAvailable), sampled every second."""
+
+    def __init__(self) -> None:
+        self.baseline = self.used()
+        self.peak = self.baseline
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    @staticmethod
+    def used() -> int:
+        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        kib = lambda key: int(info[key].split()[0])  # noqa: E731
+        return (kib("MemTotal") - kib("MemAvailable")) * 1024
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self.peak = max(self.peak, self.used())
+
+    def __enter__(self) -> "MemorySampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def make_workdir(workdir: Path, args: argparse.Namespace) -> None:
+    for name in ("Snakefile", "workflow", "config", "environment.yml"):
+        src, dst = REPO / name, workdir / name
+        if dst.exists():
+            shutil.rmtree(dst) if dst.is_dir() else dst.unlink()
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    methods = args.methods or list(config["methods"])
+    unknown = sorted(set(methods) - set(config["methods"]))
+    if unknown:
+        raise SystemExit(f"unknown methods {unknown}; config/config.yaml has {sorted(config['methods'])}")
+    config.update({
+        "study": f"scale-{args.size}", "datasets": ["synthetic"], "folds": list(range(1, args.folds + 1)),
+        "synthetic": SIZES[args.size], "run_methods": methods,
+        "features": {**config["features"], "first_order": True, "rho": [args.rho]},
+    })
+    if config["report"]["baseline"] not in methods:
+        config["report"]["baseline"] = methods[0]
+    (workdir / "scale.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def markdown(table: pd.DataFrame) -> str:
+    shown = table.assign(**{c: table[c].map(lambda v: f"{v:.1f}") for c in
+                            ("wall_s_sum", "longest_wall_s", "cpu_s_sum", "max_rss_mb", "input_mb_of_max_rss_job")},
+                         longest_cpu_per_wall=table["longest_cpu_per_wall"].map(lambda v: f"{v:.2f}"),
+                         max_rss_over_input=table["max_rss_over_input"].map(lambda v: f"{v:.2f}"))
+    return shown.to_markdown(index=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=sorted(SIZES), default="mslr10k")
+    parser.add_argument("--folds", type=int, default=1, choices=range(1, 6), metavar="1..5")
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--workdir", type=Path)
+    parser.add_argument("--methods", nargs="+", help="methods of config/config.yaml (default: all)")
+    parser.add_argument("--rho", type=float, default=0.10, help="the one rho feature set's threshold")
+    parser.add_argument("--fresh", action="store_true", help="delete the workdir first")
+    args = parser.parse_args()
+    workdir = args.workdir or Path(tempfile.gettempdir()) / "scale-runs" / f"{args.size}-{args.folds}f"
+    if args.fresh and workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    make_workdir(workdir, args)
+    print(f"scale benchmark {args.size} ({SIZES[args.size]}), {args.folds} fold(s), "
+          f"--cores {args.cores}, in {workdir}", flush=True)
+    cmd = [SNAKEMAKE, "--cores", str(args.cores), "--configfile", "scale.yaml", "--replace-workflow-config",
+           "--rerun-incomplete"]
+    start = time.perf_counter()
+    with MemorySampler() as memory, open(workdir / "snakemake.log", "w") as log:
+        proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in proc.stdout:  # the console: which jobs start and finish, steps done
+            log.write(line)
+            if re.match(r"(rule |localrule |\d+ of \d+ steps|Error|WorkflowError|Finished)", line.strip()) \
+                    or "wildcards:" in line:
+                print(f"  {line.rstrip()}", flush=True)
+        returncode = proc.wait()
+    wall = time.perf_counter() - start
+    if returncode != 0:
+        raise SystemExit(f"snakemake failed (exit {returncode}); see {workdir / 'snakemake.log'}")
+    jobs = collect(workdir)
+    table = per_rule(jobs)
+    jobs.to_csv(workdir / "scale.jobs.csv", index=False)
+    table.to_csv(workdir / "scale.csv", index=False)
+    peak_gib = (memory.peak - memory.baseline) / 2**30
+    docs = sum(int(v) for k, v in _meta_docs(workdir).items())
+    lines = [
+        f"# Scale benchmark: {args.size}, {args.folds} fold(s), --cores {args.cores}",
+        "",
+        f"Synthetic data: {SIZES[args.size]}; fold 1 holds {docs:,} documents (train + vali + test).",
+        f"Methods: {', '.join(args.methods or yaml.safe_load((workdir / 'scale.yaml').read_text())['run_methods'])}; "
+        f"feature sets: first, rho{args.rho:.2f}.",
+        "",
+        markdown(table),
+        "",
+        f"Whole run: {wall:.0f} s wall ({wall / 3600:.2f} h) for the jobs Snakemake ran now "
+        f"({len(jobs)} jobs have benchmark files); machine memory in use peaked {peak_gib:.2f} GiB above "
+        f"the {memory.baseline / 2**30:.2f} GiB in use before the run.",
+        f"Largest stage memory / input arrays: {table['max_rss_over_input'].max():.2f} "
+        f"(target <= {TARGET_INPUT_RATIO:g}: {'met' if table['max_rss_over_input'].max() <= TARGET_INPUT_RATIO else 'not met'}).",
+    ]
+    if args.size == "mslr30k" and args.folds == 5:
+        met = wall <= TARGET_SECONDS and peak_gib <= TARGET_GIB
+        lines.append(f"Target (MSLR-WEB30K size, 5 folds: < 3 h and < 24 GiB): {'met' if met else 'not met'}.")
+    report = "\n".join(lines)
+    (workdir / "scale.md").write_text(report + "\n")
+    print(report)
+
+
+def _meta_docs(workdir: Path) -> dict:
+    meta = yaml.safe_load((workdir / "results/data/synthetic/fold1/meta.json").read_text())
+    return {s: meta[f"{s}.n_docs"] for s in ("train", "vali", "test")}
+
+
+if __name__ == "__main__":
+    main()
