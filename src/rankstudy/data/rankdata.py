@@ -10,12 +10,13 @@ from typing import ClassVar
 import numpy as np
 
 from rankstudy.data.blocks import QueryBlocks
+from rankstudy.data.npz_mmap import load_npz
 from rankstudy.util.atomic import atomic_path
 
 
 @dataclass
 class RankData(QueryBlocks):
-    X: np.ndarray  # (n, m) float64 features
+    X: np.ndarray  # (n, m) float64 features (float32 when stored so: features.dtype)
     y: np.ndarray  # (n,) float64 graded relevance labels
     qid: np.ndarray  # (n,) int64 query id of each row (constant within a query block)
     docid: np.ndarray  # (n,) str document id (from the '#docid = ...' comment, else row index in query)
@@ -24,7 +25,9 @@ class RankData(QueryBlocks):
     kind: ClassVar[str] = "letor"
 
     def __post_init__(self) -> None:
-        self.X = np.ascontiguousarray(self.X, dtype=np.float64)
+        # float32 is kept as stored (half the memory and bandwidth), anything else made float64
+        dtype = np.float32 if np.asarray(self.X).dtype == np.float32 else np.float64
+        self.X = np.ascontiguousarray(self.X, dtype=dtype)
         self.y = np.asarray(self.y, dtype=np.float64)
         self.qid = np.asarray(self.qid, dtype=np.int64)
         self.docid = np.asarray(self.docid).astype(str)
@@ -53,7 +56,10 @@ class RankData(QueryBlocks):
 
     @classmethod
     def concat(cls, parts: list["RankData"]) -> "RankData":
-        """Stack query-grouped parts into one RankData (queries keep their order)."""
+        """Stack query-grouped parts into one RankData (queries keep their order); one part is
+        returned as it is."""
+        if len(parts) == 1:
+            return parts[0]
         lengths = np.concatenate([p.query_lengths for p in parts])
         return cls(
             X=np.vstack([p.X for p in parts]), y=np.concatenate([p.y for p in parts]),
@@ -67,6 +73,12 @@ class RankData(QueryBlocks):
         return RankData(X=self.X[rows], y=self.y[rows], qid=self.qid[rows], docid=self.docid[rows],
                         offsets=offsets)
 
+    def query_range(self, first: int, stop: int) -> "RankData":
+        """Queries first..stop-1 as views of this split's rows (no copy)."""
+        rows = slice(int(self.offsets[first]), int(self.offsets[stop]))
+        return RankData(X=self.X[rows], y=self.y[rows], qid=self.qid[rows], docid=self.docid[rows],
+                        offsets=self.offsets[first:stop + 1] - self.offsets[first])
+
     def with_features(self, X: np.ndarray) -> "RankData":
         return RankData(X=X, y=self.y, qid=self.qid, docid=self.docid, offsets=self.offsets)
 
@@ -78,5 +90,6 @@ class RankData(QueryBlocks):
 
     @classmethod
     def from_npz(cls, path: str | os.PathLike) -> "RankData":
-        with np.load(path, allow_pickle=False) as z:
-            return cls(X=z["X"], y=z["y"], qid=z["qid"], docid=z["docid"], offsets=z["offsets"])
+        """The features are a read-only memory map of the file (shared by every job reading it)."""
+        z = load_npz(path, mmap=("X",))
+        return cls(X=z["X"], y=z["y"], qid=z["qid"], docid=z["docid"], offsets=z["offsets"])

@@ -36,6 +36,7 @@ from rankstudy.data.rotation import N_PARTS
 # cumulative label shares: P(label <= 0) = 0.50, <= 1: 0.78, <= 2: 0.92, <= 3: 0.98
 _LABEL_CUTS = (0.50, 0.78, 0.92, 0.98)
 _QID_BASE = 10001
+_CHUNK_ROWS = 1 << 16
 
 
 def feature_roles(n_features: int = 24, n_linear: int = 6, n_pair_groups: int = 4,
@@ -103,10 +104,13 @@ def make_parts(seed: int = 0, n_queries: int = 250, n_features: int = 24, *,
     X[:, roles["pairwise"]] = ab
     utility = utility + pair_weight * interaction
 
+    # the noise block is most of X: drawn in row chunks (the same stream as one (n, k) draw, which
+    # fills rows in order) so no second matrix of its size is held
     noise_cols = roles["noise"]
-    noise = rng.standard_normal((n, len(noise_cols)))
-    noise[:, 1::2] = np.exp(noise[:, 1::2])  # skewed irrelevant features
-    X[:, noise_cols] = noise
+    for start in range(0, n, _CHUNK_ROWS):
+        noise = rng.standard_normal((min(_CHUNK_ROWS, n - start), len(noise_cols)))
+        noise[:, 1::2] = np.exp(noise[:, 1::2])  # skewed irrelevant features
+        X[start:start + len(noise), noise_cols] = noise
 
     zero_col, one_col, query_col = roles["constant"][:3]
     X[:, one_col] = 1.0  # column zero_col stays all zero
@@ -132,6 +136,7 @@ def make_parts(seed: int = 0, n_queries: int = 250, n_features: int = 24, *,
     docid = np.char.add(np.char.add(np.char.add("D", qid.astype(str)), "-"), pos.astype(str))
     full = RankData(X=X, y=y, qid=qid, docid=docid, offsets=offsets)
 
-    # split queries into 5 contiguous, even groups (queries are already in random order)
-    part_of_query = np.repeat(np.arange(N_PARTS), [len(s) for s in np.array_split(np.arange(n_queries), N_PARTS)])
-    return [full.select_queries(part_of_query == k) for k in range(N_PARTS)]
+    # split queries into 5 contiguous, even groups (queries are already in random order); each
+    # part is a view of its rows, not a copy
+    bounds = np.cumsum([0] + [len(s) for s in np.array_split(np.arange(n_queries), N_PARTS)])
+    return [full.query_range(bounds[k], bounds[k + 1]) for k in range(N_PARTS)]
