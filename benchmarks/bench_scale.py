@@ -46,6 +46,7 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 # queries, features, and query lengths (log-normal median, clipped) giving about the benchmark's
 # documents per query: MSLR-WEB10K 1.20M docs / 10k queries, WEB30K 3.77M / 31.5k, Istella 10.5M / 33k
 SIZES = {
+    "default": {"n_queries": 250, "n_features": 24},  # config.yaml's data set
     "tiny": {"n_queries": 100, "n_features": 24},  # a smoke test of the benchmark itself
     "mslr10k": {"n_queries": 10000, "n_features": 136, "median_len": 90, "min_len": 1, "max_len": 908},
     "mslr30k": {"n_queries": 31531, "n_features": 136, "median_len": 90, "min_len": 1, "max_len": 1251},
@@ -149,7 +150,7 @@ def make_workdir(workdir: Path, args: argparse.Namespace) -> None:
     config.update({
         "study": f"scale-{args.size}", "datasets": ["synthetic"], "folds": list(range(1, args.folds + 1)),
         "synthetic": SIZES[args.size], "run_methods": methods,
-        "features": {**config["features"], "first_order": True, "rho": [args.rho]},
+        "features": {**config["features"], "first_order": True, "rho": [args.rho], "dtype": args.dtype},
     })
     if config["report"]["baseline"] not in methods:
         config["report"]["baseline"] = methods[0]
@@ -172,9 +173,12 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--methods", nargs="+", help="methods of config/config.yaml (default: all)")
     parser.add_argument("--rho", type=float, default=0.10, help="the one rho feature set's threshold")
+    parser.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="features.dtype")
+    parser.add_argument("--compare", type=Path, metavar="WORKDIR",
+                        help="another run's workdir: print the largest differences of the reported metrics")
     parser.add_argument("--fresh", action="store_true", help="delete the workdir first")
     args = parser.parse_args()
-    workdir = args.workdir or Path(tempfile.gettempdir()) / "scale-runs" / f"{args.size}-{args.folds}f"
+    workdir = args.workdir or Path(tempfile.gettempdir()) / "scale-runs" / f"{args.size}-{args.folds}f-{args.dtype}"
     if args.fresh and workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -219,9 +223,39 @@ def main() -> None:
     if args.size == "mslr30k" and args.folds == 5:
         met = wall <= TARGET_SECONDS and peak_gib <= TARGET_GIB
         lines.append(f"Target (MSLR-WEB30K size, 5 folds: < 3 h and < 24 GiB): {'met' if met else 'not met'}.")
+    if args.compare:
+        lines += ["", compare_metrics(workdir, args.compare)]
     report = "\n".join(lines)
     (workdir / "scale.md").write_text(report + "\n")
     print(report)
+
+
+def compare_metrics(workdir: Path, other: Path) -> str:
+    """The largest difference between two runs' test metrics, per query and of the fold means,
+    over every (feature set, method) both have."""
+    per_query, means = [], []
+    for mine in sorted((workdir / "results" / "runs").glob("*/*/*/metrics.per_query.test.csv")):
+        theirs = other / mine.relative_to(workdir)
+        if not theirs.exists():
+            continue
+        a, b = pd.read_csv(mine), pd.read_csv(theirs)
+        metrics = [c for c in a.columns if c in b.columns and c not in ("qid", "fold")]
+        diff = (a[metrics] - b[metrics]).abs()
+        system = "/".join(mine.parts[-4:-1])
+        per_query.append(diff.max().rename(system))
+        mean_diff = (a.groupby("fold")[metrics].mean() - b.groupby("fold")[metrics].mean()).abs().max()
+        means.append(mean_diff.rename(system))
+    if not per_query:
+        return f"nothing to compare in {other}"
+    q, m = pd.DataFrame(per_query), pd.DataFrame(means)
+    return "\n".join([
+        f"Against {other}: largest |difference| of a test metric",
+        f"* per query: {q.max().max():.3g} ({q.max(axis=1).idxmax()}, {q.max().idxmax()});",
+        f"* of a fold mean: {m.max().max():.3g} ({m.max(axis=1).idxmax()}, {m.max().idxmax()});",
+        f"* systems with every fold mean within 1e-6: {int((m.max(axis=1) <= 1e-6).sum())} of {len(m)}.",
+        "", "Largest fold-mean difference per system:", "",
+        m.max(axis=1).rename("max |diff|").to_frame().to_markdown(floatfmt=".3g"),
+    ])
 
 
 def _meta_docs(workdir: Path) -> dict:

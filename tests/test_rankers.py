@@ -183,6 +183,23 @@ def test_lambdamart_on_two_threads_gives_the_one_thread_model(splits):
         use_job_threads(1)
 
 
+def test_float32_features_give_float64_scores_and_gradients_close_to_float64_ones(splits):
+    """features.dtype float32: the linear scorer multiplies in float32 (no float64 copy of X)
+    and hands float64 on; the model it trains ranks about as well."""
+    train, vali, test = splits
+    single = train.with_features(train.X.astype(np.float32))
+    assert single.X.dtype == np.float32
+    theta = np.random.default_rng(0).normal(size=train.n_features)
+    exact, approx = LinearScorer().bind(train), LinearScorer().bind(single)
+    (s64, vjp64), (s32, vjp32) = exact.forward(theta), approx.forward(theta)
+    assert s32.dtype == np.float64 and vjp32(s32).dtype == np.float64
+    np.testing.assert_allclose(s32, s64, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(vjp32(s64), vjp64(s64), rtol=1e-4)
+    a = LinearRanker(loss="listnet", l2=0.01).fit(train).predict(test)
+    b = LinearRanker(loss="listnet", l2=0.01).fit(single).predict(test.with_features(test.X.astype(np.float32)))
+    assert abs(mean_ndcg_at_10(a, test) - mean_ndcg_at_10(b, test)) < 0.01
+
+
 def test_listmle_seed_reaches_the_loss(splits):
     train = splits[0]
     a = LinearRanker(loss="listmle", seed=0, max_iter=3).fit(train)

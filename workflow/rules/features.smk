@@ -39,6 +39,7 @@ rule featurize:
     params:
         normalization=config["features"]["normalization"],
         featureset=lambda w: FEATURESETS[w.featureset].to_dict(),
+        dtype=config["features"].get("dtype", "float64"),
     log:
         "results/logs/featurize/{dataset}/{featureset}/fold{fold}.log",
     benchmark:

@@ -31,6 +31,8 @@ with job_logging(snakemake, "featurize"):
         splits = {s: pairs.expand(d, index) for s, d in splits.items()}
     n_features = splits["train"].n_features + (len(selected) if featureset.quadratic else 0)
     print(f"feature set {featureset.name}: {len(selected)} second-order features, {n_features} in all")
+    if letor and snakemake.params.dtype != "float64":
+        splits = {s: d.with_features(d.X.astype(snakemake.params.dtype)) for s, d in splits.items()}
     for s, d in splits.items():
         save_split(d, snakemake.output[s])
     # 1-based feature numbers, as in LETOR files

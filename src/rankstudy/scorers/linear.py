@@ -24,12 +24,14 @@ class BoundLinear(BoundScorer):
     def rows(self, rows: np.ndarray) -> "BoundLinear":
         return BoundLinear(self.X[rows], self.intercept)
 
+    # float32 features (features.dtype) meet float32 vectors: mixing dtypes would make numpy
+    # convert all of X to float64 in every product; scores and gradients return as float64
     def weight_scores(self, weights: np.ndarray) -> np.ndarray:
-        return self.X @ weights
+        return (self.X @ weights.astype(self.X.dtype, copy=False)).astype(np.float64, copy=False)
 
     def weight_vjp(self, g: np.ndarray) -> np.ndarray:
         """d sum_n g_n f_n / d weights."""
-        return self.X.T @ g
+        return (self.X.T @ g.astype(self.X.dtype, copy=False)).astype(np.float64, copy=False)
 
     def forward(self, theta: np.ndarray) -> tuple[np.ndarray, Vjp]:
         k = self.n_penalized
