@@ -136,6 +136,15 @@ class MemorySampler:
         self._thread.join()
 
 
+def disk_estimate(args: argparse.Namespace) -> float:
+    """Bytes of the .npz caches: every fold holds every document once as prepared (float64) and
+    once per feature set (first and rho, in features.dtype)."""
+    size = SIZES[args.size]
+    docs = size["n_queries"] * size.get("median_len", 34) * 1.35  # log-normal mean ~ 1.35 x median
+    itemsize = 4 if args.dtype == "float32" else 8
+    return args.folds * docs * size["n_features"] * (8 + 2 * itemsize)
+
+
 def make_workdir(workdir: Path, args: argparse.Namespace) -> None:
     for name in ("Snakefile", "workflow", "config", "environment.yml"):
         src, dst = REPO / name, workdir / name
@@ -185,6 +194,11 @@ def main() -> None:
     make_workdir(workdir, args)
     print(f"scale benchmark {args.size} ({SIZES[args.size]}), {args.folds} fold(s), "
           f"--cores {args.cores}, in {workdir}", flush=True)
+    need, free = disk_estimate(args), shutil.disk_usage(workdir).free
+    print(f"disk: about {need / 2**30:.0f} GiB of split caches, {free / 2**30:.0f} GiB free", flush=True)
+    if need > free:
+        raise SystemExit(f"not enough disk in {workdir}: about {need / 2**30:.0f} GiB needed "
+                         f"(each fold caches every document once per feature set and once parsed)")
     cmd = [SNAKEMAKE, "--cores", str(args.cores), "--configfile", "scale.yaml", "--replace-workflow-config",
            "--rerun-incomplete"]
     start = time.perf_counter()
@@ -204,6 +218,7 @@ def main() -> None:
     jobs.to_csv(workdir / "scale.jobs.csv", index=False)
     table.to_csv(workdir / "scale.csv", index=False)
     peak_gib = (memory.peak - memory.baseline) / 2**30
+    disk_gib = sum(f.stat().st_size for f in (workdir / "results").rglob("*") if f.is_file()) / 2**30
     docs = sum(int(v) for k, v in _meta_docs(workdir).items())
     lines = [
         f"# Scale benchmark: {args.size}, {args.folds} fold(s), --cores {args.cores}",
@@ -216,7 +231,7 @@ def main() -> None:
         "",
         f"Whole run: {wall:.0f} s wall ({wall / 3600:.2f} h) for the jobs Snakemake ran now "
         f"({len(jobs)} jobs have benchmark files); machine memory in use peaked {peak_gib:.2f} GiB above "
-        f"the {memory.baseline / 2**30:.2f} GiB in use before the run.",
+        f"the {memory.baseline / 2**30:.2f} GiB in use before the run; results/ takes {disk_gib:.1f} GiB of disk.",
         f"Largest stage memory / input arrays: {table['max_rss_over_input'].max():.2f} "
         f"(target <= {TARGET_INPUT_RATIO:g}: {'met' if table['max_rss_over_input'].max() <= TARGET_INPUT_RATIO else 'not met'}).",
     ]

@@ -17,6 +17,8 @@ rule fetch_dataset:
         seed=config.get("seed", 0),
     log:
         "results/logs/fetch_dataset/{dataset}.log",
+    benchmark:
+        "results/benchmarks/fetch_dataset/{dataset}.tsv"
     threads: 1
     resources:
         mem_mb=job_mem_mb(),

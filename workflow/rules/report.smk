@@ -55,6 +55,8 @@ rule paper_table:
         folds=FOLDS,
     log:
         "results/logs/paper_table/{study}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/paper_table/{study}/{dataset}.tsv"
     threads: 1
     resources:
         mem_mb=job_mem_mb(base=1500, per_input_mb=3),
@@ -83,6 +85,8 @@ rule sweep_plot:
         metrics=config["report"].get("metrics", config["evaluation"]["metrics"]),
     log:
         "results/logs/sweep_plot/{study}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/sweep_plot/{study}/{dataset}.tsv"
     threads: 1
     resources:
         mem_mb=job_mem_mb(base=1500, per_input_mb=3),
@@ -106,6 +110,8 @@ rule delta_smear:
         seed=config.get("seed", 0),
     log:
         "results/logs/delta_smear/{study}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/delta_smear/{study}/{dataset}.tsv"
     threads: 1
     resources:
         mem_mb=job_mem_mb(base=1500, per_input_mb=3),

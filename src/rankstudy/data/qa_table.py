@@ -11,8 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.feature_extraction.text import CountVectorizer
-from sklearn.preprocessing import normalize
 
 from rankstudy.data.blocks import offsets_from_qid, positions
 from rankstudy.data.qadata import QAData, QATableError
@@ -137,7 +135,11 @@ class BagOfWords:
         self.stop_words = stop_words
         self.norm = norm
 
-    def _vectorizer(self) -> CountVectorizer:
+    def _vectorizer(self):
+        # scikit-learn's text module takes ~1 s to import: loaded by the jobs that vectorise,
+        # not by every job that reads a fold
+        from sklearn.feature_extraction.text import CountVectorizer
+
         return CountVectorizer(max_features=int(self.k), stop_words=self.stop_words, dtype=np.float64)
 
     def fit(self, train_questions, train_answers) -> "BagOfWords":
@@ -176,6 +178,8 @@ class BagOfWords:
         query_vectors = self.question_vectorizer_.transform(table["question"].to_numpy()[order][first_rows])
         object_vectors = self.answer_vectorizer_.transform(table["answer"].to_numpy()[order])
         if self.norm is not None:
+            from sklearn.preprocessing import normalize
+
             query_vectors = normalize(query_vectors, norm=self.norm)
             object_vectors = normalize(object_vectors, norm=self.norm)
         if "answer_id" in table.columns:
