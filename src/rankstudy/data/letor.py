@@ -8,6 +8,10 @@ newlines). Python never loops over lines on the happy path. When any check
 fails, a slow line-by-line diagnostic pass re-reads only the offending chunk
 to name the first bad line, so error messages still say ``file:line``.
 
+When numba is installed, a compiled scan (``letor_numba``: one pass over the bytes, about 2.5x
+faster) is tried on each chunk first. It gives the same arrays bit for bit and hands anything it
+does not accept to the vectorised parse, which then reads the chunk or reports it as above.
+
 Rules beyond the syntax, each reported as ``file:line``:
 
 * labels: with ``labels=(lo, hi)`` (the pipeline passes the registry's ``labels``), every
@@ -42,6 +46,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_QID_DIGITS = 18  # anything longer may not fit in int64
 CHUNK_BYTES = 32 << 20  # bounds the temporaries (several int64 arrays per field) on big files
 MAX_INFERRED_FEATURES = 100_000  # the widest file read without n_features (the benchmarks have <= 700)
+MAX_COMPILED_WIDTH = 1 << 24  # the compiled scan keeps one int64 per feature; wider files use numpy
 
 _NL, _SPACE, _HASH, _COLON = 10, 32, ord("#"), ord(":")
 
@@ -135,10 +140,68 @@ def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
 
 def _parse_chunk(chunk: memoryview, name: str, lines_before: int, n_features: int | None,
                  labels: tuple[int, int] | None) -> dict:
-    parsed = _parse_well_formed(chunk, n_features, labels)
+    parsed = _parse_compiled(chunk, n_features, labels)
+    if parsed is None:  # no numba, or the compiled scan refused: the numpy parse decides
+        parsed = _parse_well_formed(chunk, n_features, labels)
     if parsed is None:  # something is malformed: find and report the first bad line
         _raise_first_error(bytes(chunk), name, lines_before, n_features, labels)
     return parsed
+
+
+# --- the compiled parse of one chunk (numba), tried first -----------------------------------
+
+def _compiled_scan():
+    """The numba line scanner's module, or None without numba (the numpy parse then does all the work)."""
+    try:
+        # imported here: importing numba costs start-up time that files never read do not need
+        from rankstudy.data import letor_numba
+    except ImportError:
+        return None
+    return letor_numba
+
+
+def _parse_compiled(chunk: memoryview, n_features: int | None, labels: tuple[int, int] | None) -> dict | None:
+    """The same arrays as ``_parse_well_formed`` from one compiled pass, or None when the scan
+    refuses the chunk (malformed, or unusual in a way it leaves to the numpy parse)."""
+    compiled = _compiled_scan()
+    limit = MAX_INFERRED_FEATURES if n_features is None else n_features
+    if compiled is None or limit > MAX_COMPILED_WIDTH:
+        return None
+    buf = np.frombuffer(chunk, dtype=np.uint8)
+    # upper bounds, allocated but mostly never touched: a data line takes at least 8 bytes
+    # ('0 qid:0' and its newline), a pair at least 4 (' 1:0')
+    rows, pairs = len(buf) // 8 + 1, len(buf) // 4 + 1
+    label, qid, pairs_per_row = np.empty(rows), np.empty(rows, np.int64), np.empty(rows, np.int64)
+    comment_start, line_end = np.empty(rows, np.int64), np.empty(rows, np.int64)
+    index, value = np.empty(pairs, np.int64), np.empty(pairs)
+    slow_text, slow_where = np.empty(len(buf) + 1, np.uint8), np.empty(rows + pairs, np.int64)
+    lo, hi = labels if labels is not None else (0, 0)
+    status, rows, pairs, n_slow, used = compiled.scan(
+        compiled.padded(chunk), len(buf), limit, labels is not None, lo, hi, label, qid, index, value,
+        pairs_per_row, comment_start, line_end, slow_text, slow_where)
+    if status != 0:
+        return None
+    label, index, value = label[:rows], index[:pairs], value[:pairs]
+    if n_slow:  # numbers outside the exact fast path: converted as the numpy parse converts them
+        numbers = _parse_numbers(bytearray(slow_text[:used]))
+        if numbers is None or len(numbers) != n_slow or not np.all(np.isfinite(numbers)):
+            return None
+        where = slow_where[:n_slow]
+        in_label = where < 0
+        label[-1 - where[in_label]] = numbers[in_label]
+        value[where[~in_label]] = numbers[~in_label]
+        slow_label = label[-1 - where[in_label]]
+        if labels is not None and np.any((slow_label != np.floor(slow_label)) | (slow_label < labels[0])
+                                         | (slow_label > labels[1])):
+            return None
+    return {
+        "label": label,
+        "qid": qid[:rows],
+        "index": index,
+        "value": value,
+        "pairs_per_row": pairs_per_row[:rows],
+        "docid": _docids(buf, comment_start[:rows], line_end[:rows]),
+    }
 
 
 def _parse_well_formed(chunk: memoryview, n_features: int | None, labels: tuple[int, int] | None) -> dict | None:
