@@ -91,6 +91,16 @@ def _number(buf, i):
     return i, -value if negative else value, _FAST
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _keep_slow(buf, start, stop, slow_text, used):
+    """Append buf[start:stop] and a newline to slow_text (numbers left to the exact converter)."""
+    for j in range(start, stop):
+        slow_text[used + j - start] = buf[j]
+    used += stop - start
+    slow_text[used] = 10
+    return used + 1
+
+
 @numba.njit(cache=True, nogil=True)
 def scan(buf, n, limit, check_labels, lo, hi, label, qid, index, value, pairs_per_row,
          comment_start, line_end, slow_text, slow_where):
@@ -121,11 +131,7 @@ def scan(buf, n, limit, check_labels, lo, hi, label, qid, index, value, pairs_pe
         if kind == _BAD or not _ends_field(buf, i):
             return MALFORMED, row, k, n_slow, used
         if kind == _SLOW:
-            for j in range(start, i):
-                slow_text[used + j - start] = buf[j]
-            used += i - start
-            slow_text[used] = 10
-            used += 1
+            used = _keep_slow(buf, start, i, slow_text, used)
             slow_where[n_slow] = -1 - row
             n_slow += 1
         elif check_labels and (x != np.floor(x) or x < lo or x > hi):
@@ -171,11 +177,7 @@ def scan(buf, n, limit, check_labels, lo, hi, label, qid, index, value, pairs_pe
             if kind == _BAD or not _ends_field(buf, i):
                 return MALFORMED, row, k, n_slow, used
             if kind == _SLOW:
-                for j in range(start, i):
-                    slow_text[used + j - start] = buf[j]
-                used += i - start
-                slow_text[used] = 10
-                used += 1
+                used = _keep_slow(buf, start, i, slow_text, used)
                 slow_where[n_slow] = k
                 n_slow += 1
             index[k] = feature
