@@ -338,3 +338,21 @@ def test_mean_metrics_all_nan_column_is_nan():
         warnings.simplefilter("error")  # no "mean of empty slice" warning either
         means = mean_metrics(df)
     assert math.isnan(means["auc"]) and means["map"] == 0.5
+
+
+def test_ranking_top_labels_are_the_padded_columns():
+    from rankstudy.evaluation.ranking import rank_flat
+
+    scores, labels, offsets = random_queries(11, n_queries=50, tie_decimals=1)
+    ranking = rank_flat(scores, labels, offsets)
+    for k in (1, 3, 10, ranking.width):
+        top = ranking.top_labels(k)  # before the padded labels exist
+        np.testing.assert_array_equal(top, ranking.labels[:, :k])
+        np.testing.assert_array_equal(ranking.top_labels(k), top)  # after
+    assert ranking.labels.shape == ranking.mask.shape == (50, ranking.width)
+    np.testing.assert_array_equal(ranking.mask.sum(axis=1), np.diff(offsets))
+    for q in range(50):
+        a, b = offsets[q], offsets[q + 1]
+        order = np.argsort(-scores[a:b], kind="stable")
+        np.testing.assert_array_equal(ranking.flat_scores[a:b], scores[a:b][order])
+        np.testing.assert_array_equal(ranking.flat_labels[a:b], labels[a:b][order])

@@ -447,3 +447,28 @@ def test_mcrank_learns_and_scores_expected_relevance(splits, random_ndcg, tmp_pa
     assert "vali_multi_logloss" in model.history_[0]
     model.save(tmp_path / "m.json")
     np.testing.assert_array_equal(load_ranker(tmp_path / "m.json").predict(test), scores)
+
+
+def test_lbfgs_evaluates_the_start_point_once():
+    # the history's step 0 and SciPy's first call share one evaluation of theta0; every call
+    # then is one SciPy counts (n_fev), and the result is that of a plain SciPy run
+    from scipy.optimize import minimize
+
+    from rankstudy.solvers.lbfgs import LBFGS
+
+    data = make_data(30, 5)
+    objective = LinearRanker(loss="listnet").objective(data)
+    calls = []
+
+    def counted(theta, need_grad=True):
+        calls.append(np.array(theta))
+        return objective(theta, need_grad)
+
+    counted.data_loss = objective.data_loss
+    theta0 = np.zeros(objective.n_params)
+    solution = LBFGS(max_iter=5, tol=0.0).solve(counted, theta0)
+    assert len(calls) == solution.n_fev
+    assert sum(np.array_equal(theta, theta0) for theta in calls) == 1
+    plain = minimize(objective, theta0, jac=True, method="L-BFGS-B", tol=0.0, options={"maxiter": 5})
+    np.testing.assert_array_equal(solution.theta, plain.x)
+    assert solution.history[0]["objective"] == objective(theta0, need_grad=False)[0]

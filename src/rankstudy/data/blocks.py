@@ -84,9 +84,9 @@ def padded_layout(offsets: np.ndarray, labels: np.ndarray):
     shape = (len(lengths), int(lengths.max()))
     flat = segment_ids(offsets) * shape[1] + positions(offsets)
     mask = np.zeros(shape, dtype=bool)
-    mask.flat[flat] = True
+    mask.ravel()[flat] = True  # ravel(): a view of the new array, much faster than .flat[]
     padded_labels = np.zeros(shape)
-    padded_labels.flat[flat] = labels
+    padded_labels.ravel()[flat] = labels
     return shape, flat, mask, padded_labels
 
 

@@ -141,9 +141,9 @@ def ideal_dcg(labels, mask, k: int | None = None) -> np.ndarray:
 
 
 def _ndcg_ranked(ranking: Ranking, k: int | None, no_relevant: str) -> np.ndarray:
-    cutoff = _cutoff(k, ranking.labels.shape[1])
+    cutoff = _cutoff(k, ranking.width)
     discounts = _discounts(cutoff)
-    dcg = (np.exp2(ranking.labels[:, :cutoff]) - 1.0) @ discounts  # padding labels are 0: gain 0
+    dcg = (np.exp2(ranking.top_labels(cutoff)) - 1.0) @ discounts  # padding labels are 0: gain 0
     ideal = _ideal_dcg(ranking.flat_labels, ranking.offsets, cutoff, discounts)
     return _apply_policy(_safe_divide(dcg, ideal), ~(ideal > 0), no_relevant)
 
@@ -154,9 +154,9 @@ def _err_ranked(ranking: Ranking, k: int | None, max_label: float | None, no_rel
         max_label = observed_max
     elif max_label < observed_max:
         raise ValueError(f"max_label={max_label} is below the largest label in the data ({observed_max})")
-    cutoff = _cutoff(k, ranking.labels.shape[1])
+    cutoff = _cutoff(k, ranking.width)
     # padding labels are 0, so its stop probability is 0
-    stop_probability = (np.exp2(ranking.labels[:, :cutoff]) - 1.0) / np.exp2(max_label)
+    stop_probability = (np.exp2(ranking.top_labels(cutoff)) - 1.0) / np.exp2(max_label)
     # The user reaches rank i only if no earlier document satisfied them.
     reached = np.empty_like(stop_probability)
     reached[:, :1] = 1.0

@@ -24,14 +24,18 @@ PAIR_BLOCK_ELEMENTS = 1 << 18
 def clean(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray):
     """float64 copies with padded entries zeroed, so padding garbage can never leak in."""
     mask = np.asarray(mask, dtype=bool)
-    scores = np.asarray(scores, dtype=np.float64)
-    labels = np.asarray(labels, dtype=np.float64)
+    scores = np.array(scores, dtype=np.float64)  # copies
+    labels = np.array(labels, dtype=np.float64)
     if scores.ndim != 2 or scores.shape != labels.shape or scores.shape != mask.shape:
         raise ValueError(
             f"scores, labels and mask must be 2-D arrays of one shape, got "
             f"{scores.shape}, {labels.shape}, {mask.shape}"
         )
-    return np.where(mask, scores, 0.0), np.where(mask, labels, 0.0), mask
+    # zeroing the padding of the copies in place is cheaper than np.where(mask, x, 0.0)
+    padding = ~mask
+    np.copyto(scores, 0.0, where=padding)
+    np.copyto(labels, 0.0, where=padding)
+    return scores, labels, mask
 
 
 def query_weights(active: np.ndarray) -> np.ndarray:
@@ -42,12 +46,21 @@ def query_weights(active: np.ndarray) -> np.ndarray:
 
 def masked_log_softmax(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Row-wise log softmax over real entries (0 at padding); shift by the row max for stability."""
-    xm = np.where(mask, x, -np.inf)
-    top = xm.max(axis=1, keepdims=True)
+    x = np.asarray(x)
+    if x.dtype.kind != "f":
+        x = x.astype(np.float64)
+    mask = np.asarray(mask, dtype=bool)
+    top = np.max(x, axis=1, where=mask, initial=-np.inf, keepdims=True)
     top = np.where(np.isfinite(top), top, 0.0)  # rows without real entries
-    total = np.exp(xm - top).sum(axis=1, keepdims=True)
+    # One (Q, L) array, zero at padding throughout: the shifted exponentials, then the result.
+    # Only real entries are computed (exp(-inf) = 0 at padding would be slow to compute).
+    work = np.zeros(np.broadcast_shapes(x.shape, mask.shape), dtype=np.result_type(x, -np.inf))
+    np.subtract(x, top, out=work, where=mask)
+    np.exp(work, out=work, where=mask)
+    total = work.sum(axis=1, keepdims=True)
     lse = np.log(np.where(total > 0, total, 1.0)) + top
-    return np.where(mask, x - lse, 0.0)
+    np.subtract(x, lse, out=work, where=mask)
+    return work
 
 
 def label_levels(labels: np.ndarray, mask: np.ndarray, n_levels: int | None = None) -> int:

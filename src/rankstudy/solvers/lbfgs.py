@@ -38,9 +38,21 @@ class LBFGS:
             if entry["step"]:
                 progress.update(entry["step"], objective=entry["objective"])
 
-        record(theta0, objective(theta0, need_grad=False)[0])
+        # SciPy's first evaluation is at theta0 too: evaluate there once, with the gradient,
+        # for both the history's step 0 and SciPy (on a short run the start point's second
+        # evaluation was a sizeable share of the fit)
+        start = np.array(theta0, dtype=np.float64)
+        at_start = [objective(start)]  # emptied by SciPy's first call
+        record(start, at_start[0][0])
+
+        def fun(theta: np.ndarray):
+            if at_start and np.array_equal(theta, start):
+                return at_start.pop()
+            at_start.clear()
+            return objective(theta)
+
         # SciPy hands the callback an OptimizeResult only if its parameter has exactly this name
-        result = minimize(objective, theta0, jac=True, method="L-BFGS-B", tol=self.tol,
+        result = minimize(fun, theta0, jac=True, method="L-BFGS-B", tol=self.tol,
                           options={"maxiter": self.max_iter},
                           callback=lambda intermediate_result: record(intermediate_result.x,
                                                                       intermediate_result.fun))

@@ -76,7 +76,7 @@ class Objective:
         k = self.scorer.n_params
         scores, vjp = self.scorer.forward(theta[:k])
         padded = np.zeros(self.shape)
-        padded.flat[self.flat] = scores
+        padded.ravel()[self.flat] = scores  # a view of the new array; much faster than .flat[]
         if self.n_loss_params:
             value, grad_padded, grad_loss = self.loss(padded, self.labels, self.mask, theta[k:])
         else:
@@ -84,7 +84,7 @@ class Objective:
         self.last_theta, self.last_loss = theta.copy(), value
         if not need_grad:
             return value, None
-        grad = vjp(grad_padded.ravel()[self.flat])
+        grad = vjp(np.take(grad_padded, self.flat))  # flat indices into the (Q, L) gradient
         return value, (np.concatenate([grad, grad_loss]) if self.n_loss_params else grad)
 
     def __call__(self, theta: np.ndarray, need_grad: bool = True):
