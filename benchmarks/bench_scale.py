@@ -14,7 +14,8 @@ workdir):
 * per rule: jobs, wall seconds (sum and longest job), CPU seconds, CPU/wall of the longest job
   (about 2 when a job used both cores), the largest peak RSS, and the largest ratio of a job's peak
   RSS to the size of the arrays it reads (its input .npz files, uncompressed, so their size is the
-  arrays'; ``prepare_fold`` reads text or a generator, so its own output arrays are used);
+  arrays'; ``prepare_fold`` reads text or a generator, so its own output arrays are used; only for
+  jobs reading 100 MB or more, below which the interpreter and libraries are most of the memory);
 * the whole run: wall time, and the machine's peak memory in use during the run above what was in
   use before it (sampled every second from /proc/meminfo, so neighbours' memory counts too);
 * the issue's targets: MSLR-WEB30K size, 5 folds, under 3 hours and 24 GiB; no stage above 3x its
@@ -28,6 +29,7 @@ long job writes progress lines to its log under ``results/logs/``.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import subprocess
@@ -53,6 +55,7 @@ SIZES = {
     "istella": {"n_queries": 33018, "n_features": 220, "median_len": 240, "min_len": 1, "max_len": 1000},
 }
 TARGET_SECONDS, TARGET_GIB, TARGET_INPUT_RATIO = 3 * 3600, 24, 3.0
+MIN_INPUT_MB = 100
 
 
 def job_inputs(rule: str, parts: list[str]) -> list[str]:
@@ -67,6 +70,8 @@ def job_inputs(rule: str, parts: list[str]) -> list[str]:
         return [f"{data}/train.npz"]
     if rule == "featurize":
         return [f"{data}/{s}.npz" for s in ("train", "vali", "test")]
+    if rule not in ("train", "evaluate"):
+        return []
     features = f"results/features/{d}/{parts[1]}/{fold}"
     if rule == "train":
         return [f"{features}/train.npz", f"{features}/vali.npz"]
@@ -88,7 +93,8 @@ def collect(workdir: Path) -> pd.DataFrame:
                      "cpu_s": float(bench["cpu_time"]), "max_rss_mb": float(bench["max_rss"]),
                      "input_mb": input_mb})
     jobs = pd.DataFrame(rows)
-    jobs["rss_over_input"] = jobs["max_rss_mb"] / jobs["input_mb"]
+    # below ~100 MB of arrays the interpreter and its libraries (~200-300 MB) are the memory: no ratio
+    jobs["rss_over_input"] = (jobs["max_rss_mb"] / jobs["input_mb"]).where(jobs["input_mb"] >= MIN_INPUT_MB)
     return jobs
 
 
@@ -186,38 +192,31 @@ def main() -> None:
     parser.add_argument("--compare", type=Path, metavar="WORKDIR",
                         help="another run's workdir: print the largest differences of the reported metrics")
     parser.add_argument("--fresh", action="store_true", help="delete the workdir first")
+    parser.add_argument("--report-only", action="store_true",
+                        help="do not run: tabulate the workdir's last run (its scale.run.json) again")
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.gettempdir()) / "scale-runs" / f"{args.size}-{args.folds}f-{args.dtype}"
     if args.fresh and workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    make_workdir(workdir, args)
-    print(f"scale benchmark {args.size} ({SIZES[args.size]}), {args.folds} fold(s), "
-          f"--cores {args.cores}, in {workdir}", flush=True)
-    need, free = disk_estimate(args), shutil.disk_usage(workdir).free
-    print(f"disk: about {need / 2**30:.0f} GiB of split caches, {free / 2**30:.0f} GiB free", flush=True)
-    if need > free:
-        raise SystemExit(f"not enough disk in {workdir}: about {need / 2**30:.0f} GiB needed "
-                         f"(each fold caches every document once per feature set and once parsed)")
-    cmd = [SNAKEMAKE, "--cores", str(args.cores), "--configfile", "scale.yaml", "--replace-workflow-config",
-           "--rerun-incomplete"]
-    start = time.perf_counter()
-    with MemorySampler() as memory, open(workdir / "snakemake.log", "w") as log:
-        proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        for line in proc.stdout:  # the console: which jobs start and finish, steps done
-            log.write(line)
-            if re.match(r"(rule |localrule |\d+ of \d+ steps|Error|WorkflowError|Finished)", line.strip()) \
-                    or "wildcards:" in line:
-                print(f"  {line.rstrip()}", flush=True)
-        returncode = proc.wait()
-    wall = time.perf_counter() - start
-    if returncode != 0:
-        raise SystemExit(f"snakemake failed (exit {returncode}); see {workdir / 'snakemake.log'}")
+    if args.report_only:
+        saved = workdir / "scale.run.json"
+        run = json.loads(saved.read_text()) if saved.exists() else None
+    else:
+        make_workdir(workdir, args)
+        print(f"scale benchmark {args.size} ({SIZES[args.size]}), {args.folds} fold(s), "
+              f"--cores {args.cores}, in {workdir}", flush=True)
+        need, free = disk_estimate(args), shutil.disk_usage(workdir).free
+        print(f"disk: about {need / 2**30:.0f} GiB of split caches, {free / 2**30:.0f} GiB free", flush=True)
+        if need > free:
+            raise SystemExit(f"not enough disk in {workdir}: about {need / 2**30:.0f} GiB needed "
+                             f"(each fold caches every document once per feature set and once parsed)")
+        run = run_snakemake(workdir, args.cores)
+        (workdir / "scale.run.json").write_text(json.dumps(run))
     jobs = collect(workdir)
     table = per_rule(jobs)
     jobs.to_csv(workdir / "scale.jobs.csv", index=False)
     table.to_csv(workdir / "scale.csv", index=False)
-    peak_gib = (memory.peak - memory.baseline) / 2**30
     disk_gib = sum(f.stat().st_size for f in (workdir / "results").rglob("*") if f.is_file()) / 2**30
     docs = sum(int(v) for k, v in _meta_docs(workdir).items())
     lines = [
@@ -229,20 +228,53 @@ def main() -> None:
         "",
         markdown(table),
         "",
-        f"Whole run: {wall:.0f} s wall ({wall / 3600:.2f} h) for the jobs Snakemake ran now "
-        f"({len(jobs)} jobs have benchmark files); machine memory in use peaked {peak_gib:.2f} GiB above "
-        f"the {memory.baseline / 2**30:.2f} GiB in use before the run; results/ takes {disk_gib:.1f} GiB of disk.",
-        f"Largest stage memory / input arrays: {table['max_rss_over_input'].max():.2f} "
-        f"(target <= {TARGET_INPUT_RATIO:g}: {'met' if table['max_rss_over_input'].max() <= TARGET_INPUT_RATIO else 'not met'}).",
+        whole_run(run, len(jobs), disk_gib),
+        input_ratio(table),
     ]
-    if args.size == "mslr30k" and args.folds == 5:
-        met = wall <= TARGET_SECONDS and peak_gib <= TARGET_GIB
+    if args.size == "mslr30k" and args.folds == 5 and run:
+        met = run["wall_s"] <= TARGET_SECONDS and run["peak_gib"] <= TARGET_GIB
         lines.append(f"Target (MSLR-WEB30K size, 5 folds: < 3 h and < 24 GiB): {'met' if met else 'not met'}.")
     if args.compare:
         lines += ["", compare_metrics(workdir, args.compare)]
     report = "\n".join(lines)
     (workdir / "scale.md").write_text(report + "\n")
     print(report)
+
+
+def input_ratio(table: pd.DataFrame) -> str:
+    worst = table["max_rss_over_input"].max()
+    if pd.isna(worst):
+        return f"Stage memory / input arrays: no job read {MIN_INPUT_MB} MB of arrays or more (no ratio)."
+    return (f"Largest stage memory / input arrays (jobs reading >= {MIN_INPUT_MB} MB): {worst:.2f} "
+            f"(target <= {TARGET_INPUT_RATIO:g}: {'met' if worst <= TARGET_INPUT_RATIO else 'not met'}).")
+
+
+def whole_run(run: dict | None, n_jobs: int, disk_gib: float) -> str:
+    if run is None:
+        return f"Whole run: not measured (no scale.run.json); {n_jobs} jobs; results/ takes {disk_gib:.1f} GiB of disk."
+    return (f"Whole run: {run['wall_s']:.0f} s wall ({run['wall_s'] / 3600:.2f} h) for the jobs Snakemake ran in that "
+            f"call ({n_jobs} jobs have benchmark files); machine memory in use peaked {run['peak_gib']:.2f} GiB above "
+            f"the {run['baseline_gib']:.2f} GiB in use before the run; results/ takes {disk_gib:.1f} GiB of disk.")
+
+
+def run_snakemake(workdir: Path, cores: int) -> dict:
+    """Run the workflow, passing on the console lines that say which jobs start and finish;
+    the run's wall time and the machine's memory peak above what was in use before it."""
+    cmd = [SNAKEMAKE, "--cores", str(cores), "--configfile", "scale.yaml", "--replace-workflow-config",
+           "--rerun-incomplete"]
+    start = time.perf_counter()
+    with MemorySampler() as memory, open(workdir / "snakemake.log", "w") as log:
+        proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for line in proc.stdout:
+            log.write(line)
+            if re.match(r"(rule |localrule |\d+ of \d+ steps|Error|WorkflowError|Finished)", line.strip()) \
+                    or "wildcards:" in line:
+                print(f"  {line.rstrip()}", flush=True)
+        returncode = proc.wait()
+    if returncode != 0:
+        raise SystemExit(f"snakemake failed (exit {returncode}); see {workdir / 'snakemake.log'}")
+    return {"wall_s": time.perf_counter() - start, "peak_gib": (memory.peak - memory.baseline) / 2**30,
+            "baseline_gib": memory.baseline / 2**30}
 
 
 def compare_metrics(workdir: Path, other: Path) -> str:
