@@ -9,6 +9,8 @@ use and tests stay reproducible and polite on shared machines."""
 
 from __future__ import annotations
 
+import os
+
 _threads = 1
 _limits = None  # the threadpoolctl limiter, kept alive while the limits apply
 
@@ -19,6 +21,11 @@ def use_job_threads(n: int) -> int:
 
     global _threads, _limits
     _threads = max(1, int(n))
+    # threadpoolctl reaches the libraries loaded so far; the environment, those loaded later
+    # (an OpenBLAS left at the core count spins its idle threads: L-BFGS-B's small products
+    # ran 37x slower beside a busy neighbour)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(_threads)
     _limits = threadpool_limits(limits=_threads)
     return _threads
 
