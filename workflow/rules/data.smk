@@ -45,6 +45,7 @@ rule prepare_fold:
     benchmark:
         "results/benchmarks/prepare_fold/{dataset}/fold{fold}.tsv"
     threads: 1
+    priority: 30  # upstream first (see pair_correlations)
     resources:
         mem_mb=job_mem_mb(),
         runtime=job_runtime(),
