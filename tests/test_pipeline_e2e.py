@@ -102,19 +102,24 @@ def fold_runs(workdir: Path) -> pd.DataFrame:
                           "end": r.info.end_time, "folds": r.data.tags.get("folds")} for r in runs])
 
 
+# two folds, three cheap methods, first-order features and one second-order set (so the
+# pair_correlations rule runs too); the SLURM test runs the same study
+TINY = {
+    "folds": [1, 2],
+    "synthetic": {"n_queries": 60, "n_features": 17},
+    "methods": {
+        "pointwise": {"kind": "linear", "params": {"loss": "pointwise_mse"}, "grid": {"l2": [0.01, 1.0]}},
+        "ranknet": {"kind": "linear", "params": {"loss": "ranknet"}, "grid": {"l2": [0.01]}},
+        "lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 30, "num_leaves": 7}},
+    },
+    "features": {"normalization": "zscore", "first_order": True, "rho": [0.1]},
+    "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "err", "map"], "n_resamples": 200},
+}
+
+
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    workdir = make_workdir(tmp_path_factory.mktemp("e2e"), {
-        "folds": [1, 2],
-        "synthetic": {"n_queries": 60, "n_features": 17},
-        "methods": {
-            "pointwise": {"kind": "linear", "params": {"loss": "pointwise_mse"}, "grid": {"l2": [0.01, 1.0]}},
-            "ranknet": {"kind": "linear", "params": {"loss": "ranknet"}, "grid": {"l2": [0.01]}},
-            "lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 30, "num_leaves": 7}},
-        },
-        "features": {"normalization": "zscore", "first_order": True, "rho": [0.1]},
-        "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "err", "map"], "n_resamples": 200},
-    })
+    workdir = make_workdir(tmp_path_factory.mktemp("e2e"), TINY)
     git(workdir, "init", "-q")
     git(workdir, "add", ".")
     git(workdir, "commit", "-qm", "the user's clone")

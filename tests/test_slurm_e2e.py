@@ -18,24 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from test_pipeline_e2e import job_counts, make_workdir, progress_on_the_terminal, snakemake  # noqa: F401
+from test_pipeline_e2e import TINY, job_counts, make_workdir, progress_on_the_terminal, snakemake  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
 START_HINT = "start one on this machine with: bash workflow/cluster/local-slurm.sh start"
-# two folds, three cheap methods, first-order features and one second-order set (so the
-# pair_correlations rule runs too): 39 SLURM jobs
-TINY = {
-    "folds": [1, 2],
-    "synthetic": {"n_queries": 60, "n_features": 17},
-    "methods": {
-        "pointwise": {"kind": "linear", "params": {"loss": "pointwise_mse"}, "grid": {"l2": [0.01, 1.0]}},
-        "ranknet": {"kind": "linear", "params": {"loss": "ranknet"}, "grid": {"l2": [0.01]}},
-        "lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 30, "num_leaves": 7}},
-    },
-    "features": {"normalization": "zscore", "first_order": True, "rho": [0.1]},
-    "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "err", "map"], "n_resamples": 200},
-}
 SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 
 

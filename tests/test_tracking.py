@@ -356,12 +356,12 @@ def mlflow_server(tmp_path: Path):
         log_file.close()
 
 
-def rest(url: str, endpoint: str, body: dict | None = None) -> dict:
+def rest(url: str, endpoint: str, body: dict | None = None, timeout: float = 30) -> dict:
     """Call the MLflow REST API with plain urllib (GET without body, POST with)."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"{url}/api/2.0/mlflow/{endpoint}", data=data,
                                      headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.load(response)
 
 

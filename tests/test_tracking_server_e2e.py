@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from test_pipeline_e2e import SNAKEMAKE, git, make_workdir
+from test_tracking import rest as mlflow_rest
 
 pytestmark = pytest.mark.slow
 
@@ -112,11 +113,8 @@ def run_pipeline(workdir: Path, env: dict, *args: str) -> subprocess.CompletedPr
 
 
 def rest(url: str, endpoint: str, body: dict | None = None) -> dict:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"{url}/api/2.0/mlflow/{endpoint}", data=data,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=60) as response:
-        return json.load(response)
+    # a server busy with eight loggers may answer slowly
+    return mlflow_rest(url, endpoint, body, timeout=60)
 
 
 def search(url: str, experiment_id: str, filter_string: str = "", view: str = "ACTIVE_ONLY") -> list[dict]:
