@@ -25,8 +25,6 @@ def drop_queries_without_relevant(data: RankData, rel_threshold: float = 1.0) ->
         return data, 0
     best = np.maximum.reduceat(data.y, data.offsets[:-1])
     keep = best >= rel_threshold
-    if keep.all():
-        return data, 0  # no copy of a large split for nothing
     return data.select_queries(keep), int(np.count_nonzero(~keep))
 
 

@@ -68,7 +68,10 @@ class RankData(QueryBlocks):
         )
 
     def select_queries(self, keep: np.ndarray) -> "RankData":
-        """A new RankData holding only the query blocks where ``keep`` (bool, per query) is true."""
+        """A RankData holding only the query blocks where ``keep`` (bool, per query) is true;
+        this one itself when every query is kept (no copy of a large split for nothing)."""
+        if np.all(keep):
+            return self
         rows, offsets = self.query_rows(keep)
         return RankData(X=self.X[rows], y=self.y[rows], qid=self.qid[rows], docid=self.docid[rows],
                         offsets=offsets)
