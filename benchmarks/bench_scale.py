@@ -3,6 +3,7 @@ MSLR-WEB10K, MSLR-WEB30K or Istella size, for one fold or five, through the real
 
     python benchmarks/bench_scale.py [--size mslr10k|mslr30k|istella|tiny] [--folds 1] [--cores 2]
                                      [--workdir DIR] [--methods ranknet lambdamart ...] [--rho 0.10]
+                                     [--drop-prepared] [--dtype float64|float32]
 
 It copies the workflow into ``--workdir`` (default ``scale-runs/<size>-<folds>f`` under the
 system's temp folder), writes a config (the default config.yaml with the sized synthetic data
@@ -143,12 +144,14 @@ class MemorySampler:
 
 
 def disk_estimate(args: argparse.Namespace) -> float:
-    """Bytes of the .npz caches: every fold holds every document once as prepared (float64) and
-    once per feature set (first and rho, in features.dtype)."""
+    """Bytes of the .npz caches at their peak: every fold holds every document once per feature
+    set (first and rho, in features.dtype; rho's products make it larger, not counted) and once
+    as prepared (float64), or, with --drop-prepared, about one fold's prepared splits at a time."""
     size = SIZES[args.size]
     docs = size["n_queries"] * size.get("median_len", 34) * 1.35  # log-normal mean ~ 1.35 x median
     itemsize = 4 if args.dtype == "float32" else 8
-    return args.folds * docs * size["n_features"] * (8 + 2 * itemsize)
+    prepared_folds = 1 if args.drop_prepared else args.folds
+    return docs * size["n_features"] * (args.folds * 2 * itemsize + prepared_folds * 8)
 
 
 def make_workdir(workdir: Path, args: argparse.Namespace) -> None:
@@ -165,7 +168,8 @@ def make_workdir(workdir: Path, args: argparse.Namespace) -> None:
     config.update({
         "study": f"scale-{args.size}", "datasets": ["synthetic"], "folds": list(range(1, args.folds + 1)),
         "synthetic": SIZES[args.size], "run_methods": methods,
-        "features": {**config["features"], "first_order": True, "rho": [args.rho], "dtype": args.dtype},
+        "features": {**config["features"], "first_order": True, "rho": [args.rho], "dtype": args.dtype,
+                     "keep_prepared": not args.drop_prepared},
     })
     if config["report"]["baseline"] not in methods:
         config["report"]["baseline"] = methods[0]
@@ -189,6 +193,8 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", help="methods of config/config.yaml (default: all)")
     parser.add_argument("--rho", type=float, default=0.10, help="the one rho feature set's threshold")
     parser.add_argument("--dtype", choices=["float64", "float32"], default="float64", help="features.dtype")
+    parser.add_argument("--drop-prepared", action="store_true",
+                        help="features.keep_prepared: false (parsed splits deleted once featurised: a third less disk)")
     parser.add_argument("--compare", type=Path, metavar="WORKDIR",
                         help="another run's workdir: print the largest differences of the reported metrics")
     parser.add_argument("--fresh", action="store_true", help="delete the workdir first")
@@ -210,7 +216,8 @@ def main() -> None:
         print(f"disk: about {need / 2**30:.0f} GiB of split caches, {free / 2**30:.0f} GiB free", flush=True)
         if need > free:
             raise SystemExit(f"not enough disk in {workdir}: about {need / 2**30:.0f} GiB needed "
-                             f"(each fold caches every document once per feature set and once parsed)")
+                             f"(each fold caches every document once per feature set and once parsed; "
+                             f"--drop-prepared saves the parsed copies)")
         run = run_snakemake(workdir, args.cores)
         (workdir / "scale.run.json").write_text(json.dumps(run))
     jobs = collect(workdir)

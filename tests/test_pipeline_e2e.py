@@ -242,6 +242,28 @@ def test_forcing_one_fold_reruns_only_its_jobs_and_keeps_the_other_runs(tiny_run
     assert after.drop(forced).equals(before.drop(forced))
 
 
+def test_parsed_splits_not_kept_are_deleted_and_parsed_again_for_a_new_feature_set(tmp_path):
+    one_method = {**TINY, "folds": [1], "methods": {"pointwise": TINY["methods"]["pointwise"]},
+                  "report": {**TINY["report"], "baseline": "pointwise"},
+                  "features": {**TINY["features"], "keep_prepared": False}}
+    workdir = make_workdir(tmp_path, one_method)
+    snakemake(workdir)
+    fold = workdir / "results/data/synthetic/fold1"
+    assert sorted(p.name for p in fold.iterdir()) == ["meta.json"]
+    assert (workdir / "results/features/synthetic/rho0.10/fold1/train.npz").exists()
+    dry = snakemake(workdir, "--dry-run")
+    assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
+    config = yaml.safe_load((workdir / "test.yaml").read_text())
+    config["features"]["rho"] = [0.1, 0.2]
+    (workdir / "more-features.yaml").write_text(yaml.safe_dump(config))
+    counts = job_counts(snakemake(workdir, "--dry-run", configfile="more-features.yaml").stdout)
+    # a parse of the fold is newer than its built feature sets, so Snakemake builds them again too
+    assert counts["prepare_fold"] == 1 and counts["featurize"] == 3, counts
+    snakemake(workdir, configfile="more-features.yaml")
+    assert (workdir / "results/features/synthetic/rho0.20/fold1/train.npz").exists()
+    assert sorted(p.name for p in fold.iterdir()) == ["meta.json"]
+
+
 def test_unknown_method_kind_fails_at_start_with_valid_names(tmp_path):
     workdir = make_workdir(tmp_path, {"methods": {"x": {"kind": "nosuchkind"}}})
     out = subprocess.run([SNAKEMAKE, "--cores", "1", "-n", "--configfile", "test.yaml", "--replace-workflow-config"],

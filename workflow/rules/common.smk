@@ -51,6 +51,12 @@ def job_runtime(base=10, per_input_mb=0.0):
     return runtime
 
 
+# A fold's parsed splits are as large as one feature set; at MSLR-WEB30K size users may let
+# Snakemake delete them once every feature set is built (features.keep_prepared: false).
+def prepared_split(path):
+    return path if config["features"].get("keep_prepared", True) else temp(path)
+
+
 # Threads of a method's train job: its `threads` entry, else PARALLEL_THREADS for rankers whose
 # fit uses threads (LightGBM), 1 for the rest (they gain more from running side by side).
 # Snakemake scales a job's threads down to --cores.

@@ -33,9 +33,9 @@ rule prepare_fold:
     input:
         "results/data/{dataset}/source.json",
     output:
-        train="results/data/{dataset}/fold{fold}/train.npz",
-        vali="results/data/{dataset}/fold{fold}/vali.npz",
-        test="results/data/{dataset}/fold{fold}/test.npz",
+        train=prepared_split("results/data/{dataset}/fold{fold}/train.npz"),
+        vali=prepared_split("results/data/{dataset}/fold{fold}/vali.npz"),
+        test=prepared_split("results/data/{dataset}/fold{fold}/test.npz"),
         meta="results/data/{dataset}/fold{fold}/meta.json",
     params:
         cleaning=config.get("cleaning", {}),
