@@ -11,7 +11,7 @@ import pytest
 from rankstudy.data.blocks import pad
 from rankstudy.losses.registry import LOSSES, get_loss
 from rankstudy.losses.baseline import listmle, ranknet, ranksvm
-from rankstudy.losses.padded import plackett_luce_order
+from rankstudy.losses.padded import clean, pair_term_sum, plackett_luce_order, preference_pairs
 from losscheck import finite_difference, make_batch, relative_error
 
 BASELINE = ["listmle", "listnet", "pointwise_mse", "ranknet", "ranksvm"]  # reference_value knows these
@@ -127,8 +127,46 @@ def test_no_terms_at_all_gives_zero(name):
         assert value == 0.0 and np.all(grad == 0)
 
 
-@pytest.mark.parametrize("fn", [ranknet, ranksvm])
-def test_pairwise_chunking_does_not_change_result(fn):
+def squared_hinge_over_pairs(s, y, mask):
+    """RankSVM's loss the direct way, visiting every pair in blocks (as ranknet does)."""
+    s, y, mask = clean(s, y, mask)
+
+    def squared_hinge(d):
+        h = np.maximum(0.0, 1.0 - d)
+        return h * h, -2.0 * h
+
+    active, block_terms = preference_pairs(y, mask, squared_hinge)
+    return pair_term_sum(s, mask, active, block_terms)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ranksvm_sorted_sweep_equals_the_sum_over_pairs(seed):
+    """Long and short queries, graded and real-valued labels, tied scores (hinges at exactly
+    0 and 1), margins straddling 1, padding."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 60, 9)
+    lengths[0] = 400
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    raw = rng.normal(size=offsets[-1]) * [0.2, 1.0, 4.0][seed % 3]
+    if seed % 2:
+        raw = np.round(raw, 1)  # many ties, and differences of exactly 1
+    s, mask = pad(raw, offsets)
+    labels = rng.integers(0, 5, offsets[-1]).astype(float) if seed < 4 else rng.normal(size=offsets[-1])
+    y, _ = pad(labels, offsets)
+    value, grad = ranksvm(s, y, mask)
+    expected_value, expected_grad = squared_hinge_over_pairs(s, y, mask)
+    assert value == pytest.approx(expected_value, rel=1e-11)
+    np.testing.assert_allclose(grad, expected_grad, rtol=1e-9, atol=1e-12)
+    assert np.all(grad[~mask] == 0)
+
+
+def test_ranksvm_sweep_matches_the_loop_definition():
+    s, y, mask = make_batch(3)
+    assert ranksvm(s, y, mask)[0] == pytest.approx(reference_value("ranksvm", s, y, mask), rel=1e-12)
+
+
+def test_pairwise_chunking_does_not_change_result():
+    fn = ranknet
     """One long query among short ones: tiny blocks (one query per chunk) vs default."""
     rng = np.random.default_rng(6)
     lengths = np.array([300, 3, 12, 1, 40, 7])

@@ -47,19 +47,19 @@ def ranknet(scores, labels, mask, *, block_elements=PAIR_BLOCK_ELEMENTS):
     return pair_term_sum(s, mask, active, block_terms, block_elements)
 
 
-def squared_hinge_pair(d):
-    h = np.maximum(0.0, 1.0 - d)
-    return h * h, -2.0 * h
-
-
-def ranksvm(scores, labels, mask, *, block_elements=PAIR_BLOCK_ELEMENTS):
+def ranksvm(scores, labels, mask):
     """RankSVM pairwise loss in a differentiable (L-BFGS-friendly) form: the SQUARED hinge
     max(0, 1 - (s_i - s_j))^2 for pairs with y_i > y_j (the plain hinge has a kink that
     quasi-Newton methods handle badly). Per query: SUM over its pairs;
-    value = mean over queries with at least one such pair."""
+    value = mean over queries with at least one such pair. Computed by sorting each query's
+    scores, not by visiting its pairs (:mod:`rankstudy.losses.squared_hinge_numba`)."""
+    from rankstudy.losses.squared_hinge_numba import squared_hinge_sums
+
     s, y, mask = clean(scores, labels, mask)
-    active, block_terms = preference_pairs(y, mask, squared_hinge_pair)
-    return pair_term_sum(s, mask, active, block_terms, block_elements)
+    grad = np.zeros(s.shape)
+    totals, active = squared_hinge_sums(np.ascontiguousarray(s), np.ascontiguousarray(y), mask, grad)
+    weights = query_weights(active)
+    return float(totals @ weights), grad * weights[:, None]
 
 
 def listnet(scores, labels, mask):
