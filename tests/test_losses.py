@@ -11,7 +11,7 @@ import pytest
 from rankstudy.data.blocks import pad
 from rankstudy.losses.registry import LOSSES, get_loss
 from rankstudy.losses.baseline import listmle, ranknet, ranksvm
-from rankstudy.losses.padded import clean, pair_term_sum, plackett_luce_order, preference_pairs
+from rankstudy.losses.padded import clean, pair_term_sum, plackett_luce_order, preference_pairs, query_weights
 from losscheck import finite_difference, make_batch, relative_error
 
 BASELINE = ["listmle", "listnet", "pointwise_mse", "ranknet", "ranksvm"]  # reference_value knows these
@@ -158,6 +158,25 @@ def test_ranksvm_sorted_sweep_equals_the_sum_over_pairs(seed):
     assert value == pytest.approx(expected_value, rel=1e-11)
     np.testing.assert_allclose(grad, expected_grad, rtol=1e-9, atol=1e-12)
     assert np.all(grad[~mask] == 0)
+
+
+@pytest.mark.parametrize("direct_max", [0, 10**9])
+def test_ranksvm_pair_visits_and_sorted_sweeps_each_equal_the_sum_over_pairs(direct_max):
+    """Each of the kernel's two ways alone: every query swept (0), or every query's pairs visited."""
+    from rankstudy.losses.squared_hinge_numba import squared_hinge_sums
+
+    rng = np.random.default_rng(11)
+    offsets = np.concatenate([[0], np.cumsum([1, 2, 5, 33, 120, 0, 8])])
+    s, mask = pad(np.round(rng.normal(size=offsets[-1]), 1), offsets)
+    y, _ = pad(rng.integers(0, 4, offsets[-1]).astype(float), offsets)
+    grad = np.zeros(s.shape)
+    totals, active = squared_hinge_sums(s, y, mask, grad, direct_max)
+    weights = query_weights(active)
+    expected_value, expected_grad = squared_hinge_over_pairs(s, y, mask)
+    assert totals @ weights == pytest.approx(expected_value, rel=1e-11)
+    np.testing.assert_allclose(grad * weights[:, None], expected_grad, rtol=1e-9, atol=1e-12)
+    two_levels = [len(set(y[q, mask[q]])) >= 2 for q in range(len(y))]
+    assert list(active) == two_levels and not all(two_levels)
 
 
 def test_ranksvm_sweep_matches_the_loop_definition():

@@ -7,6 +7,7 @@ import numpy as np
 
 from rankstudy.losses.padded import (
     PAIR_BLOCK_ELEMENTS,
+    check_shapes,
     clean,
     masked_log_softmax,
     pair_term_sum,
@@ -55,11 +56,15 @@ def ranksvm(scores, labels, mask):
     scores, not by visiting its pairs (:mod:`rankstudy.losses.squared_hinge_numba`)."""
     from rankstudy.losses.squared_hinge_numba import squared_hinge_sums
 
-    s, y, mask = clean(scores, labels, mask)
+    # the kernel reads only the real entries, so padding needs no zeroed copy
+    s, y = np.ascontiguousarray(scores, dtype=np.float64), np.ascontiguousarray(labels, dtype=np.float64)
+    mask = np.ascontiguousarray(mask, dtype=bool)
+    check_shapes(s, y, mask)
     grad = np.zeros(s.shape)
-    totals, active = squared_hinge_sums(np.ascontiguousarray(s), np.ascontiguousarray(y), mask, grad)
+    totals, active = squared_hinge_sums(s, y, mask, grad)
     weights = query_weights(active)
-    return float(totals @ weights), grad * weights[:, None]
+    grad *= weights[:, None]
+    return float(totals @ weights), grad
 
 
 def listnet(scores, labels, mask):

@@ -21,16 +21,20 @@ PAIR_BLOCK_ELEMENTS = 1 << 18
 
 # --------------------------------------------------------------------------- arguments and averaging
 
-def clean(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray):
-    """float64 copies with padded entries zeroed, so padding garbage can never leak in."""
-    mask = np.asarray(mask, dtype=bool)
-    scores = np.array(scores, dtype=np.float64)  # copies
-    labels = np.array(labels, dtype=np.float64)
+def check_shapes(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> None:
     if scores.ndim != 2 or scores.shape != labels.shape or scores.shape != mask.shape:
         raise ValueError(
             f"scores, labels and mask must be 2-D arrays of one shape, got "
             f"{scores.shape}, {labels.shape}, {mask.shape}"
         )
+
+
+def clean(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray):
+    """float64 copies with padded entries zeroed, so padding garbage can never leak in."""
+    mask = np.asarray(mask, dtype=bool)
+    scores = np.array(scores, dtype=np.float64)  # copies
+    labels = np.array(labels, dtype=np.float64)
+    check_shapes(scores, labels, mask)
     # zeroing the padding of the copies in place is cheaper than np.where(mask, x, 0.0)
     padding = ~mask
     np.copyto(scores, 0.0, where=padding)
