@@ -23,7 +23,9 @@ workdir):
   input arrays.
 
 A rerun in the same workdir reuses what Snakemake finds up to date (so a stopped run continues);
-``--fresh`` deletes the workdir first. Progress: Snakemake's console lines pass through, and every
+``--fresh`` deletes the workdir first. Each call is recorded in ``scale.run.json`` when it ends;
+the whole run's time is the sum over the calls, and is not given when a job finished in a call
+that recorded nothing (one that was killed). A killed call also leaves Snakemake's lock behind. Progress: Snakemake's console lines pass through, and every
 long job writes progress lines to its log under ``results/logs/``.
 """
 
@@ -40,6 +42,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -81,16 +84,20 @@ def job_inputs(rule: str, parts: list[str]) -> list[str]:
     return []
 
 
-def collect(workdir: Path) -> pd.DataFrame:
-    """One row per job from the benchmark files Snakemake wrote."""
+def collect(workdir: Path, seen_mb: dict[str, float]) -> pd.DataFrame:
+    """One row per job from the benchmark files Snakemake wrote. Input arrays deleted since
+    (temp prepared splits) count at the size the run saw them (``seen_mb``)."""
     rows = []
     for tsv in sorted((workdir / "results" / "benchmarks").rglob("*.tsv")):
         rel = tsv.relative_to(workdir / "results" / "benchmarks").with_suffix("")
         rule, parts = rel.parts[0], list(rel.parts[1:])
         bench = pd.read_csv(tsv, sep="\t").iloc[-1]  # the last repeat, if --benchmark-repeats
         inputs = [workdir / p for p in job_inputs(rule, parts)]
-        input_mb = sum(p.stat().st_size for p in inputs if p.exists()) / 2**20 if inputs else float("nan")
-        rows.append({"rule": rule, "job": "/".join(parts), "wall_s": float(bench["s"]),
+        sizes = [p.stat().st_size / 2**20 if p.exists() else seen_mb.get(str(p.relative_to(workdir)))
+                 for p in inputs]
+        input_mb = sum(sizes) if inputs and None not in sizes else float("nan")
+        rows.append({"rule": rule, "job": "/".join(parts), "finished": tsv.stat().st_mtime,
+                     "inputs_unknown": None in sizes, "wall_s": float(bench["s"]),
                      "cpu_s": float(bench["cpu_time"]), "max_rss_mb": float(bench["max_rss"]),
                      "input_mb": input_mb})
     jobs = pd.DataFrame(rows)
@@ -116,9 +123,12 @@ def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 class MemorySampler:
-    """The machine's memory in use (MemTotal - MemAvailable), sampled every second."""
+    """The machine's memory in use (MemTotal - MemAvailable), sampled every second; also the
+    size of every .npz the run writes, since temp ones are gone when the jobs are tabulated."""
 
-    def __init__(self) -> None:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.npz_mb: dict[str, float] = {}
         self.baseline = self.used()
         self.peak = self.baseline
         self._stop = threading.Event()
@@ -133,6 +143,13 @@ class MemorySampler:
     def _run(self) -> None:
         while not self._stop.wait(1.0):
             self.peak = max(self.peak, self.used())
+            for f in (self.workdir / "results").rglob("*.npz"):
+                try:
+                    size = f.stat().st_size / 2**20
+                except FileNotFoundError:  # deleted between the listing and the stat
+                    continue
+                key = str(f.relative_to(self.workdir))
+                self.npz_mb[key] = max(self.npz_mb.get(key, 0.0), size)
 
     def __enter__(self) -> "MemorySampler":
         self._thread.start()
@@ -205,26 +222,29 @@ def main() -> None:
     if args.fresh and workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    if args.report_only:
-        saved = workdir / "scale.run.json"
-        run = json.loads(saved.read_text()) if saved.exists() else None
-    else:
+    saved = workdir / "scale.run.json"
+    calls = json.loads(saved.read_text())["calls"] if saved.exists() else []
+    if not args.report_only:
         make_workdir(workdir, args)
         print(f"scale benchmark {args.size} ({SIZES[args.size]}), {args.folds} fold(s), "
               f"--cores {args.cores}, in {workdir}", flush=True)
-        need, free = disk_estimate(args), shutil.disk_usage(workdir).free
-        print(f"disk: about {need / 2**30:.0f} GiB of split caches, {free / 2**30:.0f} GiB free", flush=True)
+        # a continued run needs only the caches it has not written yet
+        cached = sum(f.stat().st_size for f in (workdir / "results").rglob("*.npz"))
+        need, free = max(disk_estimate(args) - cached, 0), shutil.disk_usage(workdir).free
+        print(f"disk: about {need / 2**30:.0f} GiB of split caches still to write, {free / 2**30:.0f} GiB free",
+              flush=True)
         if need > free:
             raise SystemExit(f"not enough disk in {workdir}: about {need / 2**30:.0f} GiB needed "
                              f"(each fold caches every document once per feature set and once parsed; "
                              f"--drop-prepared saves the parsed copies)")
-        run = run_snakemake(workdir, args.cores)
-        (workdir / "scale.run.json").write_text(json.dumps(run))
-    jobs = collect(workdir)
+        calls.append(run_snakemake(workdir, args.cores))
+        saved.write_text(json.dumps({"calls": calls}))
+    jobs = collect(workdir, {k: v for call in calls for k, v in call["npz_mb"].items()})
     table = per_rule(jobs)
     jobs.to_csv(workdir / "scale.jobs.csv", index=False)
     table.to_csv(workdir / "scale.csv", index=False)
     disk_gib = sum(f.stat().st_size for f in (workdir / "results").rglob("*") if f.is_file()) / 2**30
+    run = whole_run_figures(calls, jobs)
     docs = sum(int(v) for k, v in _meta_docs(workdir).items())
     lines = [
         f"# Scale benchmark: {args.size}, {args.folds} fold(s), --cores {args.cores}",
@@ -235,12 +255,14 @@ def main() -> None:
         "",
         markdown(table),
         "",
-        whole_run(run, len(jobs), disk_gib),
-        input_ratio(table),
+        whole_run(run, disk_gib),
+        input_ratio(table, jobs),
     ]
-    if args.size == "mslr30k" and args.folds == 5 and run:
+    if args.size == "mslr30k" and args.folds == 5 and run["wall_s"] is not None:
         met = run["wall_s"] <= TARGET_SECONDS and run["peak_gib"] <= TARGET_GIB
         lines.append(f"Target (MSLR-WEB30K size, 5 folds: < 3 h and < 24 GiB): {'met' if met else 'not met'}.")
+    elif args.size == "mslr30k" and args.folds == 5:
+        lines.append("Target (MSLR-WEB30K size, 5 folds: < 3 h and < 24 GiB): not judged (whole run not measured).")
     if args.compare:
         lines += ["", compare_metrics(workdir, args.compare)]
     report = "\n".join(lines)
@@ -248,7 +270,15 @@ def main() -> None:
     print(report)
 
 
-def input_ratio(table: pd.DataFrame) -> str:
+def input_ratio(table: pd.DataFrame, jobs: pd.DataFrame) -> str:
+    unknown = sorted(set(jobs.loc[jobs["inputs_unknown"], "rule"]))
+    if unknown:  # temp inputs deleted in a call that did not record their sizes
+        return (f"Stage memory / input arrays: not measured for {', '.join(unknown)} (their input arrays were "
+                f"deleted in a call that recorded nothing). {_input_ratio(table[~table['rule'].isin(unknown)])}")
+    return _input_ratio(table)
+
+
+def _input_ratio(table: pd.DataFrame) -> str:
     worst = table["max_rss_over_input"].max()
     if pd.isna(worst):
         return f"Stage memory / input arrays: no job read {MIN_INPUT_MB} MB of arrays or more (no ratio)."
@@ -256,12 +286,31 @@ def input_ratio(table: pd.DataFrame) -> str:
             f"(target <= {TARGET_INPUT_RATIO:g}: {'met' if worst <= TARGET_INPUT_RATIO else 'not met'}).")
 
 
-def whole_run(run: dict | None, n_jobs: int, disk_gib: float) -> str:
-    if run is None:
-        return f"Whole run: not measured (no scale.run.json); {n_jobs} jobs; results/ takes {disk_gib:.1f} GiB of disk."
-    return (f"Whole run: {run['wall_s']:.0f} s wall ({run['wall_s'] / 3600:.2f} h) for the jobs Snakemake ran in that "
-            f"call ({n_jobs} jobs have benchmark files); machine memory in use peaked {run['peak_gib']:.2f} GiB above "
-            f"the {run['baseline_gib']:.2f} GiB in use before the run; results/ takes {disk_gib:.1f} GiB of disk.")
+def whole_run_figures(calls: list[dict], jobs: pd.DataFrame) -> dict:
+    """The run's wall time (summed over the calls of a continued run) and memory peak, or, when
+    some job finished outside every recorded call (a call that was killed records nothing), the
+    count of those jobs instead: then the run was not measured as a whole."""
+    finished = jobs["finished"].to_numpy()
+    recorded = np.zeros(len(jobs), dtype=bool)
+    for call in calls:  # a job's benchmark file is written when it finishes
+        recorded |= (finished >= call["start"]) & (finished <= call["end"] + 1)
+    peak = max(calls, key=lambda call: call["peak_gib"], default={"peak_gib": None, "baseline_gib": None})
+    calls_wall_s = sum(call["wall_s"] for call in calls)
+    return {"n_calls": len(calls), "n_jobs": len(jobs), "unrecorded": int((~recorded).sum()),
+            "calls_wall_s": calls_wall_s, "wall_s": calls_wall_s if calls and recorded.all() else None,
+            "peak_gib": peak["peak_gib"], "baseline_gib": peak["baseline_gib"]}
+
+
+def whole_run(run: dict, disk_gib: float) -> str:
+    if run["wall_s"] is None:
+        return (f"Whole run: not measured: {run['unrecorded']} of its {run['n_jobs']} jobs finished in a call that "
+                f"recorded nothing (a stopped run); the {run['n_calls']} recorded call(s) took "
+                f"{run['calls_wall_s']:.0f} s; results/ takes {disk_gib:.1f} GiB of disk.")
+    calls = "in one call" if run["n_calls"] == 1 else \
+        f"summed over {run['n_calls']} calls (a continued run)"
+    return (f"Whole run: {run['wall_s']:.0f} s wall ({run['wall_s'] / 3600:.2f} h) {calls}, {run['n_jobs']} jobs; "
+            f"machine memory in use peaked {run['peak_gib']:.2f} GiB above the {run['baseline_gib']:.2f} GiB in use "
+            f"before; results/ takes {disk_gib:.1f} GiB of disk.")
 
 
 def run_snakemake(workdir: Path, cores: int) -> dict:
@@ -269,8 +318,8 @@ def run_snakemake(workdir: Path, cores: int) -> dict:
     the run's wall time and the machine's memory peak above what was in use before it."""
     cmd = [SNAKEMAKE, "--cores", str(cores), "--configfile", "scale.yaml", "--replace-workflow-config",
            "--rerun-incomplete"]
-    start = time.perf_counter()
-    with MemorySampler() as memory, open(workdir / "snakemake.log", "w") as log:
+    start, started_at = time.perf_counter(), time.time()
+    with MemorySampler(workdir) as memory, open(workdir / "snakemake.log", "w") as log:
         proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for line in proc.stdout:
             log.write(line)
@@ -279,9 +328,13 @@ def run_snakemake(workdir: Path, cores: int) -> dict:
                 print(f"  {line.rstrip()}", flush=True)
         returncode = proc.wait()
     if returncode != 0:
-        raise SystemExit(f"snakemake failed (exit {returncode}); see {workdir / 'snakemake.log'}")
-    return {"wall_s": time.perf_counter() - start, "peak_gib": (memory.peak - memory.baseline) / 2**30,
-            "baseline_gib": memory.baseline / 2**30}
+        locked = "cannot be locked" in (workdir / "snakemake.log").read_text()
+        hint = (f"; a killed run leaves Snakemake's lock behind: if no other snakemake runs there, "
+                f"`snakemake --unlock --cores 1 --configfile scale.yaml` in {workdir} removes it") if locked else ""
+        raise SystemExit(f"snakemake failed (exit {returncode}); see {workdir / 'snakemake.log'}{hint}")
+    return {"start": started_at, "end": time.time(), "wall_s": time.perf_counter() - start,
+            "peak_gib": (memory.peak - memory.baseline) / 2**30, "baseline_gib": memory.baseline / 2**30,
+            "npz_mb": memory.npz_mb}
 
 
 def compare_metrics(workdir: Path, other: Path) -> str:
