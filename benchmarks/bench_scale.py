@@ -23,10 +23,11 @@ workdir):
   input arrays.
 
 A rerun in the same workdir reuses what Snakemake finds up to date (so a stopped run continues);
-``--fresh`` deletes the workdir first. Each call is recorded in ``scale.run.json`` when it ends;
-the whole run's time is the sum over the calls, and is not given when a job finished in a call
-that recorded nothing (one that was killed). A killed call also leaves Snakemake's lock behind. Progress: Snakemake's console lines pass through, and every
-long job writes progress lines to its log under ``results/logs/``.
+``--fresh`` deletes the workdir first. Each call is recorded in ``scale.run.json`` when it ends
+(also when Snakemake fails); the whole run's time is the sum over the calls, and is not given when
+a job finished in a call that recorded nothing (one that was killed, which also leaves
+Snakemake's lock behind). Progress: Snakemake's console lines pass through, and every long job
+writes progress lines to its log under ``results/logs/``.
 """
 
 from __future__ import annotations
@@ -223,7 +224,7 @@ def main() -> None:
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     saved = workdir / "scale.run.json"
-    calls = json.loads(saved.read_text())["calls"] if saved.exists() else []
+    calls = json.loads(saved.read_text()).get("calls", []) if saved.exists() else []
     if not args.report_only:
         make_workdir(workdir, args)
         print(f"scale benchmark {args.size} ({SIZES[args.size]}), {args.folds} fold(s), "
@@ -237,8 +238,11 @@ def main() -> None:
             raise SystemExit(f"not enough disk in {workdir}: about {need / 2**30:.0f} GiB needed "
                              f"(each fold caches every document once per feature set and once parsed; "
                              f"--drop-prepared saves the parsed copies)")
-        calls.append(run_snakemake(workdir, args.cores))
+        call, failure = run_snakemake(workdir, args.cores)
+        calls.append(call)
         saved.write_text(json.dumps({"calls": calls}))
+        if failure:
+            raise SystemExit(failure)
     jobs = collect(workdir, {k: v for call in calls for k, v in call["npz_mb"].items()})
     table = per_rule(jobs)
     jobs.to_csv(workdir / "scale.jobs.csv", index=False)
@@ -313,9 +317,10 @@ def whole_run(run: dict, disk_gib: float) -> str:
             f"before; results/ takes {disk_gib:.1f} GiB of disk.")
 
 
-def run_snakemake(workdir: Path, cores: int) -> dict:
+def run_snakemake(workdir: Path, cores: int) -> tuple[dict, str | None]:
     """Run the workflow, passing on the console lines that say which jobs start and finish;
-    the run's wall time and the machine's memory peak above what was in use before it."""
+    the call's wall time and the machine's memory peak above what was in use before it, and
+    the failure message if Snakemake failed."""
     cmd = [SNAKEMAKE, "--cores", str(cores), "--configfile", "scale.yaml", "--replace-workflow-config",
            "--rerun-incomplete"]
     start, started_at = time.perf_counter(), time.time()
@@ -327,14 +332,15 @@ def run_snakemake(workdir: Path, cores: int) -> dict:
                     or "wildcards:" in line:
                 print(f"  {line.rstrip()}", flush=True)
         returncode = proc.wait()
-    if returncode != 0:
-        locked = "cannot be locked" in (workdir / "snakemake.log").read_text()
-        hint = (f"; a killed run leaves Snakemake's lock behind: if no other snakemake runs there, "
-                f"`snakemake --unlock --cores 1 --configfile scale.yaml` in {workdir} removes it") if locked else ""
-        raise SystemExit(f"snakemake failed (exit {returncode}); see {workdir / 'snakemake.log'}{hint}")
-    return {"start": started_at, "end": time.time(), "wall_s": time.perf_counter() - start,
+    call = {"start": started_at, "end": time.time(), "wall_s": time.perf_counter() - start,
             "peak_gib": (memory.peak - memory.baseline) / 2**30, "baseline_gib": memory.baseline / 2**30,
             "npz_mb": memory.npz_mb}
+    if returncode == 0:
+        return call, None
+    locked = "cannot be locked" in (workdir / "snakemake.log").read_text()
+    hint = (f"; a killed run leaves Snakemake's lock behind: if no other snakemake runs there, "
+            f"`snakemake --unlock --cores 1 --configfile scale.yaml` in {workdir} removes it") if locked else ""
+    return call, f"snakemake failed (exit {returncode}); see {workdir / 'snakemake.log'}{hint}"
 
 
 def compare_metrics(workdir: Path, other: Path) -> str:
