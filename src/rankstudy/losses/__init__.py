@@ -15,8 +15,9 @@ Every loss has the signature ``loss(scores, labels, mask, **options) -> (value, 
 All queries are processed at once on the padded arrays; pairwise losses build
 ``(Qc, Lc, Lc)`` blocks over chunks of queries with a bounded number of
 elements (:func:`rankstudy.losses.padded.pair_blocks`), so memory stays bounded
-even with 1,000-document queries. RankSVM's squared hinge needs no pairs: it is summed in one
-sort and two sweeps per query (:mod:`rankstudy.losses.squared_hinge_numba`).
+even with 1,000-document queries. RankSVM's squared hinge needs no pair blocks: it is summed in
+one sort and two sweeps per query, or over the pairs of a short query
+(:mod:`rankstudy.losses.squared_hinge_numba`).
 
 Families, one module each: :mod:`~rankstudy.losses.baseline` (pointwise, RankNet, RankSVM,
 ListNet, ListMLE), :mod:`~rankstudy.losses.elementwise`, :mod:`~rankstudy.losses.pairwise` and

@@ -6,9 +6,9 @@ For a pair y_i > y_j the term is (t_j - s_i)^2 where t_j = s_j + 1, when t_j > s
 score, the j with s_j > s_i - 1 are a suffix and the i with s_i < s_j + 1 a prefix, so each
 document's terms come from counts and sums of t (or s) over a suffix (prefix) restricted to lower
 (higher) levels. A sort costs tens of ns per document, so short queries (most of LETOR 4.0's)
-visit their pairs instead. Compiled because the pointer sweeps are sequential; kept at module level so
-numba's on-disk cache is found by later processes; imported only when the loss is used, since
-importing numba costs start-up time."""
+visit their pairs instead. Compiled because the pointer sweeps are sequential; kept at module
+level so numba's on-disk cache is found by later processes; imported only when the loss is used,
+since importing numba costs start-up time."""
 
 from __future__ import annotations
 
