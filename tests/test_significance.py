@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from rankstudy.reporting import significance
-from rankstudy.reporting.significance import holm, paired_ttest, randomization_test
+from rankstudy.reporting.significance import holm, paired_ttest, randomization_test, randomization_tests
 
 
 def exact_sign_flip_pvalue(a: np.ndarray, b: np.ndarray) -> float:
@@ -117,6 +117,20 @@ def test_randomization_bounds_reproducibility_and_nan():
     )
     with pytest.raises(ValueError):
         randomization_test(a, b, n_resamples=0)
+
+
+def test_randomization_tests_of_many_systems_equal_one_test_per_system():
+    """Systems with the same finite queries share sign matrices; one with other NaNs gets its own
+    draw; one with no finite pair gets NaN. Each p-value equals the single test's."""
+    rng = np.random.default_rng(8)
+    b = rng.uniform(size=80)
+    columns = np.column_stack([b + rng.normal(shift, 0.2, 80) for shift in (0.0, 0.03, 0.1, 0.0)])
+    columns[[5, 17], 2] = np.nan
+    columns[:, 3] = np.nan
+    p = randomization_tests(columns, b, n_resamples=3000, seed=9)
+    expected = [randomization_test(columns[:, j], b, n_resamples=3000, seed=9) for j in range(3)]
+    assert list(p[:3]) == expected and np.isnan(p[3])
+    assert p[2] < 0.01 < p[0]  # the tests are informative
 
 
 # ---------------------------------------------------------------- Holm

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from rankstudy.util import atomic
-from rankstudy.reporting.significance import holm, paired_ttest, randomization_test
+from rankstudy.reporting.significance import holm, paired_ttest, randomization_tests
 
 KEY_COLUMNS = ("system", "fold", "qid")
 STATS = (
@@ -96,12 +96,12 @@ def metric_comparison(
     out = fold_mean_and_std(per_query, metric).reindex(systems)
     wide = by_query(per_query, metric)
     base_values = wide[baseline].to_numpy()
-    n_pairs, p_ttest, p_rand = [], [], []
+    n_pairs, p_ttest = [], []
     for system in others:  # a handful of systems; the tests themselves are vectorised
         values = wide[system].to_numpy()
         n_pairs.append(int(np.count_nonzero(np.isfinite(values) & np.isfinite(base_values))))
         p_ttest.append(paired_ttest(values, base_values))
-        p_rand.append(randomization_test(values, base_values, n_resamples=n_resamples, seed=seed))
+    p_rand = list(randomization_tests(wide[others].to_numpy(), base_values, n_resamples=n_resamples, seed=seed))
     base_n = int(np.count_nonzero(np.isfinite(base_values)))
     out["n_pairs"] = [base_n] + n_pairs
     out["p_ttest"] = [np.nan] + p_ttest
