@@ -125,7 +125,8 @@ def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
 
 class MemorySampler:
     """The machine's memory in use (MemTotal - MemAvailable), sampled every second; also the
-    size of every .npz the run writes, since temp ones are gone when the jobs are tabulated."""
+    sizes of the prepared splits (results/data), which are temp files with --drop-prepared and
+    so gone when the jobs are tabulated."""
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
@@ -144,7 +145,7 @@ class MemorySampler:
     def _run(self) -> None:
         while not self._stop.wait(1.0):
             self.peak = max(self.peak, self.used())
-            for f in (self.workdir / "results").rglob("*.npz"):
+            for f in (self.workdir / "results" / "data").rglob("*.npz"):
                 try:
                     size = f.stat().st_size / 2**20
                 except FileNotFoundError:  # deleted between the listing and the stat

@@ -185,8 +185,8 @@ def test_ranksvm_sweep_matches_the_loop_definition():
 
 
 def test_pairwise_chunking_does_not_change_result():
-    fn = ranknet
     """One long query among short ones: tiny blocks (one query per chunk) vs default."""
+    fn = ranknet
     rng = np.random.default_rng(6)
     lengths = np.array([300, 3, 12, 1, 40, 7])
     offsets = np.concatenate([[0], np.cumsum(lengths)])

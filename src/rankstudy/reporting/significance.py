@@ -54,9 +54,7 @@ def randomization_test(a, b, n_resamples: int = 10000, seed: int = 0) -> float:
     valid p-value for a Monte-Carlo test. Sign matrices are drawn in chunks of
     shape (chunk, n_queries) to keep memory bounded.
     """
-    a = np.asarray(a, dtype=np.float64)
-    if a.ndim != 1:
-        raise ValueError(f"paired test needs two 1-d arrays of equal length, got {a.shape} and {np.shape(b)}")
+    a, b = paired_finite(a, b)
     return float(randomization_tests(a[:, None], b, n_resamples=n_resamples, seed=seed)[0])
 
 
