@@ -44,6 +44,9 @@ class Ranker:
 
     def __init__(self) -> None:
         self.history_: list[dict] = []
+        # the training objective at the start and at the end of fit ({"start", "final"}, lower
+        # is better), for the "did it learn" check; None for rankers that minimise none they report
+        self.objective_trace_: dict | None = None
 
     @classmethod
     def featureset_params(cls, featureset: FeatureSet, pairs: list[list[int]]) -> dict[str, Any]:
@@ -75,6 +78,7 @@ class Ranker:
         doc = {
             "format": SAVE_FORMAT, "version": SAVE_VERSION, "kind": self.kind,
             "params": self.get_params(), "state": self._get_state(), "history": self.history_,
+            "objective": self.objective_trace_,
         }
         # json writes floats as shortest round-trip reprs, so weights reload exactly
         atomic.write_text(path, json.dumps(doc))
@@ -85,6 +89,7 @@ class Ranker:
         ranker = cls(**doc["params"])
         ranker._set_state(doc["state"])
         ranker.history_ = doc["history"]
+        ranker.objective_trace_ = doc.get("objective")
         return ranker
 
     def __repr__(self) -> str:

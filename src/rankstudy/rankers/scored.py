@@ -56,6 +56,12 @@ class ScoredRanker(Ranker):
         # theta_ is the scorer's part; a loss's own parameters are kept in parts_
         self._set_theta(solution.theta[:objective.scorer.n_params], objective.unpack(solution.theta))
         self.n_iter_, self.n_fev_, self.converged_ = solution.n_iter, solution.n_fev, solution.converged
+        # did it learn: the objective where the solver started (its history's step 0) and at the
+        # solution, both the full objective (loss + penalty) on the training split
+        first = solution.history[0] if solution.history else {}
+        start = first.get("objective", first.get("train_loss"))
+        final = objective(solution.theta, need_grad=False)[0]
+        self.objective_trace_ = {"start": None if start is None else float(start), "final": float(final)}
 
     def _set_theta(self, theta: np.ndarray, parts: dict[str, Any]) -> None:
         self.theta_ = np.asarray(theta, dtype=np.float64)
