@@ -28,3 +28,39 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def mq2008_dir(shared_data: Path) -> Path:
     return shared_data / "MQ2008"
+
+
+@pytest.fixture(scope="session")
+def ohsumed_dir(shared_data: Path) -> Path:
+    """LETOR 3.0 OHSUMED, QueryLevelNorm (the seeds' data: long queries, a third relevant)."""
+    folder = shared_data / "OHSUMED" / "QueryLevelNorm"
+    if not (folder / "Fold1" / "train.txt.gz").exists():
+        if os.environ.get("RANKSTUDY_REQUIRE_SHARED_DATA"):
+            pytest.fail(f"RANKSTUDY_REQUIRE_SHARED_DATA is set but {folder} is missing")
+        pytest.skip(f"OHSUMED not found under {folder}")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def ohsumed_fold(ohsumed_dir: Path):
+    """``ohsumed_fold(fold=1, cleaning=None, rel_threshold=1, normalization="querylevel")``: the
+    fold's {train, vali, test} RankData, cleaned and normalised as the pipeline does (the
+    cleaning rules as in config: ``{"chakrabarti": [...], "drop_no_relevant": [...], ...}``).
+    Parsed once per session."""
+    from rankstudy.data.folds import Fold, clean
+    from rankstudy.data.letor import read_letor
+    from rankstudy.features.normalize import Normalizer
+
+    parsed: dict[int, dict] = {}
+
+    def load(fold: int = 1, cleaning: dict | None = None, rel_threshold: float = 1,
+             normalization: str = "querylevel") -> dict:
+        if fold not in parsed:
+            parsed[fold] = {s: read_letor(ohsumed_dir / f"Fold{fold}" / f"{s}.txt.gz", n_features=45, labels=[0, 2])
+                            for s in ("train", "vali", "test")}
+        prepared = Fold(dict(parsed[fold]), 2.0)
+        clean(prepared, cleaning or {}, rel_threshold)
+        normalizer = Normalizer(normalization).fit(prepared.splits["train"])
+        return {s: normalizer.transform(d) for s, d in prepared.splits.items()}
+
+    return load
