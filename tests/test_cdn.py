@@ -1,6 +1,7 @@
-"""CDN losses (Huang and Frey 2008): values against a naive loop over cliques, gradients (scores
-and CDN weights) against finite differences for every topology, RankNet / ListNet / ListMLE as
-special cases equal to the spine's losses, bounded memory of the full topology."""
+"""CDN losses (Huang and Frey 2008): values against a naive loop over cliques, the compiled full
+topology against the numpy form, gradients (scores and CDN weights) against finite differences for
+every topology and both reductions, RankNet / ListNet / ListMLE as special cases equal to the
+spine's losses, bounded memory of the full topology."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ import pytest
 from losscheck import finite_difference, make_batch, relative_error
 from rankstudy.data.blocks import pad
 from rankstudy.losses.baseline import listmle, listnet, ranknet
-from rankstudy.losses.cdn import cdn, cdn_with_weights, listmle_cdn, listnet_cdn
+from rankstudy.losses.cdn import _query_loss, cdn, cdn_with_weights, listmle_cdn, listnet_cdn, order_edges
+from rankstudy.losses.cdn_numba import full_cdn_query
 
-TOPOLOGY_OPTIONS = [{"topology": "full"}, {"topology": "disconnected"},
-                    {"topology": "random", "degree": 2, "n_topologies": 3}]
+TOPOLOGY_OPTIONS = [{"topology": "full"}, {"topology": "full", "backend": "numpy"}, {"topology": "disconnected"},
+                    {"topology": "random", "degree": 2, "n_topologies": 3},
+                    {"topology": "full", "reduction": "mean"}, {"topology": "random", "degree": 2, "reduction": "mean"},
+                    {"topology": "disconnected", "reduction": "mean"}]
 
 
 def naive_full(s, y, mask, w1, w2):
@@ -32,13 +36,53 @@ def naive_full(s, y, mask, w1, w2):
     return np.mean(per_query)
 
 
-def test_full_topology_equals_a_loop_over_ordered_pairs_of_edges():
+@pytest.mark.parametrize("backend", ["numba", "numpy"])
+def test_full_topology_equals_a_loop_over_ordered_pairs_of_edges(backend):
     s, y, mask = make_batch(1)
-    value, _ = cdn(s, y, mask, topology="full", w1=0.7, w2=1.3, block_elements=50)
+    value, _ = cdn(s, y, mask, topology="full", w1=0.7, w2=1.3, backend=backend, block_elements=50)
     assert value == pytest.approx(naive_full(s, y, mask, 0.7, 1.3), rel=1e-12)
 
 
-@pytest.mark.parametrize("options", TOPOLOGY_OPTIONS, ids=lambda o: o["topology"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("scale, w1, w2", [(0.3, 0.8, 1.3), (3.0, 5.0, 0.0), (0.01, 40.0, 2.0), (50.0, 30.0, 20.0)],
+                         ids=["moderate", "w2=0", "near ties", "huge margins"])
+def test_compiled_full_cdn_equals_the_numpy_form(threads, scale, w1, w2):
+    """An OHSUMED-shaped query (two thirds irrelevant, 3 grades; 80 documents, ~1,500 edges to
+    keep the numpy form fast); margins up to |w r| ~ 3,000 take the kernel's shifted path."""
+    rng = np.random.default_rng(7)
+    y = rng.choice(3, 80, p=[0.65, 0.2, 0.15]).astype(float)
+    heads, tails = order_edges(y)
+    s = scale * (rng.normal(size=80) + 0.3 * y)
+    r = s[heads] - s[tails]
+    ours = full_cdn_query(r, w1, w2, threads=threads)
+    ref = _query_loss(r, "full", w1, w2, 1, 1, None, 1 << 16, "numpy")
+    assert ours[0] == pytest.approx(ref[0], rel=1e-10)
+    np.testing.assert_allclose(ours[1], ref[1], rtol=1e-10, atol=1e-10 * np.abs(ref[1]).max())
+    np.testing.assert_allclose(ours[2:], ref[2:], rtol=1e-10, atol=1e-12)
+
+
+def test_mean_reduction_divides_each_query_by_its_cliques():
+    s, y, mask = make_batch(6)
+    counts = {"full": lambda E: E * (E - 1), "disconnected": lambda E: E, "random": lambda E: 2 * E}
+    checked = 0
+    for q in range(s.shape[0]):
+        E = len(order_edges(y[q][mask[q]])[0])
+        if E < 2:
+            continue
+        one = (s[q:q + 1], y[q:q + 1], mask[q:q + 1])
+        for topology, count in counts.items():
+            options = {"topology": topology, "degree": 2, "n_topologies": 3}
+            total, grad_total, gw_total = cdn_with_weights(*one, reduction="sum", **options)
+            mean, grad_mean, gw_mean = cdn_with_weights(*one, reduction="mean", **options)
+            assert mean == pytest.approx(total / count(E), rel=1e-12)
+            np.testing.assert_allclose(grad_mean, grad_total / count(E), rtol=1e-12, atol=1e-15)
+            np.testing.assert_allclose(gw_mean, gw_total / count(E), rtol=1e-12, atol=1e-15)
+            checked += 1
+    assert checked >= 9
+
+
+@pytest.mark.parametrize("options", TOPOLOGY_OPTIONS,
+                         ids=lambda o: "-".join(str(v) for k, v in o.items() if k in ("topology", "backend", "reduction")))
 @pytest.mark.parametrize("seed", [0, 2])
 def test_gradients_match_finite_differences(options, seed):
     s, y, mask = make_batch(seed)
@@ -108,3 +152,7 @@ def test_checks():
         cdn(s, y, mask, w1=-0.1)
     with pytest.raises(ValueError, match="degree"):
         cdn(s, y, mask, topology="random", degree=0)
+    with pytest.raises(ValueError, match="reduction"):
+        cdn(s, y, mask, reduction="max")
+    with pytest.raises(ValueError, match="backend"):
+        cdn(s, y, mask, backend="cuda")

@@ -4,13 +4,15 @@ A query's order graph has an edge e = (i -> j) for every pair of documents with 
 one preference variable per edge, observed below r_e = s_i - s_j. A CDN writes the joint CDF
 of those variables as a product of CDN functions over cliques of edges; the loss of a query is
 -log F = sum over cliques c of m_c log(1 + sum_{e in c} exp(-w_e r_e)), i.e. every CDN function
-is a multivariate sigmoid (Eq. 9; a valid CDF for weights w_e >= 0). One code path,
-:func:`clique_terms`, evaluates every clique, whatever the topology:
+is a multivariate sigmoid (Eq. 9; a valid CDF for weights w_e >= 0). One numpy code path,
+:func:`clique_terms`, evaluates the cliques of every topology (the full one also compiled):
 
 * ``full``: a bivariate sigmoid phi(r_e, r_e') = 1/(1 + exp(-w1 r_e) + exp(-w2 r_e')) for every
   ordered pair of distinct edges (Eq. 8): E (E - 1) cliques for E edges, so it costs O(E^2)
-  time per query. It is evaluated in blocks of rows of at most ``block_elements`` pairs, so its
-  memory is O(block_elements + E), whatever E;
+  time per query. ``backend="numba"`` (the default) evaluates it compiled, with the job's
+  threads, at about one ``np.log1p`` per clique (:mod:`rankstudy.losses.cdn_numba`; memory
+  O(E threads)); ``backend="numpy"``, the reference, in blocks of rows of at most
+  ``block_elements`` pairs (memory O(block_elements + E)), about 100 times slower;
 * ``random``: each edge paired with ``degree`` other edges drawn at random (seeded) in each of
   ``n_topologies`` random CDNs, whose losses are averaged: O(E degree n_topologies);
 * ``disconnected``: every edge its own univariate sigmoid 1/(1 + exp(-w1 r_e)): O(E); with
@@ -20,9 +22,19 @@ The same clique evaluation expresses ListMLE (one clique per position of the lab
 the edges to every later document) and ListNet (one clique per document over the edges to all
 others, weighted by the target top-one probability): :func:`listmle_cdn`, :func:`listnet_cdn`.
 
-Value: per query the SUM over its cliques (the paper's -log F); the mean over the queries that
-have at least one edge, as the other losses (:mod:`rankstudy.losses`). ``cdn_with_weights``
-also returns the gradient with respect to (w1, w2), which StructRank learns.
+Value: per query the SUM over its cliques (``reduction="sum"``, the paper's -log F) or their
+MEAN (``reduction="mean"``: -log F divided by the query's number of CDN functions, E (E - 1),
+E degree or E); then the mean over the queries that have at least one edge, as the other
+losses (:mod:`rankstudy.losses`). ``cdn_with_weights`` also returns the gradient with respect to
+(w1, w2), which StructRank learns.
+
+Why a mean: the paper trains on the sum (Eq. 10), whose size grows like E^2 for the full CDN
+and like E for the others. On OHSUMED (about 5,900 edges per training query, 4.5e9 cliques in
+fold 1's 62 queries) a query's gradient is then hundreds (random, disconnected) to millions
+(full) of times larger than the parameters, and the paper's step 0.5 throws them out of the L1
+ball at once (see :mod:`rankstudy.solvers.projected_sgd`). The mean has the same minimisers per
+query, its size does not depend on E, and the same step suits every topology and query length;
+it weights each query equally instead of by E or E^2.
 """
 
 from __future__ import annotations
@@ -38,6 +50,8 @@ from rankstudy.losses.padded import (
 )
 
 TOPOLOGIES = ("full", "random", "disconnected")
+REDUCTIONS = ("sum", "mean")
+BACKENDS = ("numba", "numpy")  # of the full topology; numpy is the reference
 
 
 def clique_terms(u: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -56,9 +70,23 @@ def order_edges(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return heads, tails
 
 
-def _check(topology: str, w1: float, w2: float, degree: int, n_topologies: int) -> None:
+def n_cliques(E: int, topology: str, degree: int = 1) -> int:
+    """How many CDN functions a query with E edges has (per random CDN for ``random``)."""
+    if topology == "full":
+        return E * (E - 1)
+    if topology == "random":
+        return E * int(degree) if E >= 2 else 0
+    return E
+
+
+def _check(topology: str, w1: float, w2: float, degree: int, n_topologies: int, reduction: str = "sum",
+           backend: str = "numba") -> None:
     if topology not in TOPOLOGIES:
         raise ValueError(f"unknown topology {topology!r}; valid: {', '.join(TOPOLOGIES)}")
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"unknown reduction {reduction!r}; valid: {', '.join(REDUCTIONS)}")
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
     if not (w1 >= 0 and w2 >= 0):
         raise ValueError(f"CDN weights must be >= 0 (a valid CDF), got w1={w1!r}, w2={w2!r}")
     if int(degree) < 1 or int(n_topologies) < 1:
@@ -66,9 +94,13 @@ def _check(topology: str, w1: float, w2: float, degree: int, n_topologies: int) 
 
 
 def _query_loss(r: np.ndarray, topology: str, w1: float, w2: float, degree: int, n_topologies: int,
-                rng: np.random.Generator | None, block_elements: int):
+                rng: np.random.Generator | None, block_elements: int, backend: str = "numpy"):
     """-log F of one query's edges: (value, d/dr, d/dw1, d/dw2)."""
     E = len(r)
+    if topology == "full" and backend == "numba":
+        from rankstudy.losses.cdn_numba import full_cdn_query
+
+        return full_cdn_query(r, w1, w2)
     if topology == "disconnected":
         value, p = clique_terms((-w1 * r)[:, None], np.ones((E, 1), dtype=bool))
         p = p[:, 0]
@@ -108,10 +140,10 @@ def _query_loss(r: np.ndarray, topology: str, w1: float, w2: float, degree: int,
 
 
 def cdn_with_weights(scores, labels, mask, *, topology: str = "full", w1: float = 1.0, w2: float = 1.0,
-                     degree: int = 1, n_topologies: int = 1, seed: int = 0,
-                     block_elements: int = PAIR_BLOCK_ELEMENTS):
+                     degree: int = 1, n_topologies: int = 1, seed: int = 0, reduction: str = "sum",
+                     backend: str = "numba", block_elements: int = PAIR_BLOCK_ELEMENTS):
     """The CDN loss (see the module docstring) and its gradients: (value, d/dscores, d/d(w1, w2))."""
-    _check(topology, w1, w2, degree, n_topologies)
+    _check(topology, w1, w2, degree, n_topologies, reduction, backend)
     s, y, mask = clean(scores, labels, mask)
     Q = s.shape[0]
     grad = np.zeros(s.shape)
@@ -126,7 +158,12 @@ def cdn_with_weights(scores, labels, mask, *, topology: str = "full", w1: float 
         rng = np.random.default_rng([seed, q]) if topology == "random" else None
         r = s[q, cols[heads]] - s[q, cols[tails]]
         per_query[q], grad_r, gw[q, 0], gw[q, 1] = _query_loss(r, topology, w1, w2, degree, n_topologies, rng,
-                                                                block_elements)
+                                                                block_elements, backend)
+        if reduction == "mean":  # a query whose only edge has no partner has no clique: its terms are 0
+            cliques = max(1, n_cliques(len(heads), topology, degree))
+            per_query[q] /= cliques
+            grad_r = grad_r / cliques
+            gw[q] /= cliques
         g = np.bincount(heads, grad_r, len(cols)) - np.bincount(tails, grad_r, len(cols))
         grad[q, cols] = g
     weights = query_weights(active)
@@ -134,10 +171,12 @@ def cdn_with_weights(scores, labels, mask, *, topology: str = "full", w1: float 
 
 
 def cdn(scores, labels, mask, *, topology: str = "full", w1: float = 1.0, w2: float = 1.0, degree: int = 1,
-        n_topologies: int = 1, seed: int = 0, block_elements: int = PAIR_BLOCK_ELEMENTS):
+        n_topologies: int = 1, seed: int = 0, reduction: str = "sum", backend: str = "numba",
+        block_elements: int = PAIR_BLOCK_ELEMENTS):
     """StructRank's structured loss -log F for fixed CDN weights (w1, w2)."""
     value, grad, _ = cdn_with_weights(scores, labels, mask, topology=topology, w1=w1, w2=w2, degree=degree,
-                                      n_topologies=n_topologies, seed=seed, block_elements=block_elements)
+                                      n_topologies=n_topologies, seed=seed, reduction=reduction, backend=backend,
+                                      block_elements=block_elements)
     return value, grad
 
 
@@ -150,10 +189,10 @@ class CDNLoss:
     nonnegative = True  # w1, w2 >= 0 keep every CDN function a valid CDF
 
     def __init__(self, topology: str = "full", degree: int = 1, n_topologies: int = 1, seed: int = 0,
-                 block_elements: int = PAIR_BLOCK_ELEMENTS) -> None:
-        _check(topology, 1.0, 1.0, degree, n_topologies)
+                 reduction: str = "sum", backend: str = "numba", block_elements: int = PAIR_BLOCK_ELEMENTS) -> None:
+        _check(topology, 1.0, 1.0, degree, n_topologies, reduction, backend)
         self.options = dict(topology=topology, degree=int(degree), n_topologies=int(n_topologies), seed=int(seed),
-                            block_elements=int(block_elements))
+                            reduction=reduction, backend=backend, block_elements=int(block_elements))
 
     def initial(self, rng: np.random.Generator) -> np.ndarray:
         return rng.uniform(0.0, 1.0, 2)  # Section 5: random in [0, 1]
