@@ -123,6 +123,82 @@ def test_inference_equals_brute_force(criterion, options):
         assert value >= -1e-12  # y* itself has H = 0
 
 
+def brute_latent(criterion, s, z, anchor, k=None, cut=None):
+    """The latent hinges by enumeration. DORM: max_y [Delta + s.A(y)] - s.A(y*), y* the goods-first
+    order the anchor scores highest; with anchor = s that is max over all goods-first orders of
+    s.A(y*). MRR: the best y whose first good is the anchor's top good (the first on ties)."""
+    n = len(s)
+    goods = np.flatnonzero(z)
+    best = -np.inf
+    if criterion == "dorm":
+        ideal = [np.array([decay(p.index(i), cut) for i in range(n)])
+                 for p in itertools.permutations(range(n)) if z[list(p)[: z.sum()]].all()]
+        a_star = max(ideal, key=lambda a: anchor @ a)  # unique for an anchor without ties
+        target = max(s @ a for a in ideal) if anchor is s else s @ a_star
+    g_a = goods[np.argmax(anchor[goods])]
+    for perm in itertools.permutations(range(n)):
+        rank = np.empty(n, dtype=int)
+        rank[list(perm)] = np.arange(n)
+        if criterion == "dorm":
+            value = ndcg_delta(z, rank, k) + sum(s[i] * decay(rank[i], cut) for i in range(n)) - target
+        else:
+            first = rank[z].min()
+            if rank[g_a] != first:
+                continue
+            before = np.flatnonzero(~z & (rank < first))
+            value = (1.0 - 1.0 / (1 + first) if first < k else 1.0) + (s[before] - s[g_a]).sum()
+        best = max(best, value)
+    return best
+
+
+LATENT_CASES = [("mrr", {"k": 2}), ("mrr", {"k": 4}), ("dorm", {"k": 4}), ("dorm", {"k": 3, "cut": 2})]
+
+
+@pytest.mark.parametrize("criterion,options", LATENT_CASES, ids=[f"{c}{o}" for c, o in LATENT_CASES])
+def test_latent_inference_equals_brute_force(criterion, options):
+    """With anchor = s the latent hinge (target chosen by the scores); with another anchor the
+    convex bound (target fixed by the anchor), which is >= the latent hinge, equal at anchor = s."""
+    rng = np.random.default_rng([CRITERIA_SEEDS[criterion], len(options), 1])
+    routine = inference.mrr_mrr if criterion == "mrr" else (lambda s, z, k, a: inference.ndcg_dorm(s, z, k, options.get("cut"), a))
+    for trial in range(30):
+        n = int(rng.integers(2, 7))
+        s, z = random_query(rng, n)
+        if trial % 3 == 0:
+            s = np.round(s, 1)  # ties
+        latent, coef = routine(s, z, options["k"], s)
+        assert latent == pytest.approx(brute_latent(criterion, s, z, s, **options), abs=1e-10), (s, z)
+        assert -1e-12 <= latent + s @ coef <= 1.0 + 1e-12  # H = Delta - s . coef, Delta in [0, 1]
+        assert latent >= -1e-12
+        anchor = rng.normal(size=n)  # no ties
+        bound, coef = routine(s, z, options["k"], anchor)
+        assert bound == pytest.approx(brute_latent(criterion, s, z, anchor, **options), abs=1e-10), (s, z, anchor)
+        assert bound >= latent - 1e-12
+        assert -1e-12 <= bound + s @ coef <= 1.0 + 1e-12
+
+
+@pytest.mark.parametrize("criterion", ["mrr", "dorm"])
+def test_latent_hinge_bounds_the_loss_of_the_score_ranking(criterion):
+    """The latent hinge is >= Delta of the ranking by score (so training it bounds the training
+    loss), on long queries with many goods."""
+    rng = np.random.default_rng(11)
+    k = 10
+    for _ in range(20):
+        n = int(rng.integers(40, 160))
+        s = rng.normal(size=n)
+        z = rng.random(n) < 0.35
+        z[:2] = [True, False]
+        rank = np.empty(n, dtype=int)
+        rank[np.argsort(-s)] = np.arange(n)
+        if criterion == "mrr":
+            value, _ = inference.mrr_mrr(s, z, k, s)
+            first = rank[z].min()
+            delta = 1.0 - 1.0 / (1 + first) if first < k else 1.0
+        else:
+            value, _ = inference.ndcg_dorm(s, z, k, 30, s)
+            delta = ndcg_delta(z, rank, k)
+        assert value >= delta - 1e-12
+
+
 def test_ndcg_with_a_clip_beyond_the_list_equals_no_clip():
     rng = np.random.default_rng(3)
     for _ in range(20):
@@ -191,9 +267,9 @@ def test_perfect_scores_with_a_margin_have_no_violation():
     s = 100.0 * (y >= 1)
     mask = np.ones_like(y, dtype=bool)
     for name in STRUCTURED:
-        if name == "dorm":
-            continue  # phi_dorm(y*) is an average: a score-sorted ideal order beats it, so H > 0
         assert LOSSES[name](s, y, mask)[0] == pytest.approx(0.0, abs=1e-12), name
+    # the literal DORM's y* is the average goods-first order: a score-sorted one beats it, so H > 0
+    assert LOSSES["dorm"](s + np.arange(6.0), y, mask, latent=False)[0] > 0
 
 
 def test_queries_without_a_good_or_a_bad_document_have_no_term():

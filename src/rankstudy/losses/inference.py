@@ -23,6 +23,23 @@ Losses: Delta_AUC (Eq. 7), 1 - AP, 1 - NDCG@k with the paper's discount D(r) = 1
 1/log2(1 + r) for 2 <= r < k and 0 from k on (binary gains), 1 - MRR@k.
 
 A query without a good or without a bad document has no violated constraint: H = 0.
+
+Latent forms (``anchor``, DORM and SVMmrr). With binary relevance the target is not unique:
+every order with the goods first is ideal, and MRR asks for any one good on top. phi_po does
+not see the order within a class, so SVMauc, SVMmap and SVMndcg are indifferent; phi_dorm and
+phi_mrr are not. Their literal recipes fix the target without regard to w (DORM: one
+goods-first y*, here the average over all of them; SVMmrr: any good may be the first, so the
+constraints bind on the lowest-scored good), and on OHSUMED w = 0 is then the optimum at every
+C. The latent form lets the scores choose among the equivalent targets: y* sorted by score
+within each class (DORM), g0 = the highest-scored good (SVMmrr), i.e. for DORM
+
+    H(s) = max_y [Delta(y*, y) + w' phi(x, y)] - max_{y* ideal} w' phi(x, y*),
+
+a latent structural SVM (Yu and Joachims, ICML 2009). Passing ``anchor=s`` evaluates that
+hinge: >= 0, >= Delta of the score-sorted ranking, piecewise linear but not convex in s.
+With ``anchor`` fixed the hinge is convex in s and bounds the latent one from above, with
+equality at s = anchor: the surrogate each CCCP round of the ranker minimises
+(:mod:`rankstudy.rankers.structsvm`).
 """
 
 from __future__ import annotations
@@ -198,25 +215,36 @@ def mrr_po(s: np.ndarray, z: np.ndarray, k: int = 10) -> tuple[float, np.ndarray
 
 # --------------------------------------------------------------------------- phi_mrr with Delta_MRR
 
-def mrr_mrr(s: np.ndarray, z: np.ndarray, k: int = 10) -> tuple[float, np.ndarray]:
+def mrr_mrr(s: np.ndarray, z: np.ndarray, k: int = 10, anchor: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """SVMmrr (Figure 3, Fact 3.5): the solutions cluster by the rank r of the first good
-    document. For r < k the best puts the r highest-scored bads first, then the lowest-scored
-    good: H = 1 - 1/(1 + r) + sum of those bads' scores - r s_gmin. For r >= k (Delta = 1) the
-    best puts every bad scored above that good, and at least k bads, first. O(n log n + k)."""
+    document g0. For r < k the best puts the r highest-scored bads first, then g0:
+    H = 1 - 1/(1 + r) + sum of those bads' scores - r s_g0. For r >= k (Delta = 1) the best
+    puts every bad scored above g0, and at least k bads, first. O(n log n + k).
+
+    Which good is g0: with ``anchor=None`` the paper's, the lowest-scored good (any good may
+    come first in y, and the lowest-scored one violates most), so H asks every good, down to
+    the worst, to be scored above the top bads. With ``anchor`` (one number per document) g0
+    is the good the anchor scores highest (ties: the first): the latent form
+    (module docstring), where only the good that leads the ranking has to beat the bads."""
     q = Sorted.of(s, z)
     n_bad = len(q.bad)
-    s_last = q.s_good[-1]
+    if anchor is None:
+        g0 = q.good[-1]
+    else:
+        goods = np.flatnonzero(z)
+        g0 = goods[np.argmax(anchor[goods])]
+    s_g0 = s[g0]
     r = np.arange(min(k - 1, n_bad) + 1)
-    values = 1.0 - 1.0 / (1.0 + r) + q.prefix_bad[r] - r * s_last
+    values = 1.0 - 1.0 / (1.0 + r) + q.prefix_bad[r] - r * s_g0
     best = int(np.argmax(values))
     value, before = float(values[best]), best
     if n_bad >= k:
-        m = max(k, int(q.bads_above(np.array([s_last]))[0]))
-        clipped = 1.0 + q.prefix_bad[m] - m * s_last
+        m = max(k, int(q.bads_above(np.array([s_g0]))[0]))
+        clipped = 1.0 + q.prefix_bad[m] - m * s_g0
         if clipped > value:
             value, before = float(clipped), m
     coef = np.zeros(len(s))
-    coef[q.good[-1]] = before
+    coef[g0] = before
     coef[q.bad[:before]] = -1.0
     return value, coef
 
@@ -231,16 +259,20 @@ def dorm_decay(n: int, cut: int | None) -> np.ndarray:
     return a
 
 
-def ndcg_dorm(s: np.ndarray, z: np.ndarray, k: int | None = 10, cut: int | None = None) -> tuple[float, np.ndarray]:
+def ndcg_dorm(s: np.ndarray, z: np.ndarray, k: int | None = 10, cut: int | None = None,
+              anchor: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """DORM (Section 3.5): the assignment of documents to ranks maximising
     sum_i s_i A(rank_i) - z_i D(rank_i)/DCG*, by scipy's linear_sum_assignment (O(n^3), or
     O(n R^2) when A and D vanish beyond rank R = max(cut, k)).
 
-    y* is any order with the goods first; phi_dorm(y*) is taken as the average over all of them
-    (each good gets the mean of A over ranks 0..n+-1, each bad over n+..n-1). A single
-    tie-broken y* would ask w to reproduce an arbitrary order among the goods and among the
-    bads; the average keeps H convex in s and H >= 0 (by the rearrangement inequality, the
-    score-sorted ideal order scores at least the average)."""
+    y* is any order with the goods first. With ``anchor=None``, phi_dorm(y*) is the average
+    over all of them (each good gets the mean of A over ranks 0..n+-1, each bad over
+    n+..n-1): H is convex in s and >= 0 (by the rearrangement inequality the score-sorted
+    ideal order scores at least the average), but it charges w for any spread of the scores
+    within a class (at scale t, H grows as t times the gap between the score-sorted ideal
+    order and the average), and on OHSUMED w = 0 is its minimum at every C. With ``anchor``
+    (one number per document), y* puts the goods first and orders each class by decreasing
+    anchor score (ties: input order): the latent form (module docstring)."""
     n = len(s)
     n_good = int(z.sum())
     discount = paper_discount(n, k)
@@ -251,7 +283,11 @@ def ndcg_dorm(s: np.ndarray, z: np.ndarray, k: int | None = 10, cut: int | None 
     rows, cols = linear_sum_assignment(profit, maximize=True)
     a_pred = np.zeros(n)
     a_pred[rows] = decay[cols]  # documents left unassigned sit beyond R, where A = 0
-    a_star = np.where(z, decay[:n_good].mean(), decay[n_good:].mean())
+    if anchor is None:
+        a_star = np.where(z, decay[:n_good].mean(), decay[n_good:].mean())
+    else:
+        a_star = np.empty(n)
+        a_star[np.lexsort((-anchor, ~z))] = decay  # goods first, each class by the anchor
     coef = a_star - a_pred
     delta = 1.0 - (z[rows] * discount[cols]).sum() / ideal
     return float(delta - s @ coef), coef

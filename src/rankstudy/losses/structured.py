@@ -15,6 +15,14 @@ the structural SVM's objective (Eq. 1) at its optimal slacks. The cutting-plane 
 of their hinges per query (one slack per query for all criteria), ``"separate"`` their sum
 (one slack per query and criterion).
 
+``dorm`` and ``svm_mrr`` (and ``mrr``/``dorm`` inside ``svm_combo``) take ``latent``: True
+(default) lets the scores choose among the equally ideal targets (y* sorted by score within
+each class; the highest-scored good as the first good), False keeps the paper's recipe (the
+average goods-first y*; the lowest-scored good), which on OHSUMED has its optimum at w = 0 (see
+:mod:`rankstudy.losses.inference`). The latent hinge is not convex; :func:`anchored` gives the
+convex upper bound with the target fixed by anchor scores, which the ranker's CCCP rounds
+minimise.
+
 Every query is one call of its inference routine: the loop over queries is inherent to
 these combinatorial problems; each routine is vectorised within its query.
 """
@@ -27,7 +35,9 @@ from rankstudy.losses import inference
 from rankstudy.losses.padded import clean, query_weights
 
 CRITERIA = ("auc", "map", "ndcg", "ndcg_nc", "mrr", "mrr_po", "dorm")
+LATENT = ("mrr", "dorm")  # the criteria whose target the scores can choose (module docstring)
 SLACKS = ("shared", "separate")
+COMBO_CRITERIA = ("map", "ndcg", "ndcg_nc", "mrr")  # svm_combo's default criteria
 
 
 def _check_k(k) -> int:
@@ -37,32 +47,37 @@ def _check_k(k) -> int:
 
 
 def _query_inference(criterion: str, k: int, cut: int | None):
-    """The per-query routine ``(s, z) -> (H, coef)`` of a criterion."""
+    """The per-query routine ``(s, z, anchor) -> (H, coef)`` of a criterion (``anchor`` is
+    used by the latent criteria only)."""
     if criterion == "auc":
-        return inference.auc_po
+        return lambda s, z, a: inference.auc_po(s, z)
     if criterion == "map":
-        return inference.map_po
+        return lambda s, z, a: inference.map_po(s, z)
     if criterion == "ndcg":
-        return lambda s, z: inference.ndcg_po(s, z, k)
+        return lambda s, z, a: inference.ndcg_po(s, z, k)
     if criterion == "ndcg_nc":
-        return lambda s, z: inference.ndcg_po(s, z, None)
+        return lambda s, z, a: inference.ndcg_po(s, z, None)
     if criterion == "mrr":
-        return lambda s, z: inference.mrr_mrr(s, z, k)
+        return lambda s, z, a: inference.mrr_mrr(s, z, k, a)
     if criterion == "mrr_po":
-        return lambda s, z: inference.mrr_po(s, z, k)
+        return lambda s, z, a: inference.mrr_po(s, z, k)
     if criterion == "dorm":
-        return lambda s, z: inference.ndcg_dorm(s, z, k, cut)
+        return lambda s, z, a: inference.ndcg_dorm(s, z, k, cut, a)
     raise ValueError(f"unknown criterion {criterion!r}; valid: {', '.join(CRITERIA)}")
 
 
 def structured_hinges(scores, labels, mask, criteria: tuple[str, ...], *, rel_threshold: float = 1.0,
-                      k: int = 10, cut: int | None = None):
+                      k: int = 10, cut: int | None = None, latent: bool = True, anchor=None):
     """Per criterion: the hinge H_q of every query (Q,) and its coefficients coef (Q, L), with
-    the bool (Q,) of queries that have a good and a bad document."""
+    the bool (Q,) of queries that have a good and a bad document. ``latent``: the latent form
+    of ``mrr`` and ``dorm``, with the target chosen by ``anchor`` (padded (Q, L) scores) or,
+    when it is None, by the scores themselves."""
     k = _check_k(k)
     if cut is not None:
         _check_k(cut)
     s, y, mask = clean(scores, labels, mask)
+    if latent:
+        anchor = s if anchor is None else clean(anchor, labels, mask)[0]
     good = mask & (y >= rel_threshold)
     active = (good.any(axis=1)) & ((mask & ~good).any(axis=1))
     routines = [_query_inference(c, k, cut) for c in criteria]
@@ -70,8 +85,9 @@ def structured_hinges(scores, labels, mask, criteria: tuple[str, ...], *, rel_th
     coef = np.zeros((len(criteria), *s.shape))
     for q in np.flatnonzero(active):
         cols = np.flatnonzero(mask[q])
+        a = anchor[q, cols] if latent else None
         for c, routine in enumerate(routines):
-            hinge[c, q], coef[c, q, cols] = routine(s[q, cols], good[q, cols])
+            hinge[c, q], coef[c, q, cols] = routine(s[q, cols], good[q, cols], a)
     return hinge, coef, active
 
 
@@ -105,9 +121,10 @@ def svm_ndcg_nc(scores, labels, mask, *, rel_threshold: float = 1.0):
     return _single("ndcg_nc", scores, labels, mask, rel_threshold=rel_threshold)
 
 
-def svm_mrr(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10):
-    """SVMmrr (Section 3.6): phi_mrr with 1 - MRR@k."""
-    return _single("mrr", scores, labels, mask, rel_threshold=rel_threshold, k=k)
+def svm_mrr(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, latent: bool = True):
+    """SVMmrr (Section 3.6): phi_mrr with 1 - MRR@k; ``latent``: the first good is the
+    highest-scored one (False: the paper's, the lowest-scored one)."""
+    return _single("mrr", scores, labels, mask, rel_threshold=rel_threshold, k=k, latent=latent)
 
 
 def svm_mrr_po(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10):
@@ -115,25 +132,58 @@ def svm_mrr_po(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10)
     return _single("mrr_po", scores, labels, mask, rel_threshold=rel_threshold, k=k)
 
 
-def dorm(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, cut: int | None = None):
+def dorm(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, cut: int | None = None,
+         latent: bool = True):
     """DORM (Le and Smola 2008): phi_dorm with decay 1/sqrt(1 + r) (0 from rank ``cut`` on)
-    and 1 - NDCG@k; phi_dorm(y*) is averaged over the orders that put the goods first."""
-    return _single("dorm", scores, labels, mask, rel_threshold=rel_threshold, k=k, cut=cut)
+    and 1 - NDCG@k; ``latent``: y* is the goods-first order sorted by score within each class
+    (False: phi_dorm(y*) averaged over the orders that put the goods first)."""
+    return _single("dorm", scores, labels, mask, rel_threshold=rel_threshold, k=k, cut=cut, latent=latent)
 
 
-def svm_combo(scores, labels, mask, *, criteria: tuple[str, ...] | list[str] = ("map", "ndcg", "ndcg_nc", "mrr"),
-              slacks: str = "separate", rel_threshold: float = 1.0, k: int = 10, cut: int | None = None):
+def svm_combo(scores, labels, mask, *, criteria: tuple[str, ...] | list[str] = COMBO_CRITERIA,
+              slacks: str = "separate", rel_threshold: float = 1.0, k: int = 10, cut: int | None = None,
+              latent: bool = True):
     """SVMcombo (Section 3.7): several criteria at once, with ``shared`` slacks (per query the
-    largest hinge) or ``separate`` slacks (per query their sum)."""
+    largest hinge) or ``separate`` slacks (per query their sum); ``latent`` applies to its
+    ``mrr`` and ``dorm`` criteria."""
+    return _combo(scores, labels, mask, criteria, slacks, rel_threshold=rel_threshold, k=k, cut=cut, latent=latent)
+
+
+def _combo(scores, labels, mask, criteria, slacks, **options):
     criteria = tuple(criteria)
     if not criteria or len(set(criteria)) != len(criteria):
         raise ValueError(f"criteria must be distinct names of {', '.join(CRITERIA)}, got {criteria!r}")
     if slacks not in SLACKS:
         raise ValueError(f"unknown slacks {slacks!r}; valid: {', '.join(SLACKS)}")
-    hinge, coef, active = structured_hinges(scores, labels, mask, criteria, rel_threshold=rel_threshold,
-                                            k=k, cut=cut)
+    hinge, coef, active = structured_hinges(scores, labels, mask, criteria, **options)
     if slacks == "separate":
         return _mean_hinge(hinge.sum(axis=0), coef.sum(axis=0), active)
     top = np.argmax(hinge, axis=0)  # per query, the most violated criterion
     rows = np.arange(hinge.shape[1])
     return _mean_hinge(hinge[top, rows], coef[top, rows], active)
+
+
+# the criteria of each structured loss, for the latent machinery below
+_CRITERIA_OF = {"svm_auc": ("auc",), "svm_map": ("map",), "svm_ndcg": ("ndcg",), "svm_ndcg_nc": ("ndcg_nc",),
+                "svm_mrr": ("mrr",), "svm_mrr_po": ("mrr_po",), "dorm": ("dorm",)}
+
+
+def is_latent(name: str, options: dict) -> bool:
+    """Whether the structured loss ``name`` with ``options`` has a latent target (a criterion
+    of :data:`LATENT` with ``latent`` on), i.e. is not convex in the scores."""
+    criteria = _CRITERIA_OF.get(name) or tuple(options.get("criteria", COMBO_CRITERIA))
+    return bool(options.get("latent", True)) and any(c in LATENT for c in criteria)
+
+
+def anchored(name: str, options: dict, anchor: np.ndarray):
+    """The latent loss ``name`` with its target fixed by ``anchor`` (padded (Q, L) scores):
+    ``loss(scores, labels, mask)``, convex in the scores, >= the latent loss everywhere and
+    equal to it at scores = anchor (the CCCP surrogate)."""
+    anchor = np.asarray(anchor, dtype=np.float64)
+    options = {**options, "latent": True}
+    if name == "svm_combo":
+        criteria = options.pop("criteria", COMBO_CRITERIA)
+        slacks = options.pop("slacks", "separate")
+        return lambda scores, labels, mask: _combo(scores, labels, mask, criteria, slacks, anchor=anchor, **options)
+    (criterion,) = _CRITERIA_OF[name]
+    return lambda scores, labels, mask: _single(criterion, scores, labels, mask, anchor=anchor, **options)
