@@ -1,10 +1,11 @@
 # rankstudy: learning-to-rank experiments as a Snakemake DAG.
 #   data -> features -> train -> evaluate -> report, every fold run tracked in MLflow.
 # Run:  snakemake --cores 4            (config/config.yaml, see config/README.md)
-# Rerun one fold:  snakemake --cores 2 --forcerun results/runs/<dataset>/<featureset>/<method>/fold3/model.json
+# Rerun one fold:  snakemake --cores 2 --forcerun results/runs/<study>/<dataset>/<featureset>/<method>/fold3/model.json
+# Where everything goes: rankstudy.pipeline.layout (README, "Outputs").
 from snakemake.utils import min_version, validate
 
-from rankstudy.pipeline.config import prepare_cli_values
+from rankstudy.pipeline.config import apply_defaults, prepare_cli_values
 
 min_version("9.0")
 
@@ -14,7 +15,8 @@ configfile: "config/config.yaml"
 # schema's types, or fail naming the key and the working form, before anything reads them
 prepare_cli_values(config)
 
-validate(config, "workflow/schemas/config.schema.yaml")
+validate(config, "workflow/schemas/config.schema.yaml")  # also sets the schema's defaults
+apply_defaults(config)
 
 report: "workflow/report/workflow.rst"
 

@@ -15,7 +15,7 @@ workdir):
 * per rule: jobs, wall seconds (sum and longest job), CPU seconds, CPU/wall of the longest job
   (about 2 when a job used both cores), the largest peak RSS, and the largest ratio of a job's peak
   RSS to the size of the arrays it reads (its input .npz files, uncompressed, so their size is the
-  arrays'; ``prepare_fold`` reads text or a generator, so its own output arrays are used; only for
+  arrays'; ``parse_fold`` reads text or a generator, so its own output arrays are used; only for
   jobs reading 100 MB or more, below which the interpreter and libraries are most of the memory);
 * the whole run: wall time, and the machine's peak memory in use during the run above what was in
   use before it (sampled every second from /proc/meminfo, so neighbours' memory counts too);
@@ -47,6 +47,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from rankstudy.data.registry import load_registry
+from rankstudy.pipeline import layout
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
@@ -63,41 +66,47 @@ TARGET_SECONDS, TARGET_GIB, TARGET_INPUT_RATIO = 3 * 3600, 24, 3.0
 MIN_INPUT_MB = 100
 
 
-def job_inputs(rule: str, parts: list[str]) -> list[str]:
-    """The .npz files a job reads (the arrays its memory is measured against), from the
-    wildcards in its benchmark file's path ``<rule>/<dataset>[/<featureset>[/<method>]]/fold<k>``."""
-    d = parts[0]
-    fold = parts[-1]
-    data = f"results/data/{d}/{fold}"
-    if rule == "prepare_fold":  # reads text or the generator: its own output arrays
-        return [f"{data}/{s}.npz" for s in ("train", "vali", "test")]
+def job_inputs(rule: str, keys: dict, protocol: layout.Protocol) -> list[str]:
+    """The .npz files a job reads (the arrays its memory is measured against), from its wildcards
+    (``layout.job_wildcards``) and the run's protocol."""
+    k = {**protocol.keys(), **keys}
+    splits = lambda template, names: [layout.fill(template, split=s, **k) for s in names]  # noqa: E731
+    if rule == "parse_fold":  # reads text or the generator: its own output arrays
+        return splits(layout.PARSED, ("train", "vali", "test"))
+    if rule == "clean_fold":
+        return splits(layout.PARSED, ("train", "vali", "test"))
     if rule == "pair_correlations":
-        return [f"{data}/train.npz"]
+        return splits(layout.CLEANED, ("train",))
     if rule == "featurize":
-        return [f"{data}/{s}.npz" for s in ("train", "vali", "test")]
-    if rule not in ("train", "evaluate"):
-        return []
-    features = f"results/features/{d}/{parts[1]}/{fold}"
+        return splits(layout.CLEANED, ("train", "vali", "test"))
     if rule == "train":
-        return [f"{features}/train.npz", f"{features}/vali.npz"]
+        return splits(layout.FEATURES, ("train", "vali"))
     if rule == "evaluate":
-        return [f"{features}/vali.npz", f"{features}/test.npz"]
+        return splits(layout.FEATURES, ("vali", "test"))
     return []
+
+
+def run_protocol(workdir: Path) -> layout.Protocol:
+    config = yaml.safe_load((workdir / "scale.yaml").read_text())
+    entry = load_registry(workdir / "config" / "datasets.yaml")["synthetic"]
+    return layout.protocol("synthetic", entry, config)
 
 
 def collect(workdir: Path, seen_mb: dict[str, float]) -> pd.DataFrame:
     """One row per job from the benchmark files Snakemake wrote. Input arrays deleted since
     (temp prepared splits) count at the size the run saw them (``seen_mb``)."""
     rows = []
+    protocol = run_protocol(workdir)
     for tsv in sorted((workdir / "results" / "benchmarks").rglob("*.tsv")):
         rel = tsv.relative_to(workdir / "results" / "benchmarks").with_suffix("")
-        rule, parts = rel.parts[0], list(rel.parts[1:])
+        rule, job = rel.parts[0], "/".join(rel.parts[1:])
+        keys = layout.job_wildcards(rule, job)
         bench = pd.read_csv(tsv, sep="\t").iloc[-1]  # the last repeat, if --benchmark-repeats
-        inputs = [workdir / p for p in job_inputs(rule, parts)]
+        inputs = [workdir / p for p in job_inputs(rule, keys, protocol)] if keys else []
         sizes = [p.stat().st_size / 2**20 if p.exists() else seen_mb.get(str(p.relative_to(workdir)))
                  for p in inputs]
         input_mb = sum(sizes) if inputs and None not in sizes else float("nan")
-        rows.append({"rule": rule, "job": "/".join(parts), "finished": tsv.stat().st_mtime,
+        rows.append({"rule": rule, "job": job, "finished": tsv.stat().st_mtime,
                      "inputs_unknown": None in sizes, "wall_s": float(bench["s"]),
                      "cpu_s": float(bench["cpu_time"]), "max_rss_mb": float(bench["max_rss"]),
                      "input_mb": input_mb})
@@ -108,7 +117,7 @@ def collect(workdir: Path, seen_mb: dict[str, float]) -> pd.DataFrame:
 
 
 def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
-    order = ["prepare_fold", "pair_correlations", "featurize", "train", "evaluate", "aggregate", "tables"]
+    order = ["parse_fold", "clean_fold", "pair_correlations", "featurize", "train", "evaluate", "aggregate", "tables"]
     rows = []
     for rule, g in jobs.groupby("rule"):
         longest = g.loc[g["wall_s"].idxmax()]
@@ -348,7 +357,7 @@ def compare_metrics(workdir: Path, other: Path) -> str:
     """The largest difference between two runs' test metrics, per query and of the fold means,
     over every (feature set, method) both have."""
     per_query, means = [], []
-    for mine in sorted((workdir / "results" / "runs").glob("*/*/*/metrics.per_query.test.csv")):
+    for mine in sorted((workdir / "results" / "runs").glob("*/*/*/*/metrics.per_query.test.csv")):
         theirs = other / mine.relative_to(workdir)
         if not theirs.exists():
             continue
@@ -373,7 +382,7 @@ def compare_metrics(workdir: Path, other: Path) -> str:
 
 
 def _meta_docs(workdir: Path) -> dict:
-    meta = yaml.safe_load((workdir / "results/data/synthetic/fold1/meta.json").read_text())
+    meta = yaml.safe_load((workdir / layout.fill(layout.FOLD_META, fold=1, **run_protocol(workdir).keys())).read_text())
     return {s: meta[f"{s}.n_docs"] for s in ("train", "vali", "test")}
 
 

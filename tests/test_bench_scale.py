@@ -12,9 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rankstudy.pipeline import layout
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_scale import run_protocol  # noqa: E402
 
 
 def test_tiny_scale_run_tabulates_every_rule_with_float32_features(tmp_path):
@@ -24,19 +28,23 @@ def test_tiny_scale_run_tabulates_every_rule_with_float32_features(tmp_path):
                          capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     table = pd.read_csv(workdir / "scale.csv").set_index("rule")
-    assert {"fetch_dataset", "prepare_fold", "pair_correlations", "featurize", "train", "evaluate", "aggregate",
+    assert {"fetch_dataset", "parse_fold", "clean_fold", "pair_correlations", "featurize", "train", "evaluate", "aggregate",
             "tables"} <= set(table.index)
     assert table.loc["train", "jobs"] == 2 * 2 and table.loc["featurize", "jobs"] == 2
     # fetch_dataset has nothing to fetch for synthetic data and may end before Snakemake samples its memory
     assert (table.drop(index="fetch_dataset")["max_rss_mb"] > 0).all() and (table["wall_s_sum"] > 0).all()
-    with np.load(workdir / "results/features/synthetic/first/fold1/train.npz") as z:
+    protocol = run_protocol(workdir)
+    with np.load(workdir / layout.fill(layout.FEATURES, featureset="first", fold=1, split="train",
+                                       **protocol.keys())) as z:
         assert z["X"].dtype == np.float32
-    log = (workdir / "results/logs/train/synthetic/first/lambdamart/fold1.log").read_text()
+    log = (workdir / layout.log("train").format(study="scale-tiny", dataset="synthetic", featureset="first",
+                                                method="lambdamart", fold=1)).read_text()
     assert "threads: 2" in log.splitlines()[0]
     report = (workdir / "scale.md").read_text()
     assert "Whole run:" in report and "s wall" in report and "in one call" in report
     # the per-query metrics of the float32 run are real numbers for every test query
-    per_query = pd.read_csv(workdir / "results/runs/synthetic/first/ranknet/metrics.per_query.test.csv")
+    per_query = pd.read_csv(workdir / layout.fill(layout.METHOD_PER_QUERY, study="scale-tiny", dataset="synthetic",
+                                                  featureset="first", method="ranknet"))
     assert len(per_query) > 0 and per_query["ndcg@10"].between(0, 1).all()
 
 
@@ -47,9 +55,11 @@ def test_a_continued_run_sums_its_calls_and_a_stopped_call_leaves_the_run_unmeas
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     # the prepared splits were temp files, gone now, but their sizes were seen during the run
-    assert not (workdir / "results/data/synthetic/fold1/train.npz").exists()
+    keys = run_protocol(workdir).keys()
+    assert not (workdir / layout.fill(layout.PARSED, fold=1, split="train", **keys)).exists()
+    assert not (workdir / layout.fill(layout.CLEANED, fold=1, split="train", **keys)).exists()
     table = pd.read_csv(workdir / "scale.csv").set_index("rule")
-    assert table.loc["prepare_fold", "input_mb_of_max_rss_job"] > 0
+    assert table.loc["parse_fold", "input_mb_of_max_rss_job"] > 0
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=900)  # nothing left to run
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert "summed over 2 calls (a continued run)" in (workdir / "scale.md").read_text()

@@ -86,7 +86,8 @@ def test_registry_errors_name_file_dataset_and_key(tmp_path):
         ({**good, "files_sha256": {"Fold1/train.txt": "abc"}}, "files_sha256"),
         ({**good, "files_sha256": {"Fold3/train.txt": "a" * 64}}, "files_sha256"),  # only 2 folds
         ({**good, "files_sha256": {"/etc/passwd": "a" * 64}}, "files_sha256"),
-        ({**good, "folder": "elsewhere"}, "folder"),  # for local entries only
+        ({**good, "folder": "/elsewhere"}, "folder"),  # absolute: for local entries only
+        ({**good, "folder": "../elsewhere"}, "folder"),  # outside data_root
         ({"source": "local", "folds": 1, "layout": "{split}.txt"}, "labels"),
     ]
     for entry, key in cases:
@@ -336,7 +337,7 @@ def test_download_verification_is_the_rule(registry):
     whose upstream publishes none (LETOR 3.0: nothing is invented)."""
     unverified = sorted(n for n, e in registry.items() if e["source"] == "download"
                         and not (e.get("sha256") or e.get("md5") or e.get("files_sha256")))
-    assert unverified == ["HP2003", "HP2004", "NP2003", "NP2004", "OHSUMED", "TD2003", "TD2004"]
+    assert unverified == ["HP2003", "HP2004", "NP2003", "NP2004", "TD2003", "TD2004"]
     assert len(registry["MSLR-WEB30K"]["files_sha256"]) == 15 and len(registry["Istella"]["files_sha256"]) == 2
 
 
@@ -467,3 +468,17 @@ def test_load_fold_with_a_relative_data_root_shows_paths_from_the_project(tmp_pa
     entry = datasets.validate_entry("MyData", MINE)
     with pytest.raises(LetorFormatError, match=r"^data/MyData/Fold1/train\.txt:2: label 7 is outside"):
         load_fold("MyData", {"source": "local", "entry": entry}, 1, progress=lambda _: None, data_root="data")
+
+
+@pytest.mark.parametrize("name", ["OHSUMED", "OHSUMED-Feature-min"])
+def test_ohsumed_is_found_under_data_root_and_every_file_verified(name, shared_data):
+    """The seeds' data, LETOR 3.0 OHSUMED, read as MQ2008 is: from {data_root}/OHSUMED, each of the
+    15 split files checked against the registry's sha256 (Feature-min's copies named train/vali/test)."""
+    entry = datasets.load_registry()[name]
+    if not (shared_data / entry.get("folder", name)).exists():
+        pytest.skip(f"{name} not under {shared_data}")
+    assert datasets.missing_splits(name, entry, shared_data) == []
+    for fold in range(1, 6):
+        for split in ("train", "vali", "test"):
+            path = datasets.split_file(name, entry, shared_data, fold, split)
+            assert datasets.verify_split_file(name, entry, path, fold, split), path

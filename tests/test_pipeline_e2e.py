@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,10 +19,33 @@ import pandas as pd
 import pytest
 import yaml
 
+from rankstudy.data.registry import load_registry
+from rankstudy.pipeline import layout
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def run_dir(workdir: Path, method: str, fold: int, featureset: str = "first", dataset: str = "synthetic",
+            study: str = "default") -> Path:
+    """A fold's run folder, as rankstudy.pipeline.layout names it."""
+    return workdir / layout.fill(layout.FOLD_DIR, study=study, dataset=dataset, featureset=featureset,
+                                 method=method, fold=fold)
+
+
+def protocol_of(workdir: Path, configfile: str = "test.yaml", dataset: str = "synthetic") -> layout.Protocol:
+    """The data, cleaning and norm names a run of ``configfile`` gives ``dataset``."""
+    config = yaml.safe_load((workdir / configfile).read_text())
+    entry = load_registry(workdir / config.get("registry", "config/datasets.yaml"))[dataset]
+    return layout.protocol(dataset, entry, config)
+
+
+def features_dir(workdir: Path, featureset: str, fold: int, configfile: str = "test.yaml",
+                 dataset: str = "synthetic") -> Path:
+    keys = protocol_of(workdir, configfile, dataset).keys()
+    return workdir / layout.fill(layout.FEATURES_DIR, featureset=featureset, fold=fold, **keys)
 
 
 def make_workdir(tmp: Path, overrides: dict) -> Path:
@@ -56,6 +80,10 @@ def snakemake(workdir: Path, *args: str, configfile: str = "test.yaml") -> subpr
     """Run the CLI; its progress lines go to the terminal as they come (a run takes minutes)."""
     cmd = [SNAKEMAKE, "--cores", "2", "--configfile", configfile, "--replace-workflow-config", *args]
     proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # stdout is drained beside stderr: a dry run's long plan would fill the pipe and block snakemake
+    stdout_chunks: list[str] = []
+    reader = threading.Thread(target=lambda: stdout_chunks.append(proc.stdout.read()), daemon=True)
+    reader.start()
     stderr, last = [], 0.0
     for line in proc.stderr:  # snakemake reports progress on stderr
         stderr.append(line)
@@ -63,7 +91,8 @@ def snakemake(workdir: Path, *args: str, configfile: str = "test.yaml") -> subpr
         if done and (time.monotonic() - last > 15 or done.group(1) == done.group(2)):
             last = time.monotonic()
             say(f"  [snakemake in {workdir.name}] {line.strip()}")
-    stdout = proc.stdout.read()
+    reader.join()
+    stdout = "".join(stdout_chunks)
     out = subprocess.CompletedProcess(cmd, proc.wait(timeout=1800), stdout, "".join(stderr))
     if out.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{out.stdout[-5000:]}\n{out.stderr[-8000:]}")
@@ -137,11 +166,12 @@ def test_tables_plots_and_runs_exist(tiny_run):
     table = pd.read_csv(workdir / "results/tables/default/synthetic.csv")
     # long format: one row per (metric, system); 3 methods x 2 feature sets, 3 metrics
     assert table["system"].nunique() == 6 and len(table) == 18
-    run = workdir / "results/runs/synthetic/rho0.10/ranknet/fold2"
-    for name in ("model.json", "fit.json", "scores.test.tsv", "run.test.trec", "metrics.per_query.test.csv",
-                 "metrics.per_query.vali.csv", "summary.json", "history.json", "selection.csv"):
+    run = run_dir(workdir, "ranknet", 2, "rho0.10")
+    for name in ("model.json", "fit.json", "scores.test.tsv", "run.test.trec", "qrels.test.txt",
+                 "metrics.per_query.test.csv", "metrics.per_query.vali.csv", "summary.json", "history.json",
+                 "selection.csv"):
         assert (run / name).stat().st_size > 0, name
-    pairs = pd.read_csv(workdir / "results/features/synthetic/rho0.10/fold1/pairs.tsv", sep="\t")
+    pairs = pd.read_csv(features_dir(workdir, "rho0.10", 1) / "pairs.tsv", sep="\t")
     assert len(pairs) > 0 and (pairs["rho"].abs() >= 0.1).all()
 
 
@@ -149,16 +179,18 @@ def test_jobs_run_on_their_declared_threads(tiny_run):
     """LightGBM's train jobs get both cores; the rest one each (their BLAS limited to it), as
     each job's log says."""
     workdir, _ = tiny_run
-    logs = workdir / "results" / "logs"
-    expected = {"train/synthetic/first/lambdamart/fold1.log": 2, "train/synthetic/first/ranknet/fold1.log": 1,
-                "pair_correlations/synthetic/fold1.log": 1, "evaluate/synthetic/first/lambdamart/fold1.log": 1}
+    keys = dict(study="default", dataset="synthetic", featureset="first", fold=1, **protocol_of(workdir).keys())
+    expected = {layout.log("train").format(method="lambdamart", **keys): 2,
+                layout.log("train").format(method="ranknet", **keys): 1,
+                layout.log("pair_correlations").format(**keys): 1,
+                layout.log("evaluate").format(method="lambdamart", **keys): 1}
     for log, threads in expected.items():
-        assert f"threads: {threads}" in (logs / log).read_text().splitlines()[0], log
+        assert f"threads: {threads}" in (workdir / log).read_text().splitlines()[0], log
 
 
 def test_per_query_metrics_match_a_recomputation_from_scores(tiny_run):
     workdir, _ = tiny_run
-    run = workdir / "results/runs/synthetic/first/pointwise/fold1"
+    run = run_dir(workdir, "pointwise", 1)
     scores = pd.read_csv(run / "scores.test.tsv", sep="\t")
     per_query = pd.read_csv(run / "metrics.per_query.test.csv").set_index("qid")
     assert list(scores.columns) == ["qid", "doc", "label", "score"]
@@ -176,27 +208,30 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
-    run_id = folds.set_index("key").loc["synthetic/first/pointwise/fold1", "id"]
+    run_id = folds.set_index("key").loc["default/synthetic/first/pointwise/fold1", "id"]
     run = client.get_run(run_id)
     assert run.data.tags["dataset"] == "synthetic" and run.data.tags["git_commit"]
     assert {"test.ndcg_at_10", "vali.ndcg_at_10", "test.err", "test.map"} <= set(run.data.metrics)
     # the fold's jobs' wall and CPU seconds and peak memory, as their benchmark files say
-    bench = pd.read_csv(workdir / "results/benchmarks/train/synthetic/first/pointwise/fold1.tsv", sep="\t")
+    bench = pd.read_csv(workdir / layout.benchmark("train").format(study="default", dataset="synthetic",
+                                                                  featureset="first", method="pointwise", fold=1),
+                        sep="\t")
     assert run.data.metrics["job.train.wall_s"] == pytest.approx(bench["s"].iloc[-1])
     assert run.data.metrics["job.train.max_rss_mb"] == pytest.approx(bench["max_rss"].iloc[-1])
-    assert {f"job.{r}.{k}" for r in ("prepare_fold", "featurize", "evaluate") for k in ("wall_s", "cpu_s", "max_rss_mb")} \
+    assert {f"job.{r}.{k}" for r in ("parse_fold", "clean_fold", "featurize", "evaluate")
+            for k in ("wall_s", "cpu_s", "max_rss_mb")} \
         <= set(run.data.metrics)
     # the training curve and both l2 candidates of the grid, as step metrics
     assert len(client.get_metric_history(run_id, "train_loss")) > 2
     assert len(client.get_metric_history(run_id, "selection.vali.ndcg_at_10")) == 2
     assert {a.path for a in client.list_artifacts(run_id)} >= {"model.json", "scores.test.tsv", "config.resolved.json"}
     # names say what runs are; a fold run spans its fold's jobs; a parent names the folds it averages
-    fold = folds.set_index("key").loc["synthetic/first/pointwise/fold1"]
-    assert fold["name"] == "pointwise [first] synthetic fold1"
-    fit = json.loads((workdir / "results/runs/synthetic/first/pointwise/fold1/fit.json").read_text())
+    fold = folds.set_index("key").loc["default/synthetic/first/pointwise/fold1"]
+    assert fold["name"] == "pointwise [first] synthetic fold1 (default)"
+    fit = json.loads((run_dir(workdir, "pointwise", 1) / "fit.json").read_text())
     assert fold["start"] == fit["started_ms"] < fit["finished_ms"] <= fold["end"]
     parents = runs[runs.level == "parent"].set_index("name")
-    assert parents.loc["pointwise [first] synthetic", "folds"] == "1,2"
+    assert parents.loc["pointwise [first] synthetic (default)", "folds"] == "1,2"
     # the UI opens on the training runs, not on the GenAI pages
     assert client.get_experiment_by_name("rankstudy").tags["mlflow.experimentKind"] == "custom_model_development"
 
@@ -229,7 +264,7 @@ def test_a_new_report_metric_evaluates_again_without_training(tiny_run):
 
 def test_forcing_one_fold_reruns_only_its_jobs_and_keeps_the_other_runs(tiny_run):
     workdir, _ = tiny_run
-    target = "results/runs/synthetic/first/ranknet/fold2/model.json"
+    target = str((run_dir(workdir, "ranknet", 2) / "model.json").relative_to(workdir))
     before = fold_runs(workdir).query("level == 'fold'").set_index("key")["id"]
     dry = snakemake(workdir, "--dry-run", "--forcerun", target)
     assert job_counts(dry.stdout) == {"train": 1, "evaluate": 1, "aggregate": 1, "tables": 1, "all": 1}
@@ -237,9 +272,42 @@ def test_forcing_one_fold_reruns_only_its_jobs_and_keeps_the_other_runs(tiny_run
     runs = fold_runs(workdir)
     after = runs.query("level == 'fold'").set_index("key")["id"]
     assert len(after) == 12 and after.index.is_unique and (runs.level == "parent").sum() == 6
-    forced = "synthetic/first/ranknet/fold2"
+    forced = "default/synthetic/first/ranknet/fold2"
     assert after[forced] != before[forced]
     assert after.drop(forced).equals(before.drop(forced))
+
+
+def test_two_studies_of_one_data_set_share_the_data_and_never_overwrite_each_other(tmp_path):
+    """Study A, then study B (same data and protocol, the same method with another grid), then
+    study C (another cleaning): B reuses A's parsed splits and feature sets, C reuses the parsed
+    splits only; neither touches A's runs, and a dry run of A afterwards plans nothing."""
+    base = {**TINY, "folds": [1], "methods": {"ranknet": TINY["methods"]["ranknet"]},
+            "report": {**TINY["report"], "baseline": "ranknet"}}
+    workdir = make_workdir(tmp_path, {**base, "study": "A"})
+    config = yaml.safe_load((workdir / "test.yaml").read_text())
+    for name, change in {"B": {"methods": {"ranknet": {**TINY["methods"]["ranknet"], "grid": {"l2": [1.0]}}}},
+                         "C": {"cleaning": {"drop_no_relevant": ["train"], "chakrabarti": ["train"]}}}.items():
+        (workdir / f"{name}.yaml").write_text(yaml.safe_dump({**config, "study": name, **change}))
+    snakemake(workdir)
+    fit_a = (run_dir(workdir, "ranknet", 1, study="A") / "fit.json").read_text()
+
+    counts = job_counts(snakemake(workdir, "--dry-run", configfile="B.yaml").stdout)
+    assert counts == {"train": 2, "evaluate": 2, "aggregate": 2, "tables": 1, "all": 1}, counts
+    snakemake(workdir, configfile="B.yaml")
+    counts = job_counts(snakemake(workdir, "--dry-run", configfile="C.yaml").stdout)
+    assert "parse_fold" not in counts and counts["clean_fold"] == 1 and counts["featurize"] == 2, counts
+    snakemake(workdir, configfile="C.yaml")
+    assert protocol_of(workdir, "C.yaml").cleaning != protocol_of(workdir).cleaning
+
+    dry = snakemake(workdir, "--dry-run")
+    assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
+    assert (run_dir(workdir, "ranknet", 1, study="A") / "fit.json").read_text() == fit_a
+    runs = fold_runs(workdir)
+    folds = runs[runs.level == "fold"]
+    assert len(folds) == 3 * 2 and folds.key.is_unique
+    assert sorted({key.split("/")[0] for key in folds.key}) == ["A", "B", "C"]
+    for study in "ABC":
+        assert (workdir / f"results/tables/{study}/synthetic.md").exists()
 
 
 def test_parsed_splits_not_kept_are_deleted_and_parsed_again_for_a_new_feature_set(tmp_path):
@@ -248,9 +316,12 @@ def test_parsed_splits_not_kept_are_deleted_and_parsed_again_for_a_new_feature_s
                   "features": {**TINY["features"], "keep_prepared": False}}
     workdir = make_workdir(tmp_path, one_method)
     snakemake(workdir)
-    fold = workdir / "results/data/synthetic/fold1"
-    assert sorted(p.name for p in fold.iterdir()) == ["meta.json"]
-    assert (workdir / "results/features/synthetic/rho0.10/fold1/train.npz").exists()
+    keys = protocol_of(workdir).keys()
+    parsed = workdir / layout.fill(layout.PARSED_DIR, fold=1, **keys)
+    cleaned = workdir / layout.fill(layout.CLEANED_DIR, fold=1, **keys)
+    assert sorted(p.name for p in parsed.iterdir()) == ["parsed.json"]
+    assert sorted(p.name for p in cleaned.iterdir()) == ["meta.json"]
+    assert (features_dir(workdir, "rho0.10", 1) / "train.npz").exists()
     dry = snakemake(workdir, "--dry-run")
     assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
     config = yaml.safe_load((workdir / "test.yaml").read_text())
@@ -258,10 +329,11 @@ def test_parsed_splits_not_kept_are_deleted_and_parsed_again_for_a_new_feature_s
     (workdir / "more-features.yaml").write_text(yaml.safe_dump(config))
     counts = job_counts(snakemake(workdir, "--dry-run", configfile="more-features.yaml").stdout)
     # a parse of the fold is newer than its built feature sets, so Snakemake builds them again too
-    assert counts["prepare_fold"] == 1 and counts["featurize"] == 3, counts
+    assert counts["parse_fold"] == 1 and counts["clean_fold"] == 1 and counts["featurize"] == 3, counts
     snakemake(workdir, configfile="more-features.yaml")
-    assert (workdir / "results/features/synthetic/rho0.20/fold1/train.npz").exists()
-    assert sorted(p.name for p in fold.iterdir()) == ["meta.json"]
+    assert (features_dir(workdir, "rho0.20", 1) / "train.npz").exists()
+    assert sorted(p.name for p in parsed.iterdir()) == ["parsed.json"]
+    assert sorted(p.name for p in cleaned.iterdir()) == ["meta.json"]
 
 
 def test_unknown_method_kind_fails_at_start_with_valid_names(tmp_path):
@@ -283,7 +355,7 @@ def test_mq2008_all_folds_every_method_beats_random(tmp_path, shared_data):
     for method in yaml.safe_load((REPO / "config/config.yaml").read_text())["methods"]:
         ours, rand = [], []
         for fold in range(1, 6):
-            scores = pd.read_csv(workdir / f"results/runs/MQ2008/first/{method}/fold{fold}/scores.test.tsv", sep="\t")
+            scores = pd.read_csv(run_dir(workdir, method, fold, dataset="MQ2008") / "scores.test.tsv", sep="\t")
             for _, g in scores.groupby("qid", sort=False):
                 labels = g["label"].to_numpy()
                 ours.append(ndcg_at_10(labels, g["score"].to_numpy()))
@@ -362,7 +434,8 @@ def test_dataset_without_validation_split_gets_one_from_training_queries(tmp_pat
         "report": {"baseline": "ranknet", "metrics": ["ndcg@10"], "n_resamples": 100}})
     (workdir / "registry.yaml").write_text(yaml.safe_dump(registry))
     snakemake(workdir)
-    meta = json.loads((workdir / "results/data/MSLR-WEB-tiny-sample/fold1/meta.json").read_text())
+    keys = protocol_of(workdir, dataset="MSLR-WEB-tiny-sample").keys()
+    meta = json.loads((workdir / layout.fill(layout.FOLD_META, fold=1, **keys)).read_text())
     assert (meta["train.n_queries"], meta["vali.n_queries"], meta["test.n_queries"]) == (6, 1, 4)
     assert meta["test.n_docs"] == 403
 
@@ -390,7 +463,7 @@ def test_chakrabarti_studies_run_every_method_and_render(tmp_path):
     assert sorted(table["system"].unique()) == sorted(f"{m} [first]" for m in methods)
     rng = np.random.default_rng(0)
     for method in methods:
-        scores = pd.read_csv(workdir / f"results/runs/synthetic/first/{method}/fold1/scores.test.tsv", sep="\t")
+        scores = pd.read_csv(run_dir(workdir, method, 1, study="chakrabarti2008-fig9") / "scores.test.tsv", sep="\t")
         ours, rand = [], []
         for _, g in scores.groupby("qid", sort=False):
             labels = g["label"].to_numpy()
@@ -398,7 +471,7 @@ def test_chakrabarti_studies_run_every_method_and_render(tmp_path):
             rand.append(np.mean([ndcg_at_10(labels, rng.random(len(labels))) for _ in range(5)]))
         assert np.mean(ours) > np.mean(rand) + 0.1, (method, np.mean(ours), np.mean(rand))
     keys = set(fold_runs(workdir).query("level == 'fold'")["key"])
-    assert {f"synthetic/first/{m}/fold1" for m in methods} <= keys
+    assert {f"chakrabarti2008-fig9/synthetic/first/{m}/fold1" for m in methods} <= keys
     fig7 = pd.read_csv(workdir / "results/tables/chakrabarti2008-fig7/synthetic.csv")
     assert set(fig7["metric"]) == {f"mrr@{k}" for k in range(1, 10)}
     timing = pd.read_csv(workdir / "results/tables/chakrabarti2008-timing/synthetic.timing.csv").set_index("system")
@@ -427,7 +500,8 @@ def test_chakrabarti_fig9_on_mq2008_every_method_beats_random(tmp_path, shared_d
     assert len(paper) == 8 * 3 and paper["published"].notna().all()
     assert (paper["published_dataset"] == "OHSUMED (LETOR, cleaned)").all()
     rng = np.random.default_rng(0)
-    scores = pd.read_csv(workdir / "results/runs/MQ2008/first/SVMmap/fold1/scores.test.tsv", sep="\t")
+    scores = pd.read_csv(run_dir(workdir, "SVMmap", 1, dataset="MQ2008", study="chakrabarti2008-fig9")
+                         / "scores.test.tsv", sep="\t")
     random = np.mean([ndcg_at_10(g["label"].to_numpy(), rng.random(len(g))) for _, g in scores.groupby("qid")
                       for _ in range(5)])
     ndcg = paper[paper["column"] == "NDCG@10"].set_index("row")["ours"]
@@ -461,14 +535,14 @@ def test_huang_frey_fig4_study_renders_its_plots_and_table(tmp_path):
     assert set(table["metric"]) == {"ndcg@1", "ndcg@5", "ndcg@10", "p@1", "p@5", "p@10", "map"}
     rng = np.random.default_rng(0)
     for method in config["run_methods"]:
-        scores = pd.read_csv(workdir / f"results/runs/synthetic/first/{method}/fold1/scores.test.tsv", sep="\t")
+        scores = pd.read_csv(run_dir(workdir, method, 1, study="huang-frey2008-fig4") / "scores.test.tsv", sep="\t")
         ours = np.mean([ndcg_at_10(g["label"].to_numpy(), g["score"].to_numpy()) for _, g in scores.groupby("qid")])
         rand = np.mean([ndcg_at_10(g["label"].to_numpy(), rng.random(len(g))) for _, g in scores.groupby("qid")
                         for _ in range(5)])
         assert ours > rand + 0.05, (method, ours, rand)
     runs = fold_runs(workdir).set_index("key")
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
-    run_id = runs.loc["synthetic/first/CDN-random/fold1", "id"]
+    run_id = runs.loc["huang-frey2008-fig4/synthetic/first/CDN-random/fold1", "id"]
     for restart in (0, 1):
         assert len(client.get_metric_history(run_id, f"restart{restart}_train_loss")) == 4  # start + 3 epochs
 
@@ -501,15 +575,15 @@ def test_dubey_studies_run_every_method_and_render(tmp_path):
     assert sorted(table["system"].unique()) == sorted(f"{m} [first]" for m in methods)
     rng = np.random.default_rng(0)
     for method in methods:
-        scores = pd.read_csv(workdir / f"results/runs/synthetic/first/{method}/fold1/scores.test.tsv", sep="\t")
+        scores = pd.read_csv(run_dir(workdir, method, 1, study="dubey-fig3") / "scores.test.tsv", sep="\t")
         ours = np.mean([ndcg_at_10(g["label"].to_numpy(), g["score"].to_numpy()) for _, g in scores.groupby("qid")])
         rand = np.mean([ndcg_at_10(g["label"].to_numpy(), rng.random(len(g))) for _, g in scores.groupby("qid")
                         for _ in range(5)])
         assert ours > rand + 0.1, (method, ours, rand)
     runs = fold_runs(workdir).set_index("key")
-    assert {f"synthetic/first/{m}/fold1" for m in methods} <= set(runs.index)
+    assert {f"dubey-fig3/synthetic/first/{m}/fold1" for m in methods} <= set(runs.index)
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
-    run_id = runs.loc["synthetic/first/L3_NDCG/fold1", "id"]
+    run_id = runs.loc["dubey-fig3/synthetic/first/L3_NDCG/fold1", "id"]
     for restart in range(3):
         assert client.get_metric_history(run_id, f"restart{restart}_train_loss")
         assert len(client.get_metric_history(run_id, f"restart{restart}_selection_value")) == 1
@@ -538,7 +612,8 @@ def test_dubey_fig3_on_mq2008_every_method_beats_random(tmp_path, shared_data):
         "datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1], "report": {"n_resamples": 200}}))
     per_system = pd.read_csv(workdir / "results/tables/dubey-fig3/MQ2008.paper.csv")
     rng = np.random.default_rng(0)
-    scores = pd.read_csv(workdir / "results/runs/MQ2008/first/SVMmap/fold1/scores.test.tsv", sep="\t")
+    scores = pd.read_csv(run_dir(workdir, "SVMmap", 1, dataset="MQ2008", study="dubey-fig3") / "scores.test.tsv",
+                         sep="\t")
     random = np.mean([ndcg_at_10(g["label"].to_numpy(), rng.random(len(g))) for _, g in scores.groupby("qid")
                       for _ in range(5)])
     table = pd.read_csv(workdir / "results/tables/dubey-fig3/MQ2008.csv")

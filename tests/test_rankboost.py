@@ -59,7 +59,7 @@ def test_rel_threshold_binarises_the_labels_first():
     hi, lo, _ = crucial_pairs((y >= 1).astype(float), np.array([0, 4]))
     assert len(hi) == 4  # 2 relevant x 2 non-relevant; the 2 > 1 pair is gone
     data = rankdata(np.arange(8.0).reshape(4, 2), y, [4])
-    assert RankBoost(n_rounds=3, rel_threshold=1).fit(data).best_round_ == 3
+    assert RankBoost(n_rounds=3, pairs="binary", rel_threshold=1).fit(data).best_round_ == 3
 
 
 # --------------------------------------------------------------------------- vectorised r
@@ -159,8 +159,9 @@ def test_predict_checks_the_feature_count(fitted, synthetic_splits):
     ({"n_rounds": 2.5}, "n_rounds must be an integer >= 1"),
     ({"n_rounds": True}, "n_rounds must be an integer >= 1"),
     ({"max_thresholds": 0}, "max_thresholds must be None or an integer >= 1"),
-    ({"rel_threshold": float("nan")}, "rel_threshold must be None or a finite number"),
-    ({"rel_threshold": "1"}, "rel_threshold must be None or a finite number"),
+    ({"rel_threshold": float("nan")}, "rel_threshold must be a finite number"),
+    ({"rel_threshold": "1"}, "rel_threshold must be a finite number"),
+    ({"pairs": "bipartite"}, "pairs must be one of graded, binary"),
 ])
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message):
@@ -171,7 +172,7 @@ def test_training_data_without_pairs_or_thresholds():
     with pytest.raises(ValueError, match="no crucial pair"):
         RankBoost().fit(rankdata([[1.0], [2.0], [3.0]], [1, 1, 1], [3]))
     with pytest.raises(ValueError, match="no crucial pair"):
-        RankBoost(rel_threshold=5).fit(rankdata([[1.0], [2.0], [3.0]], [0, 1, 2], [3]))
+        RankBoost(pairs="binary", rel_threshold=5).fit(rankdata([[1.0], [2.0], [3.0]], [0, 1, 2], [3]))
     with pytest.raises(ValueError, match="no feature takes two different values"):
         RankBoost().fit(rankdata([[1.0], [1.0], [1.0]], [0, 1, 2], [3]))
 
@@ -179,6 +180,7 @@ def test_training_data_without_pairs_or_thresholds():
 def test_make_ranker():
     model = make_ranker("rankboost", {"n_rounds": 5, "max_thresholds": None, "seed": 3})
     assert isinstance(model, RankBoost)
-    assert model.get_params() == {"n_rounds": 5, "rel_threshold": None, "max_thresholds": None, "seed": 3}
+    assert model.get_params() == {"n_rounds": 5, "pairs": "graded", "rel_threshold": 1.0, "max_thresholds": None,
+                                  "seed": 3}
     with pytest.raises(ValueError, match="unknown parameter.*'depth'.*valid parameters: n_rounds"):
         make_ranker("rankboost", {"depth": 3})

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from rankstudy.data import registry as datasets
+from rankstudy.pipeline import layout
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "workflow" / "scripts"
@@ -61,21 +62,21 @@ def test_data_jobs_record_paths_relative_to_data_root(tmp_path, monkeypatch, ent
     project.mkdir()
     monkeypatch.chdir(project)
     config = {"folds": [1], "data_root": str(data_root)}
-    run_script("fetch_dataset.py", monkeypatch, wildcards=Named(dataset="Toy"),
-               params=Named(entry=entry, data_root=str(data_root), synthetic={}, synthetic_qa={}, seed=0),
+    run_script("fetch_dataset.py", monkeypatch, wildcards=Named(data="Toy"),
+               params=Named(dataset="Toy", source=datasets.source_settings(entry, config)),
                config=config, output=Named({0: "results/data/Toy/source.json"}),
                log=["results/logs/fetch_dataset/Toy.log"])
     source = json.loads(Path("results/data/Toy/source.json").read_text())
     assert source["root"] == "Toy" and source["paths"] == "relative to data_root" and "data_root" not in source
     outputs = {s: f"results/data/Toy/fold1/{s}.npz" for s in ("train", "vali", "test")}
-    run_script("prepare_fold.py", monkeypatch, wildcards=Named(dataset="Toy", fold="1"),
-               params=Named(cleaning={}, rel_threshold=1), config=config,
+    run_script("parse_fold.py", monkeypatch, wildcards=Named(data="Toy", fold="1"),
+               params=Named(dataset="Toy"), config=config,
                input=Named({0: "results/data/Toy/source.json"}),
-               output=Named({**outputs, "meta": "results/data/Toy/fold1/meta.json"}),
-               log=["results/logs/prepare_fold/Toy/fold1.log"])
-    meta = json.loads(Path("results/data/Toy/fold1/meta.json").read_text())
+               output=Named({**outputs, "meta": "results/data/Toy/fold1/parsed.json"}),
+               log=["results/logs/parse_fold/Toy/fold1.log"])
+    meta = json.loads(Path("results/data/Toy/fold1/parsed.json").read_text())
     assert meta["files"] == {s: f"Toy/Fold1/{s}.txt" for s in ("train", "vali", "test")}
-    log = Path("results/logs/prepare_fold/Toy/fold1.log").read_text()
+    log = Path("results/logs/parse_fold/Toy/fold1.log").read_text()
     assert "parsing {data_root}/Toy/Fold1/train.txt" in log
     for path in Path("results").rglob("*"):
         if path.suffix in (".json", ".log"):
@@ -94,13 +95,13 @@ def test_a_failing_data_job_leaves_no_output(tmp_path, monkeypatch):
                                                                 "seed": 0, "entry": entry}))
     outputs = {s: f"results/data/Toy/fold1/{s}.npz" for s in ("train", "vali", "test")}
     with pytest.raises(SystemExit):
-        run_script("prepare_fold.py", monkeypatch, wildcards=Named(dataset="Toy", fold="1"),
-                   params=Named(cleaning={}, rel_threshold=1), config={"data_root": "data"},
+        run_script("parse_fold.py", monkeypatch, wildcards=Named(data="Toy", fold="1"),
+                   params=Named(dataset="Toy"), config={"data_root": "data"},
                    input=Named({0: "results/data/Toy/source.json"}),
-                   output=Named({**outputs, "meta": "results/data/Toy/fold1/meta.json"}),
-                   log=["results/logs/prepare_fold/Toy/fold1.log"])
+                   output=Named({**outputs, "meta": "results/data/Toy/fold1/parsed.json"}),
+                   log=["results/logs/parse_fold/Toy/fold1.log"])
     assert not Path("results/data/Toy/fold1").exists()
-    log = Path("results/logs/prepare_fold/Toy/fold1.log").read_text()
+    log = Path("results/logs/parse_fold/Toy/fold1.log").read_text()
     assert "error: data/Toy/Fold1/vali.txt:2: label 5 is outside this data set's label range 0..2" in log
 
 
@@ -121,7 +122,10 @@ def test_users_own_data_set_through_the_cli_leaves_no_machine_path(tmp_path, sha
                           "registry_extra=my-datasets.yaml", "datasets=[MyLetor]", f"data_root={shared_data}",
                           "folds=[1]"], cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
-    meta = json.loads((tmp_path / "results/data/MyLetor/fold1/meta.json").read_text())
+    entry = datasets.load_registry(tmp_path / "my-datasets.yaml")["MyLetor"]
+    config = yaml.safe_load((tmp_path / "small.yaml").read_text())
+    meta_path = layout.fill(layout.FOLD_META, fold=1, **layout.protocol("MyLetor", entry, config).keys())
+    meta = json.loads((tmp_path / meta_path).read_text())
     assert meta["files"]["train"] == "MQ2008/Fold1/train.txt.gz" and meta["test.n_queries"] == 156
     assert (tmp_path / "results/tables/default/MyLetor.md").exists()
     found = {}

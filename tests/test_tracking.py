@@ -34,7 +34,7 @@ from mlflow.exceptions import MlflowException  # noqa: E402
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 EXPERIMENT = "rankstudy-test"
-PARENT_KEY = "MQ2008/all/lambdamart"
+PARENT_KEY = "main/MQ2008/all/lambdamart"
 
 
 @pytest.fixture(scope="session")
@@ -74,6 +74,7 @@ def artifacts(tmp_path: Path) -> list[Path]:
 def fold_kwargs(fold: int, **overrides) -> dict:
     """Arguments of log_fold_run as a fold job would pass them."""
     kwargs = dict(
+        study="main",
         dataset="MQ2008",
         featureset="all",
         method="lambdamart",
@@ -146,7 +147,7 @@ def test_fold_run_logs_parent_and_child(fresh_uri, artifacts, tmp_path):
 
     [parent] = live_runs(client, "parent")
     assert parent.data.tags["rankstudy.key"] == PARENT_KEY
-    assert parent.info.run_name == "lambdamart [all] MQ2008"
+    assert parent.info.run_name == "lambdamart [all] MQ2008 (main)"
 
     child = client.get_run(run_id)
     tags = child.data.tags
@@ -224,7 +225,7 @@ def test_failed_rerun_keeps_the_earlier_run(sqlite_uri, tmp_path):
 
 def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):
     child = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
-    keys = dict(dataset="MQ2008", featureset="all", method="lambdamart")
+    keys = dict(study="main", dataset="MQ2008", featureset="all", method="lambdamart")
     log_parent_metrics(sqlite_uri, EXPERIMENT, **keys, metrics={"test.ndcg@10": 0.40})
     parent_id = log_parent_metrics(sqlite_uri, EXPERIMENT, **keys,
                                    metrics={"test.ndcg@10": 0.45}, artifacts=artifacts[:1])
@@ -237,9 +238,9 @@ def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):
     assert [item.path for item in client.list_artifacts(parent_id)] == ["scores.tsv"]
 
     # A parent with no folds yet is created on demand.
-    lone = log_parent_metrics(sqlite_uri, EXPERIMENT, dataset="MQ2008", featureset="all",
+    lone = log_parent_metrics(sqlite_uri, EXPERIMENT, study="main", dataset="MQ2008", featureset="all",
                               method="ranknet", metrics={"test.map": 0.2})
-    assert client.get_run(lone).data.tags["rankstudy.key"] == "MQ2008/all/ranknet"
+    assert client.get_run(lone).data.tags["rankstudy.key"] == "main/MQ2008/all/ranknet"
 
 
 def test_study_run_is_replaced_on_rerun(sqlite_uri, artifacts):
@@ -292,7 +293,7 @@ def test_parallel_jobs_on_a_fresh_store_lose_nothing(fresh_uri):
     client = MlflowClient(fresh_uri)
     parents = live_runs(client, "parent")
     assert sorted(run.data.tags["rankstudy.key"] for run in parents) == [
-        "MQ2008/all/lambdamart", "MQ2008/all/ranknet"]
+        "main/MQ2008/all/lambdamart", "main/MQ2008/all/ranknet"]
     assert set(table["parent_run_id"]) == {run.info.run_id for run in parents}
 
 

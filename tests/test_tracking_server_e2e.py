@@ -163,7 +163,8 @@ def pipeline(server, tmp_path_factory):
 
 
 def expected_fold_keys() -> set[str]:
-    return {f"synthetic/{fs}/{m}/fold{k}" for fs in FEATURESETS for m in METHODS for k in FOLDS}
+    # a fold run's key is its folder under results/runs/: {study}/{dataset}/{featureset}/{method}/fold{k}
+    return {f"server/synthetic/{fs}/{m}/fold{k}" for fs in FEATURESETS for m in METHODS for k in FOLDS}
 
 
 def check_one_run_per_key(url: str, experiment_id: str, workdir: Path) -> tuple[dict, dict]:
@@ -226,7 +227,7 @@ def test_a_rerun_purges_the_runs_it_replaces(pipeline):
     workdir, env, state, url, experiment_id, _ = pipeline
     before, _ = check_one_run_per_key(url, experiment_id, workdir)
     study_before = level(search(url, experiment_id), "study")[0]["info"]["run_id"]
-    key = "synthetic/first/ranknet/fold2"
+    key = "server/synthetic/first/ranknet/fold2"
     old = before[key]
     old_folder = state / "artifacts" / old["info"]["artifact_uri"].removeprefix("mlflow-artifacts:/").removesuffix(
         "/artifacts")
@@ -253,7 +254,7 @@ def log_at_once(env: dict, barrier, fold: int, uid: str) -> None:
     os.environ.update(env)
     from rankstudy.tracking.runs import log_fold_run, log_parent_metrics
 
-    keys = dict(dataset="race", featureset="all", method="m")
+    keys = dict(study="race", dataset="race", featureset="all", method="m")
     barrier.wait(timeout=120)
     log_fold_run(env["MLFLOW_TRACKING_URI"], "race", **keys, fold=fold, params={"uid": uid},
                  metrics={"test.map": fold / 10}, history=[], artifacts=[], uid=uid)

@@ -1,10 +1,12 @@
-# Shared helpers: config checks that need the package, wildcard constraints, target lists.
-import json
+# Shared helpers: config checks that need the package, the protocol of each data set, wildcard
+# constraints, input functions and target lists. Every path comes from rankstudy.pipeline.layout.
 import re
 from pathlib import Path
 
+from rankstudy.pipeline import layout as L
 from rankstudy.pipeline.config import check_config, run_methods
 from rankstudy.rankers.registry import ranker_class
+from rankstudy.data.registry import source_settings
 
 SETTINGS = check_config(config, workdir=Path(workflow.basedir))
 FEATURESETS = SETTINGS.featuresets  # name -> FeatureSet
@@ -12,20 +14,17 @@ METHODS = run_methods(config)
 DATASETS = list(config["datasets"])
 FOLDS = [int(f) for f in config["folds"]]
 SPLITS = ["train", "vali", "test"]
+STUDY = config["study"]
+# each data set's folder, cleaning and normalisation names (see rankstudy.pipeline.layout)
+PROTOCOLS = {d: L.protocol(d, SETTINGS.registry[d], config) for d in DATASETS}
+DATASET_OF = {p.data: d for d, p in PROTOCOLS.items()}
 # The jobs' software: this environment (used with `--sdm conda`; otherwise the current one).
 ENV = "../../environment.yml"
 # What model selection needs: changing a report metric must not retrain.
-SELECTION = {
-    "metric": config["evaluation"].get("selection_metric", "ndcg@10"),
-    "rel_threshold": config["evaluation"].get("rel_threshold", 1),
-    "no_relevant": config["evaluation"].get("no_relevant", "zero"),
-}
+EVALUATION = config["evaluation"]
+SELECTION = {k: EVALUATION[k] for k in ("selection_metric", "rel_threshold", "no_relevant")}
 # Default MLflow store beside the outputs; MLFLOW_TRACKING_URI still wins inside the jobs.
-MLFLOW = {
-    "tracking_uri": (config.get("mlflow") or {}).get("tracking_uri")
-    or f"sqlite:///{Path('results').resolve()}/mlflow.db",
-    "experiment": (config.get("mlflow") or {}).get("experiment", "rankstudy"),
-}
+MLFLOW = {"tracking_uri": config["mlflow"]["tracking_uri"], "experiment": config["mlflow"]["experiment"]}
 
 
 # What one job asks a scheduler for (SLURM through workflow/profiles/slurm; locally only `threads`
@@ -51,10 +50,10 @@ def job_runtime(base=10, per_input_mb=0.0):
     return runtime
 
 
-# A fold's parsed splits are as large as one feature set; at MSLR-WEB30K size users may let
-# Snakemake delete them once every feature set is built (features.keep_prepared: false).
+# A fold's parsed and cleaned splits are each as large as one feature set; at MSLR-WEB30K size
+# users may let Snakemake delete them once every feature set is built (features.keep_prepared: false).
 def prepared_split(path):
-    return path if config["features"].get("keep_prepared", True) else temp(path)
+    return path if config["features"]["keep_prepared"] else temp(path)
 
 
 # Threads of a method's train job: its `threads` entry, else PARALLEL_THREADS for rankers whose
@@ -73,53 +72,96 @@ def training_spec(wildcards):
     return {k: v for k, v in config["methods"][wildcards.method].items() if k != "threads"}
 
 
+def alternatives(values):
+    return "|".join(map(re.escape, values))
+
+
+# Only this config's study, data, protocol, feature sets and methods can be made by this run:
+# a path of another study or protocol is never (re)built from this config.
 wildcard_constraints:
-    dataset="[A-Za-z0-9_-]+",
-    featureset="|".join(map(re.escape, FEATURESETS)),
-    method="|".join(map(re.escape, METHODS)),
+    study=re.escape(STUDY),
+    dataset=alternatives(DATASETS),
+    data=alternatives(DATASET_OF),
+    cleaning=alternatives({p.cleaning for p in PROTOCOLS.values()}),
+    norm=alternatives({p.norm for p in PROTOCOLS.values()}),
+    featureset=alternatives(FEATURESETS),
+    method=alternatives(METHODS),
     fold=r"\d+",
     split="train|vali|test",
-    study="[A-Za-z0-9_.-]+",
+
+
+def protocol_keys(w):
+    """The data, cleaning and norm names of the run's data set ``w.dataset``."""
+    return PROTOCOLS[w.dataset].keys()
+
+
+def features_of(w, split):
+    return L.fill(L.FEATURES, featureset=w.featureset, fold=w.fold, split=split, **protocol_keys(w))
+
+
+def fold_meta_of(w):
+    return L.fill(L.FOLD_META, fold=w.fold, **protocol_keys(w))
 
 
 def correlations_if_needed(w):
     """Only second-order feature sets need the pair correlations of their fold."""
     if not FEATURESETS[w.featureset].second_order:
         return []
-    return [f"results/features/{w.dataset}/fold{w.fold}/pair_correlations.tsv"]
+    return [L.fill(L.CORRELATIONS, data=w.data, cleaning=w.cleaning, norm=w.norm, fold=w.fold)]
 
 
-def fold_summaries(w):
-    return expand(
-        "results/runs/{dataset}/{featureset}/{method}/fold{fold}/summary.json",
-        dataset=w.dataset, featureset=w.featureset, method=w.method, fold=FOLDS,
-    )
+def fold_files(w, name):
+    """One file of every fold of a (study, dataset, feature set, method), in FOLDS order."""
+    return [L.fill(f"{L.FOLD_DIR}/{name}", study=w.study, dataset=w.dataset, featureset=w.featureset,
+                   method=w.method, fold=f) for f in FOLDS]
+
+
+def fold_benchmarks(w, rule):
+    """The benchmark file of ``rule``'s job behind every fold of this method, in FOLDS order."""
+    keys = dict(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method, **protocol_keys(w))
+    return [L.fill(L.benchmark(rule), fold=f, **keys) for f in FOLDS]
+
+
+def aggregate_inputs(w):
+    inputs = {key: fold_files(w, name) for key, name in {**L.TRAIN_OUTPUTS, **L.EVALUATE_OUTPUTS}.items()}
+    inputs.update({f"bench_{rule}": fold_benchmarks(w, rule)
+                   for rule in ("parse_fold", "clean_fold", "featurize", "train", "evaluate")})
+    return inputs
+
+
+def study_systems():
+    """(method, feature set) of every system of the study, in table order: methods in config
+    order, each with its feature sets."""
+    return [{"method": m, "featureset": f, "system": L.system_label(m, f)} for m in METHODS for f in FEATURESETS]
 
 
 def dataset_per_query(w):
-    """Test metrics per query of every (feature set, method), all folds in one file each."""
-    return expand(
-        "results/runs/{dataset}/{featureset}/{method}/metrics.per_query.test.csv",
-        dataset=w.dataset, featureset=FEATURESETS, method=METHODS,
-    )
+    """Test metrics per query of every system (study_systems order), all folds in one file each."""
+    return [L.fill(L.METHOD_PER_QUERY, study=w.study, dataset=w.dataset, **s) for s in study_systems()]
+
+
+def dataset_summaries(w):
+    return [L.fill(L.METHOD_SUMMARY, study=w.study, dataset=w.dataset, **s) for s in study_systems()]
 
 
 def dataset_transforms(w):
-    return expand(
-        "results/features/{dataset}/{featureset}/fold{fold}/transform.json",
-        dataset=w.dataset, featureset=FEATURESETS, fold=FOLDS,
-    )
+    """transform.json of every (feature set, fold): {feature set: [per fold]}."""
+    return {f"transform_{fs}": [L.fill(L.TRANSFORM, featureset=fs, fold=f, **protocol_keys(w)) for f in FOLDS]
+            for fs in FEATURESETS}
+
+
+def delta_smear_train(w):
+    """The cleaned training split of the fold whose sampled Deltas report.delta_smear plots."""
+    fold = config["report"]["delta_smear"].get("fold", FOLDS[0])
+    return L.fill(L.CLEANED, fold=fold, split="train", **protocol_keys(w))
 
 
 def all_targets():
-    targets = [
-        "results/tables/{study}/{dataset}.md",
-        "results/plots/{study}/{dataset}.ndcg_at_k.png",
-    ]
+    targets = [f"{L.TABLES}.md", f"{L.PLOTS}.ndcg_at_k.png"]
     if config.get("paper"):
-        targets.append("results/tables/{study}/{dataset}.paper.md")
+        targets.append(f"{L.TABLES}.paper.md")
     if config["report"].get("sweep"):
-        targets.append("results/plots/{study}/{dataset}.sweep.png")
+        targets.append(f"{L.PLOTS}.sweep.png")
     if config["report"].get("delta_smear"):
-        targets.append("results/plots/{study}/{dataset}.delta_smear.png")
-    return expand(targets, study=config["study"], dataset=DATASETS)
+        targets.append(f"{L.PLOTS}.delta_smear.png")
+    return expand(targets, study=STUDY, dataset=DATASETS)

@@ -1,5 +1,6 @@
 # Stage 1: make each data set available (embedded generator, a local folder, or a download),
-# then parse each fold once into a binary cache that later rules read instead of text.
+# parse each fold once into a binary cache that every protocol reads, then clean it as the
+# protocol says. Paths: rankstudy.pipeline.layout.
 
 # On a cluster the download runs where snakemake runs: compute nodes often have no network.
 localrules:
@@ -8,17 +9,15 @@ localrules:
 
 rule fetch_dataset:
     output:
-        "results/data/{dataset}/source.json",
+        L.SOURCE,
     params:
-        entry=lambda w: SETTINGS.registry[w.dataset],
-        data_root=config.get("data_root", "data"),
-        synthetic=config.get("synthetic", {}),
-        synthetic_qa=config.get("synthetic_qa", {}),
-        seed=config.get("seed", 0),
+        dataset=lambda w: DATASET_OF[w.data],
+        # only what changes this data set's record: a generator's settings, or the registry entry
+        source=lambda w: source_settings(SETTINGS.registry[DATASET_OF[w.data]], config),
     log:
-        "results/logs/fetch_dataset/{dataset}.log",
+        L.log("fetch_dataset"),
     benchmark:
-        "results/benchmarks/fetch_dataset/{dataset}.tsv"
+        L.benchmark("fetch_dataset")
     threads: 1
     resources:
         mem_mb=job_mem_mb(),
@@ -29,27 +28,50 @@ rule fetch_dataset:
         "../scripts/fetch_dataset.py"
 
 
-rule prepare_fold:
+rule parse_fold:
     input:
-        "results/data/{dataset}/source.json",
+        L.SOURCE,
     output:
-        train=prepared_split("results/data/{dataset}/fold{fold}/train.npz"),
-        vali=prepared_split("results/data/{dataset}/fold{fold}/vali.npz"),
-        test=prepared_split("results/data/{dataset}/fold{fold}/test.npz"),
-        meta="results/data/{dataset}/fold{fold}/meta.json",
+        **{s: prepared_split(L.PARSED.replace("{split}", s)) for s in SPLITS},
+        meta=L.PARSED_META,
     params:
-        cleaning=config.get("cleaning", {}),
-        rel_threshold=config["evaluation"].get("rel_threshold", 1),
+        dataset=lambda w: DATASET_OF[w.data],
     log:
-        "results/logs/prepare_fold/{dataset}/fold{fold}.log",
+        L.log("parse_fold"),
     benchmark:
-        "results/benchmarks/prepare_fold/{dataset}/fold{fold}.tsv"
+        L.benchmark("parse_fold")
     threads: 1
-    priority: 30  # upstream first (see pair_correlations)
+    priority: 40  # upstream first (see pair_correlations)
     resources:
         mem_mb=job_mem_mb(),
         runtime=job_runtime(),
     conda:
         ENV
     script:
-        "../scripts/prepare_fold.py"
+        "../scripts/parse_fold.py"
+
+
+rule clean_fold:
+    input:
+        **{s: L.PARSED.replace("{split}", s) for s in SPLITS},
+        parsed=L.PARSED_META,
+    output:
+        **{s: prepared_split(L.CLEANED.replace("{split}", s)) for s in SPLITS},
+        meta=L.FOLD_META,
+    params:
+        # the cleaning name is a digest of these two
+        cleaning=config["cleaning"],
+        rel_threshold=EVALUATION["rel_threshold"],
+    log:
+        L.log("clean_fold"),
+    benchmark:
+        L.benchmark("clean_fold")
+    threads: 1
+    priority: 30
+    resources:
+        mem_mb=job_mem_mb(per_input_mb=3),
+        runtime=job_runtime(),
+    conda:
+        ENV
+    script:
+        "../scripts/clean_fold.py"

@@ -1,30 +1,25 @@
-# Stage 4: score vali and test with each trained model and compute the per-query metrics; then
-# the fold means of each (dataset, feature set, method) and its MLflow runs: one child run per
-# training of a fold (kept when other folds are rerun) under one parent holding the means.
-# One MLflow job per parent keeps MLflow's start-up cost and store lock out of the fold jobs.
+# Stage 4: score vali and test with each trained model and compute the per-query metrics (and a
+# random ranking's, for the "did it learn" check); then the fold means of each (study, dataset,
+# feature set, method) and its MLflow runs: one child run per training of a fold (kept when other
+# folds are rerun) under one parent holding the means. One MLflow job per parent keeps MLflow's
+# start-up cost and store lock out of the fold jobs.
 
 
 rule evaluate:
     input:
-        model="results/runs/{dataset}/{featureset}/{method}/fold{fold}/model.json",
-        fit="results/runs/{dataset}/{featureset}/{method}/fold{fold}/fit.json",
-        vali="results/features/{dataset}/{featureset}/fold{fold}/vali.npz",
-        test="results/features/{dataset}/{featureset}/fold{fold}/test.npz",
-        meta="results/data/{dataset}/fold{fold}/meta.json",
+        model=f"{L.FOLD_DIR}/model.json",
+        fit=f"{L.FOLD_DIR}/fit.json",
+        vali=lambda w: features_of(w, "vali"),
+        test=lambda w: features_of(w, "test"),
+        meta=fold_meta_of,
     output:
-        scores_vali="results/runs/{dataset}/{featureset}/{method}/fold{fold}/scores.vali.tsv",
-        scores_test="results/runs/{dataset}/{featureset}/{method}/fold{fold}/scores.test.tsv",
-        trec="results/runs/{dataset}/{featureset}/{method}/fold{fold}/run.test.trec",
-        per_query_vali="results/runs/{dataset}/{featureset}/{method}/fold{fold}/metrics.per_query.vali.csv",
-        per_query_test="results/runs/{dataset}/{featureset}/{method}/fold{fold}/metrics.per_query.test.csv",
-        resolved="results/runs/{dataset}/{featureset}/{method}/fold{fold}/config.resolved.json",
-        summary="results/runs/{dataset}/{featureset}/{method}/fold{fold}/summary.json",
+        **L.in_dir(L.FOLD_DIR, L.EVALUATE_OUTPUTS),
     params:
-        evaluation=config["evaluation"],
+        evaluation=EVALUATION,
     log:
-        "results/logs/evaluate/{dataset}/{featureset}/{method}/fold{fold}.log",
+        L.log("evaluate"),
     benchmark:
-        "results/benchmarks/evaluate/{dataset}/{featureset}/{method}/fold{fold}.tsv"
+        L.benchmark("evaluate")
     threads: 1
     resources:
         mem_mb=job_mem_mb(per_input_mb=3),
@@ -37,16 +32,17 @@ rule evaluate:
 
 rule aggregate:
     input:
-        fold_summaries,
+        unpack(aggregate_inputs),
     output:
-        summary="results/runs/{dataset}/{featureset}/{method}/summary.json",
-        per_query="results/runs/{dataset}/{featureset}/{method}/metrics.per_query.test.csv",
+        summary=L.METHOD_SUMMARY,
+        per_query=L.METHOD_PER_QUERY,
     params:
+        folds=FOLDS,
         mlflow=MLFLOW,
     log:
-        "results/logs/aggregate/{dataset}/{featureset}/{method}.log",
+        L.log("aggregate"),
     benchmark:
-        "results/benchmarks/aggregate/{dataset}/{featureset}/{method}.tsv"
+        L.benchmark("aggregate")
     threads: 1
     resources:
         mem_mb=job_mem_mb(per_input_mb=3),

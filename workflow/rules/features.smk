@@ -3,16 +3,15 @@
 
 rule pair_correlations:
     input:
-        train="results/data/{dataset}/fold{fold}/train.npz",
+        train=L.CLEANED.replace("{split}", "train"),
     output:
-        "results/features/{dataset}/fold{fold}/pair_correlations.tsv",
+        L.CORRELATIONS,
     params:
         normalization=config["features"]["normalization"],
-        chunk_rows=config["features"].get("chunk_rows", 65536),
     log:
-        "results/logs/pair_correlations/{dataset}/fold{fold}.log",
+        L.log("pair_correlations"),
     benchmark:
-        "results/benchmarks/pair_correlations/{dataset}/fold{fold}.tsv"
+        L.benchmark("pair_correlations")
     # one thread: its GEMMs take seconds even at MSLR-WEB30K size, and a two-thread job waits
     # for both cores while the jobs it unblocks (every rho feature set) wait for it
     threads: 1
@@ -29,24 +28,20 @@ rule pair_correlations:
 
 rule featurize:
     input:
-        train="results/data/{dataset}/fold{fold}/train.npz",
-        vali="results/data/{dataset}/fold{fold}/vali.npz",
-        test="results/data/{dataset}/fold{fold}/test.npz",
+        **{s: L.CLEANED.replace("{split}", s) for s in SPLITS},
         correlations=correlations_if_needed,
     output:
-        train="results/features/{dataset}/{featureset}/fold{fold}/train.npz",
-        vali="results/features/{dataset}/{featureset}/fold{fold}/vali.npz",
-        test="results/features/{dataset}/{featureset}/fold{fold}/test.npz",
-        pairs="results/features/{dataset}/{featureset}/fold{fold}/pairs.tsv",
-        transform="results/features/{dataset}/{featureset}/fold{fold}/transform.json",
+        **{s: L.FEATURES.replace("{split}", s) for s in SPLITS},
+        pairs=L.PAIRS,
+        transform=L.TRANSFORM,
     params:
         normalization=config["features"]["normalization"],
         featureset=lambda w: FEATURESETS[w.featureset].to_dict(),
-        dtype=config["features"].get("dtype", "float64"),
+        dtype=config["features"]["dtype"],
     log:
-        "results/logs/featurize/{dataset}/{featureset}/fold{fold}.log",
+        L.log("featurize"),
     benchmark:
-        "results/benchmarks/featurize/{dataset}/{featureset}/fold{fold}.tsv"
+        L.benchmark("featurize")
     threads: 1
     priority: 10
     resources:

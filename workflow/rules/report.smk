@@ -5,32 +5,30 @@
 rule tables:
     input:
         per_query=dataset_per_query,
+        summaries=dataset_summaries,
     output:
-        csv=report("results/tables/{study}/{dataset}.csv", caption="../report/table.rst",
-                   category="Tables", subcategory="{dataset}"),
-        md="results/tables/{study}/{dataset}.md",
-        tex="results/tables/{study}/{dataset}.tex",
-        html=report("results/tables/{study}/{dataset}.html", caption="../report/table.rst",
-                    category="Tables", subcategory="{dataset}"),
-        plot=report("results/plots/{study}/{dataset}.ndcg_at_k.png", caption="../report/ndcg_at_k.rst",
-                    category="Plots", subcategory="{dataset}"),
-        plot_p=report("results/plots/{study}/{dataset}.p_at_k.png", caption="../report/p_at_k.rst",
-                      category="Plots", subcategory="{dataset}"),
-        timing_csv="results/tables/{study}/{dataset}.timing.csv",
-        timing_md="results/tables/{study}/{dataset}.timing.md",
+        csv=report(f"{L.TABLES}.csv", caption="../report/table.rst", category="Tables", subcategory="{dataset}"),
+        md=f"{L.TABLES}.md",
+        tex=f"{L.TABLES}.tex",
+        html=report(f"{L.TABLES}.html", caption="../report/table.rst", category="Tables", subcategory="{dataset}"),
+        plot=report(f"{L.PLOTS}.ndcg_at_k.png", caption="../report/ndcg_at_k.rst", category="Plots",
+                    subcategory="{dataset}"),
+        plot_p=report(f"{L.PLOTS}.p_at_k.png", caption="../report/p_at_k.rst", category="Plots",
+                      subcategory="{dataset}"),
+        timing_csv=f"{L.TABLES}.timing.csv",
+        timing_md=f"{L.TABLES}.timing.md",
     params:
+        systems=study_systems(),  # in the order of input.per_query and input.summaries
         folds=FOLDS,
-        featuresets=list(FEATURESETS),
-        methods=METHODS,
         baseline=SETTINGS.baseline,
         report=config["report"],
-        evaluation=config["evaluation"],
-        cleaning=config.get("cleaning", {}),
+        evaluation=EVALUATION,
+        cleaning=config["cleaning"],
         mlflow=MLFLOW,
     log:
-        "results/logs/tables/{study}/{dataset}.log",
+        L.log("tables"),
     benchmark:
-        "results/benchmarks/tables/{study}/{dataset}.tsv"
+        L.benchmark("tables")
     threads: 1
     resources:
         mem_mb=job_mem_mb(base=1500, per_input_mb=3),
@@ -43,20 +41,23 @@ rule tables:
 
 rule paper_table:
     input:
+        unpack(dataset_transforms),
         per_query=dataset_per_query,
-        transforms=dataset_transforms,
+        summaries=dataset_summaries,
     output:
-        md="results/tables/{study}/{dataset}.paper.md",
-        csv="results/tables/{study}/{dataset}.paper.csv",
-        html=report("results/tables/{study}/{dataset}.paper.html", caption="../report/paper_table.rst",
-                    category="Tables", subcategory="{dataset}"),
+        md=f"{L.TABLES}.paper.md",
+        csv=f"{L.TABLES}.paper.csv",
+        html=report(f"{L.TABLES}.paper.html", caption="../report/paper_table.rst", category="Tables",
+                    subcategory="{dataset}"),
     params:
+        systems=study_systems(),
+        featuresets=list(FEATURESETS),
         paper=config.get("paper", {}),
         folds=FOLDS,
     log:
-        "results/logs/paper_table/{study}/{dataset}.log",
+        L.log("paper_table"),
     benchmark:
-        "results/benchmarks/paper_table/{study}/{dataset}.tsv"
+        L.benchmark("paper_table")
     threads: 1
     resources:
         mem_mb=job_mem_mb(base=1500, per_input_mb=3),
@@ -75,18 +76,18 @@ rule sweep_plot:
     input:
         per_query=dataset_per_query,
     output:
-        png=report("results/plots/{study}/{dataset}.sweep.png", caption="../report/sweep.rst",
-                   category="Plots", subcategory="{dataset}"),
-        csv="results/tables/{study}/{dataset}.sweep.csv",
+        png=report(f"{L.PLOTS}.sweep.png", caption="../report/sweep.rst", category="Plots", subcategory="{dataset}"),
+        csv=f"{L.TABLES}.sweep.csv",
     params:
+        systems=study_systems(),
         sweep=config["report"].get("sweep", {}),
         methods={m: config["methods"][m] for m in METHODS},
         featuresets=list(FEATURESETS),
-        metrics=config["report"].get("metrics", config["evaluation"]["metrics"]),
+        metrics=config["report"]["metrics"],
     log:
-        "results/logs/sweep_plot/{study}/{dataset}.log",
+        L.log("sweep_plot"),
     benchmark:
-        "results/benchmarks/sweep_plot/{study}/{dataset}.tsv"
+        L.benchmark("sweep_plot")
     threads: 1
     resources:
         mem_mb=job_mem_mb(base=1500, per_input_mb=3),
@@ -99,19 +100,19 @@ rule sweep_plot:
 
 rule delta_smear:
     input:
-        train=lambda w: f"results/data/{w.dataset}/fold{config['report']['delta_smear'].get('fold', FOLDS[0])}/train.npz",
+        train=delta_smear_train,  # common.smk
     output:
-        png=report("results/plots/{study}/{dataset}.delta_smear.png", caption="../report/delta_smear.rst",
-                   category="Plots", subcategory="{dataset}"),
-        csv="results/tables/{study}/{dataset}.delta_smear.csv",
+        png=report(f"{L.PLOTS}.delta_smear.png", caption="../report/delta_smear.rst", category="Plots",
+                   subcategory="{dataset}"),
+        csv=f"{L.TABLES}.delta_smear.csv",
     params:
         smear=config["report"].get("delta_smear", {}),
-        rel_threshold=config["evaluation"].get("rel_threshold", 1),
-        seed=config.get("seed", 0),
+        rel_threshold=EVALUATION["rel_threshold"],
+        seed=config["seed"],
     log:
-        "results/logs/delta_smear/{study}/{dataset}.log",
+        L.log("delta_smear"),
     benchmark:
-        "results/benchmarks/delta_smear/{study}/{dataset}.tsv"
+        L.benchmark("delta_smear")
     threads: 1
     resources:
         mem_mb=job_mem_mb(base=1500, per_input_mb=3),

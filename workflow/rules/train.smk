@@ -1,28 +1,26 @@
-# Stage 3: one job per (dataset, feature set, method, fold): choose hyper-parameters on the
-# validation split from the method's grid and save the chosen model. Its parameters are only
-# what changes training (method, selection metric, seed): report metrics are the evaluate job's.
+# Stage 3: one job per (study, dataset, feature set, method, fold): choose hyper-parameters on
+# the validation split from the method's grid and save the chosen model. Its parameters are only
+# what changes training (method, selection metric, relevance threshold, seed): report metrics are
+# the evaluate job's.
 
 
 rule train:
     input:
-        train="results/features/{dataset}/{featureset}/fold{fold}/train.npz",
-        vali="results/features/{dataset}/{featureset}/fold{fold}/vali.npz",
-        meta="results/data/{dataset}/fold{fold}/meta.json",
-        pairs="results/features/{dataset}/{featureset}/fold{fold}/pairs.tsv",
+        train=lambda w: features_of(w, "train"),
+        vali=lambda w: features_of(w, "vali"),
+        pairs=lambda w: L.fill(L.PAIRS, featureset=w.featureset, fold=w.fold, **protocol_keys(w)),
+        meta=fold_meta_of,
     output:
-        model="results/runs/{dataset}/{featureset}/{method}/fold{fold}/model.json",
-        history="results/runs/{dataset}/{featureset}/{method}/fold{fold}/history.json",
-        selection="results/runs/{dataset}/{featureset}/{method}/fold{fold}/selection.csv",
-        fit="results/runs/{dataset}/{featureset}/{method}/fold{fold}/fit.json",
+        **L.in_dir(L.FOLD_DIR, L.TRAIN_OUTPUTS),
     params:
         spec=training_spec,
         featureset=lambda w: FEATURESETS[w.featureset].to_dict(),
         selection=SELECTION,
-        seed=config.get("seed", 0),
+        seed=config["seed"],
     log:
-        "results/logs/train/{dataset}/{featureset}/{method}/fold{fold}.log",
+        L.log("train"),
     benchmark:
-        "results/benchmarks/train/{dataset}/{featureset}/{method}/fold{fold}.tsv"
+        L.benchmark("train")
     threads: train_threads
     resources:
         mem_mb=job_mem_mb(per_input_mb=3),

@@ -1,92 +1,97 @@
-"""Fold means (and standard deviations) of one (dataset, feature set, method), its test
+"""Fold means (and standard deviations) of one (study, dataset, feature set, method), its test
 metrics per query over all folds, and its MLflow runs: one child per training of a fold, kept
 (with its run id) while that training stands, under a parent run holding the means and the
-folds they cover."""
-
-from pathlib import Path
+folds they cover. Every file it reads is a declared input, in the order of params.folds."""
 
 import numpy as np
 import pandas as pd
 
 from rankstudy.pipeline.jobs import job_logging
+from rankstudy.pipeline.records import FitRecord, FoldSummary, MethodSummary
 from rankstudy.tracking import runs as tracking
 from rankstudy.util import atomic
 
-ARTIFACTS = ("model.json", "scores.test.tsv", "run.test.trec", "metrics.per_query.vali.csv",
-             "metrics.per_query.test.csv", "selection.csv", "config.resolved.json")
+# what each fold's MLflow run keeps as artifacts (names of the aggregate job's inputs)
+ARTIFACTS = ("model", "scores_test", "trec", "qrels", "per_query_vali", "per_query_test", "selection", "resolved")
+JOB_RULES = ("parse_fold", "clean_fold", "featurize", "train", "evaluate")
 
 
-def fold_timing(run: Path, selection: pd.DataFrame) -> dict:
+def fold_timing(fit: FitRecord, history: list[dict], selection: pd.DataFrame) -> dict:
     """Seconds of one fold's training: the whole train job (every grid candidate), the chosen
     candidate's fit, and of that the solver's time in the argmax and in the QP when it records
     them (the cutting-plane solver does)."""
-    fit, history = atomic.read_json(run / "fit.json"), atomic.read_json(run / "history.json")
     recorded = lambda key: sum(h[key] for h in history) if history and key in history[0] else None  # noqa: E731
-    return {"train_job_seconds": (fit["finished_ms"] - fit["started_ms"]) / 1000.0,
+    return {"train_job_seconds": fit.seconds,
             "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0]),
             "argmax_seconds": recorded("argmax_seconds"), "qp_seconds": recorded("qp_seconds")}
 
 
-def job_benchmarks(w, fold: int) -> dict:
-    """Wall and CPU seconds and peak memory (MB) of the jobs behind this fold's run, from the
-    files their `benchmark:` directives wrote (absent for jobs run before they existed)."""
-    jobs = {"prepare_fold": f"{w.dataset}/fold{fold}", "featurize": f"{w.dataset}/{w.featureset}/fold{fold}",
-            "train": f"{w.dataset}/{w.featureset}/{w.method}/fold{fold}",
-            "evaluate": f"{w.dataset}/{w.featureset}/{w.method}/fold{fold}"}
+def job_benchmarks(inputs, i: int) -> dict:
+    """Wall and CPU seconds and peak memory (MB) of the jobs behind fold ``i``'s run, from the
+    files their `benchmark:` directives wrote."""
     found = {}
-    for rule, name in jobs.items():
-        path = Path("results/benchmarks") / rule / f"{name}.tsv"
-        if path.exists():
-            bench = pd.read_csv(path, sep="\t").iloc[-1]
-            found.update({f"job.{rule}.wall_s": float(bench["s"]), f"job.{rule}.cpu_s": float(bench["cpu_time"]),
-                          f"job.{rule}.max_rss_mb": float(bench["max_rss"])})
+    for rule in JOB_RULES:
+        bench = pd.read_csv(inputs[f"bench_{rule}"][i], sep="\t").iloc[-1]
+        found.update({f"job.{rule}.wall_s": float(bench["s"]), f"job.{rule}.cpu_s": float(bench["cpu_time"]),
+                      f"job.{rule}.max_rss_mb": float(bench["max_rss"])})
     return found
 
 
+def learning_tags(summary: FoldSummary) -> dict:
+    verdict = summary.learned
+    tags = {"rankstudy.learned": str(verdict["learned"]).lower()}
+    if not verdict["learned"]:
+        tags["rankstudy.learned.problems"] = "; ".join(verdict["problems"])[:4000]
+    return tags
+
+
 with job_logging(snakemake, "aggregate"):
-    w, mlflow = snakemake.wildcards, snakemake.params.mlflow
+    w, inputs, mlflow = snakemake.wildcards, snakemake.input, snakemake.params.mlflow
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
-    experiment = mlflow.get("experiment", "rankstudy")
-    folds, per_query, timing = [], [], []
-    for path in map(Path, snakemake.input):
-        fold = atomic.read_json(path)
-        run = fold["run"]
+    identity = dict(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method)
+    folds, per_query, timing, fold_runs, learned = [], [], [], {}, {}
+    for i, fold in enumerate(snakemake.params.folds):
+        summary, fit = FoldSummary.read(inputs.summary[i]), FitRecord.read(inputs.fit[i])
+        history = atomic.read_json(inputs.history[i])
         # every hyper-parameter candidate's validation score, as a step metric (step = candidate)
-        selection = pd.read_csv(path.parent / "selection.csv")
+        selection = pd.read_csv(inputs.selection[i])
         scored = [c for c in selection.columns if c.startswith("vali.")]
         candidates = [{"step": int(row["candidate"]), **{f"selection.{c}": float(row[c]) for c in scored}}
                       for _, row in selection.iterrows()]
         run_id = tracking.log_fold_run(
-            uri, experiment, dataset=w.dataset, featureset=w.featureset, method=w.method, fold=fold["fold"],
-            params={"method": fold["params"], "kind": fold["kind"], "featureset": w.featureset,
-                    "fold": fold["fold"], "data_fingerprint": fold["fingerprint"], "selection": fold["selection"]},
-            metrics={**fold["metrics"], **job_benchmarks(w, fold["fold"])}, history=atomic.read_json(path.parent / "history.json") + candidates,
-            artifacts=[path.parent / name for name in ARTIFACTS],
-            tags={"git_commit": run["git_commit"], "data_fingerprint": fold["fingerprint"],
-                  **tracking.flatten_params({"evaluation": fold["evaluation"]})},
-            uid=run["uid"], start_time=run["started_ms"], end_time=run["finished_ms"])
-        print(f"fold {fold['fold']}: MLflow run {run_id}")
-        folds.append({**fold, "mlflow_run_id": run_id})
-        per_query.append(pd.read_csv(path.parent / "metrics.per_query.test.csv").assign(fold=fold["fold"]))
-        timing.append(fold_timing(path.parent, selection))
-    names = sorted(folds[0]["metrics"])
-    values = {k: np.array([f["metrics"][k] for f in folds], dtype=float) for k in names}
-    covered = [f["fold"] for f in folds]
-    summary = {"dataset": w.dataset, "featureset": w.featureset, "method": w.method,
-               "folds": covered, "fold_runs": {f["fold"]: f["mlflow_run_id"] for f in folds},
-               "mean": {k: float(np.nanmean(v)) for k, v in values.items()},
-               # a standard deviation over one fold is undefined (null), as in the tables
-               "std": {k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()},
-               # mean over folds; null where the solver does not record it
-               "timing": {k: None if np.isnan(v) else float(v)
-                          for k, v in pd.DataFrame(timing).astype(float).mean().items()}}
-    summary["mlflow_parent_run_id"] = tracking.log_parent_metrics(
-        uri, experiment, dataset=w.dataset, featureset=w.featureset, method=w.method,
-        metrics={**{f"mean.{k}": v for k, v in summary["mean"].items()},
-                 **{f"std.{k}": v for k, v in summary["std"].items()}},
-        tags={"folds": ",".join(map(str, covered))},
+            uri, mlflow["experiment"], **identity, fold=fold,
+            params={"method": fit.params, "kind": fit.kind, "featureset": w.featureset, "fold": fold,
+                    "data_fingerprint": summary.fingerprint, "selection": fit.selection},
+            metrics={**summary.metrics, **{f"random.{k}": v for k, v in summary.random.items()},
+                     **job_benchmarks(inputs, i)},
+            history=history + candidates,
+            artifacts=[inputs[name][i] for name in ARTIFACTS],
+            tags={"git_commit": fit.git_commit, "data_fingerprint": summary.fingerprint, **learning_tags(summary)},
+            uid=fit.uid, start_time=fit.started_ms, end_time=fit.finished_ms)
+        print(f"fold {fold}: MLflow run {run_id}" + ("" if summary.learned["learned"] else
+                                                     f"; did not learn: {'; '.join(summary.learned['problems'])}"))
+        folds.append(summary)
+        fold_runs[fold], learned[fold] = run_id, summary.learned
+        per_query.append(pd.read_csv(inputs.per_query_test[i]).assign(fold=fold))
+        timing.append(fold_timing(fit, history, selection))
+    names = sorted(folds[0].metrics)
+    values = {k: np.array([f.metrics[k] for f in folds], dtype=float) for k in names}
+    method = MethodSummary(
+        **identity, folds=list(snakemake.params.folds),
+        mean={k: float(np.nanmean(v)) for k, v in values.items()},
+        # a standard deviation over one fold is undefined (null), as in the tables
+        std={k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()},
+        # mean over folds; null where the solver does not record it
+        timing={k: None if np.isnan(v) else float(v) for k, v in pd.DataFrame(timing).astype(float).mean().items()},
+        learned=learned, fold_runs=fold_runs)
+    not_learned = method.not_learned
+    method.mlflow_parent_run_id = tracking.log_parent_metrics(
+        uri, mlflow["experiment"], **identity,
+        metrics={**{f"mean.{k}": v for k, v in method.mean.items()}, **{f"std.{k}": v for k, v in method.std.items()}},
+        tags={"folds": ",".join(map(str, method.folds)), "rankstudy.learned": str(not not_learned).lower(),
+              **({"rankstudy.not_learned_folds": ",".join(map(str, not_learned))} if not_learned else {})},
     )
     # every fold's test queries in one file: what the tables job reads
     atomic.write_csv(pd.concat(per_query, ignore_index=True), snakemake.output.per_query, float_format="%.17g")
-    atomic.write_json(snakemake.output.summary, summary)
-    print({k: round(v, 4) for k, v in summary["mean"].items() if k.startswith("test.")})
+    method.write(snakemake.output.summary)
+    print({k: round(v, 4) for k, v in method.mean.items() if k.startswith("test.")})

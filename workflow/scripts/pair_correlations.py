@@ -10,6 +10,6 @@ from rankstudy.features.normalize import Normalizer
 with job_logging(snakemake, "pair_correlations"):
     train = load_split(snakemake.input.train)
     train = Normalizer(snakemake.params.normalization).fit(train).transform(train)
-    corr = pairs.pair_correlations(train.X, train.y, chunk_rows=snakemake.params.chunk_rows)
+    corr = pairs.pair_correlations(train.X, train.y, chunk_rows=snakemake.config["features"]["chunk_rows"])  # memory only: not a param
     print(f"{len(corr)} pairs from {train.n_features} features and {train.X.shape[0]} documents")
     atomic.write_csv(corr, snakemake.output[0], sep="\t", float_format="%.17g")

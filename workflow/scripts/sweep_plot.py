@@ -9,7 +9,7 @@ with job_logging(snakemake, "sweep_plot"):
     w, p = snakemake.wildcards, snakemake.params
     sweep = p.sweep
     metrics = sweep.get("metrics", p.metrics)
-    per_query = results.test_per_query(snakemake.input.per_query)
+    per_query = results.test_per_query(snakemake.input.per_query, p.systems)
     table = sampler_studies.sweep_table(per_query, p.methods, p.featuresets, sweep["parameter"], metrics)
     sampler_studies.write_sweep(table, snakemake.output.png, snakemake.output.csv, parameter=sweep["parameter"],
                                 metrics=metrics, label=sweep.get("label"), log_x=sweep.get("log_x", False),

@@ -7,7 +7,6 @@ import pandas as pd
 
 from rankstudy.reporting import plots, tables, timing
 from rankstudy.tracking import runs as tracking
-from rankstudy.pipeline.config import system_label
 from rankstudy.pipeline import results
 from rankstudy.pipeline.jobs import job_logging
 
@@ -31,34 +30,34 @@ def cleaning_text(cleaning: dict) -> str:
 
 with job_logging(snakemake, "tables"):
     w, p = snakemake.wildcards, snakemake.params
-    per_query = results.test_per_query(snakemake.input.per_query)
+    per_query = results.test_per_query(snakemake.input.per_query, p.systems)
     # row order: methods in config order, each with its feature sets
-    order = [system_label(m, f) for m in p.methods for f in p.featuresets]
+    order = [s["system"] for s in p.systems]
     per_query["system"] = pd.Categorical(per_query["system"], categories=order, ordered=True)
     per_query = per_query.sort_values(["system", "fold", "qid"], kind="stable")
     per_query["system"] = per_query["system"].astype(str)
     report, evaluation = p.report, p.evaluation
-    metric_names = report.get("metrics", evaluation["metrics"])
+    metric_names = report["metrics"]
+    summaries = results.summaries(snakemake.input.summaries, p.systems)
     table = tables.comparison_table(per_query, metric_names, p.baseline,
-                                    n_resamples=report.get("n_resamples", 10000),
-                                    alpha=report.get("alpha", 0.05), seed=0)
+                                    n_resamples=report["n_resamples"], alpha=report["alpha"], seed=0)
+    tables.mark_not_learned(table, results.not_learned(summaries))
     caption = (f"{w.dataset}, study {w.study}: test split, mean ± std over {len(p.folds)} fold(s) "
                f"{p.folds}; significance vs baseline {p.baseline} over queries (paired t-test *, "
-               f"randomization test †, Holm-corrected, alpha {report.get('alpha', 0.05)}). "
+               f"randomization test †, Holm-corrected, alpha {report['alpha']}). "
                f"Score ties are broken by input order; queries without a relevant document "
-               f"(label >= {evaluation.get('rel_threshold', 1)}) {NO_RELEVANT[evaluation.get('no_relevant', 'zero')]}."
+               f"(label >= {evaluation['rel_threshold']}) {NO_RELEVANT[evaluation['no_relevant']]}."
                + cleaning_text(p.cleaning))
     prefix = Path(snakemake.output.csv).with_suffix("")
     written = tables.write_tables(table, metric_names, prefix, caption)
     plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k")
     plot_p = plots.ndcg_at_k_plot(per_query, snakemake.output.plot_p, title=f"{w.dataset}: test P@k", metric="p")
-    summaries = results.summaries(snakemake.input.per_query)  # beside each per-query file
     timing_written = timing.write_timing(
-        timing.timing_frame({s: summaries[s]["timing"] for s in order if s in summaries}), prefix,
+        timing.timing_frame({s: summaries[s].timing for s in order if s in summaries}), prefix,
         f"{w.dataset}, study {w.study}: training time, mean over {len(p.folds)} fold(s) {p.folds}.")
     print(Path(snakemake.output.md).read_text())
     mlflow = p.mlflow
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
-    tracking.log_study_run(uri, mlflow.get("experiment", "rankstudy"), study=w.study, dataset=w.dataset,
+    tracking.log_study_run(uri, mlflow["experiment"], study=w.study, dataset=w.dataset,
                            artifacts=[*map(Path, written), *timing_written, Path(plot), Path(plot_p)],
                            params={"baseline": p.baseline, "folds": p.folds, "caption": caption})

@@ -10,7 +10,9 @@ import pandas as pd
 
 from rankstudy.data.kinds import load_split
 from rankstudy.features.featuresets import FeatureSet
+from rankstudy.pipeline.config import training_params
 from rankstudy.pipeline.jobs import job_logging
+from rankstudy.pipeline.records import FitRecord, FoldMeta
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.selection import select_and_fit
 from rankstudy.tracking.provenance import git_commit
@@ -21,25 +23,29 @@ with job_logging(snakemake, "train"):
     w, spec, selection = snakemake.wildcards, snakemake.params.spec, snakemake.params.selection
     out = snakemake.output
     train, vali = (load_split(snakemake.input[s]) for s in ("train", "vali"))
-    meta = atomic.read_json(snakemake.input.meta)
+    meta = FoldMeta.read(snakemake.input.meta)
     featureset = FeatureSet.from_dict(snakemake.params.featureset)
-    print(f"{w.method} on {w.dataset} [{w.featureset}] fold {w.fold}: "
-          f"{train.n_queries} training queries, {meta['n_features']} features")
-    params = {"seed": snakemake.params.seed, **(spec.get("params") or {})}
+    print(f"{w.method} on {w.dataset} [{w.featureset}] fold {w.fold} (study {w.study}): "
+          f"{train.n_queries} training queries, {meta.n_features} features")
+    params = training_params(spec, snakemake.params.seed, selection["rel_threshold"])
     if featureset.quadratic:
         selected = pd.read_csv(snakemake.input.pairs, sep="\t")
         pairs = (selected[["i", "j"]].to_numpy() - 1).tolist()  # pairs.tsv numbers features from 1
         params.update(ranker_class(spec["kind"]).featureset_params(featureset, pairs))
         print(f"{len(pairs)} second-order pairs left to the ranker")
     # the selection metric is computed as the evaluate job reports it (same ERR max_label)
+    metric = selection["selection_metric"]
     metric_options = {"rel_threshold": selection["rel_threshold"], "no_relevant": selection["no_relevant"],
-                      "max_label": meta["max_label"]}
+                      "max_label": meta.max_label}
     ranker, chosen, table = select_and_fit(spec["kind"], params, spec.get("grid"), train, vali,
-                                           metric=selection["metric"], metric_options=metric_options)
+                                           metric=metric, metric_options=metric_options)
+    trace = ranker.objective_trace_
+    if trace:
+        print(f"training objective: {trace['start']} at the start, {trace['final']} at the end")
     ranker.save(out.model)
     atomic.write_json(out.history, ranker.history_)
     atomic.write_csv(table, out.selection)
-    atomic.write_json(out.fit, {
-        "kind": spec["kind"], "params": chosen, "grid": spec.get("grid") or {}, "seed": snakemake.params.seed,
-        "selection": selection, "uid": uuid.uuid4().hex, "git_commit": git_commit(),
-        "started_ms": started_ms, "finished_ms": int(time.time() * 1000)})
+    FitRecord(kind=spec["kind"], params=chosen, grid=spec.get("grid") or {}, seed=snakemake.params.seed,
+              selection=selection, uid=uuid.uuid4().hex, git_commit=git_commit(), started_ms=started_ms,
+              finished_ms=int(time.time() * 1000), objective=trace,
+              selection_score=float(table.loc[table["selected"], f"vali.{metric}"].iloc[0])).write(out.fit)

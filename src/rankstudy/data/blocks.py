@@ -89,7 +89,3 @@ def padded_layout(offsets: np.ndarray, labels: np.ndarray):
     padded_labels.ravel()[flat] = labels
     return shape, flat, mask, padded_labels
 
-
-def unpad(padded: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`pad`: padded (Q, L) -> flat per-row values."""
-    return padded[segment_ids(offsets), positions(offsets)]

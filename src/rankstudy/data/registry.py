@@ -50,6 +50,8 @@ SPLITS = ("train", "vali", "test")
 SOURCE_KINDS = {"synthetic": "letor", "download": "letor", "manual": "letor", "local": "letor",
                 "synthetic_qa": "qa", "qa_table": "qa"}
 SOURCES = tuple(SOURCE_KINDS)
+# generated data sets: their content is their generator's settings (this config section) and the seed
+GENERATOR_SECTIONS = {"synthetic": "synthetic", "synthetic_qa": "synthetic_qa"}
 ARCHIVES = ("rar", "zip", "gz", "tar.gz")
 REQUIRED = {
     "synthetic": ("folds",),
@@ -72,9 +74,31 @@ def data_kind(entry: dict) -> str:
     return SOURCE_KINDS[entry["source"]]
 
 
+def generator_settings(entry: dict, config: dict) -> dict | None:
+    """What a generated data set's content depends on (its config section and the seed), or
+    None for data read from files."""
+    section = GENERATOR_SECTIONS.get(entry["source"])
+    if section is None:
+        return None
+    return {"source": entry["source"], "seed": config.get("seed", 0), **(config.get(section) or {})}
+
+
+def source_settings(entry: dict, config: dict) -> dict:
+    """What the fetch step's record of a data set depends on, and nothing else: the generator's
+    settings, or the registry entry (with the seed that splits a QA table into parts). Not
+    data_root: the files are checked against their checksums and fingerprinted when parsed,
+    so moving the data folder reruns nothing."""
+    generated = generator_settings(entry, config)
+    if generated is not None:
+        return generated
+    # the seed splits a QA table into parts, and carves a validation split where there is none
+    seeded = entry["source"] == "qa_table" or "vali" not in entry.get("splits", SPLITS)
+    return {"entry": entry, **({"seed": config.get("seed", 0)} if seeded else {})}
+
+
 def dataset_dir(name: str, entry: dict, data_root: str | os.PathLike) -> Path:
-    """The data set's folder: ``{data_root}/{name}``, or ``{data_root}/{folder}`` for a ``local``
-    entry with a ``folder`` (an absolute ``folder`` is taken as it is)."""
+    """The data set's folder: ``{data_root}/{name}``, or ``{data_root}/{folder}`` for an entry
+    with a ``folder`` (a ``local`` entry's absolute ``folder`` is taken as it is)."""
     return Path(data_root) / (entry.get("folder") or name)
 
 
@@ -180,9 +204,10 @@ def validate_entry(name: str, entry: object, path: Path | str = "<registry>") ->
     if Path(layout).is_absolute() or ".." in Path(layout).parts:
         raise _fail(path, name, "layout", f"{layout!r} must be relative to the data set's folder")
     folder = out.get("folder")
-    if folder is not None and (source != "local" or not isinstance(folder, str) or not folder.strip()):
-        raise _fail(path, name, "folder", f"is for source 'local' only: a folder name or path relative to "
-                    f"data_root (or absolute), got {folder!r} for source {source!r}")
+    if folder is not None and (not isinstance(folder, str) or not folder.strip()
+                               or (source != "local" and (Path(folder).is_absolute() or ".." in Path(folder).parts))):
+        raise _fail(path, name, "folder", f"must be a folder name or path relative to data_root"
+                    f"{' (or absolute)' if source == 'local' else ''}, got {folder!r}")
     files_sha256 = out.get("files_sha256")
     if files_sha256 is not None:
         if not isinstance(files_sha256, dict) or not all(
@@ -253,10 +278,19 @@ def _relative_split_path(name: str, entry: dict, fold: int, split: str) -> str:
 
 
 def _candidates_in(folder: Path, name: str, entry: dict, fold: int, split: str) -> list[Path]:
-    exact = folder / _relative_split_path(name, entry, fold, split)
-    if exact.name.endswith(".gz"):
-        return [exact, exact.with_name(exact.name[:-3])]
-    return [exact, exact.with_name(exact.name + ".gz")]
+    """As the layout names the file (plain or .gz), then, where ``split_names`` renames the
+    split, named with rankstudy's own split name (copies of LETOR 3.0 often are)."""
+    names = [_relative_split_path(name, entry, fold, split)]
+    if (entry.get("split_names") or {}).get(split, split) != split:
+        names.append(_relative_split_path(name, {**entry, "split_names": {}}, fold, split))
+    out = []
+    for relative in names:
+        exact = folder / relative
+        if exact.name.endswith(".gz"):
+            out += [exact, exact.with_name(exact.name[:-3])]
+        else:
+            out += [exact, exact.with_name(exact.name + ".gz")]
+    return out
 
 
 def candidate_paths(name: str, entry: dict, data_root: str | os.PathLike, fold: int, split: str) -> list[Path]:

@@ -1,4 +1,5 @@
-"""Score files of a fold run: `scores.{split}.tsv` (qid doc label score) and TREC run files."""
+"""Score files of a fold run: `scores.{split}.tsv` (qid doc label score), TREC run files and the
+qrels beside them, so a run can be handed to trec_eval or ranx as it is."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pandas as pd
 
 from rankstudy.util.atomic import atomic_path, write_csv
 from rankstudy.data.rankdata import RankData
-from rankstudy.data.blocks import offsets_from_qid, positions
+from rankstudy.data.blocks import positions
 
 
 def scores_frame(data: RankData, scores: np.ndarray) -> pd.DataFrame:
@@ -19,13 +20,6 @@ def scores_frame(data: RankData, scores: np.ndarray) -> pd.DataFrame:
 def write_scores(data: RankData, scores: np.ndarray, path: str | Path) -> Path:
     # repr-exact floats so a recomputation of the metrics from this file gives the same numbers
     return write_csv(scores_frame(data, scores), path, sep="\t", float_format="%.17g")
-
-
-def read_scores(path: str | Path) -> tuple[pd.DataFrame, np.ndarray]:
-    """The scores table (rows grouped by query, in file order) and its query offsets."""
-    frame = pd.read_csv(path, sep="\t", dtype={"qid": np.int64, "doc": str})
-    order, offsets = offsets_from_qid(frame["qid"].to_numpy())
-    return frame.iloc[order].reset_index(drop=True), offsets
 
 
 def write_trec_run(data: RankData, scores: np.ndarray, path: str | Path, tag: str) -> Path:
@@ -38,4 +32,14 @@ def write_trec_run(data: RankData, scores: np.ndarray, path: str | Path, tag: st
     with atomic_path(path) as tmp:
         frame[["qid", "q0", "doc", "rank", "score", "tag"]].to_csv(
             tmp, sep=" ", header=False, index=False, float_format="%.17g")
+    return Path(path)
+
+
+def write_qrels(data: RankData, path: str | Path) -> Path:
+    """TREC qrels of the split (`qid 0 doc label`, labels as integers where they are whole), the
+    judgements its run file is scored against: `ranx.Qrels.from_file(path, kind="trec")`."""
+    labels = data.y.astype(np.int64) if np.all(data.y == np.round(data.y)) else data.y
+    frame = pd.DataFrame({"qid": data.qid, "iter": 0, "doc": data.docid, "label": labels})
+    with atomic_path(path) as tmp:
+        frame.to_csv(tmp, sep=" ", header=False, index=False)
     return Path(path)

@@ -18,6 +18,7 @@ from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.pipeline.errors import ConfigError
+from rankstudy.pipeline.layout import system_label
 from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
 from rankstudy.rankers.selection import grid_candidates
 
@@ -80,13 +81,24 @@ def prepare_cli_values(config: dict) -> None:
             config[key] = [config[key]]
 
 
+def apply_defaults(config: dict) -> None:
+    """Defaults that depend on other keys, in place (the schema's own defaults are set when
+    Snakemake validates the config): report.metrics defaults to evaluation.metrics."""
+    config["report"].setdefault("metrics", list(config["evaluation"]["metrics"]))
+
+
+def training_params(spec: dict, seed: int, rel_threshold: float) -> dict:
+    """A method's parameters as its ranker is built with them: the method's ``params``, plus the
+    run's ``seed`` and ``evaluation.rel_threshold`` for rankers that take them (one relevance
+    threshold per run: a method cannot set its own)."""
+    names = ranker_class(spec["kind"]).param_names()
+    run = {"seed": seed, "rel_threshold": rel_threshold}
+    return {**{k: v for k, v in run.items() if k in names}, **(spec.get("params") or {})}
+
+
 def run_methods(config: dict) -> list[str]:
     """The methods this run trains: `run_methods` if given, else every entry of `methods`."""
     return list(config.get("run_methods") or config["methods"])
-
-
-def system_label(method: str, featureset: str) -> str:
-    return f"{method} [{featureset}]"
 
 
 def resolve_path(path: str | Path, basedir: Path) -> Path:
@@ -101,7 +113,11 @@ def _valid_params(cls) -> set[str]:
     return set(inspect.signature(cls.__init__).parameters) - {"self"}
 
 
-def check_method(name: str, spec: dict) -> None:
+# set once per run, for every method that takes them (training_params)
+RUN_PARAMS = {"seed": "seed", "rel_threshold": "evaluation.rel_threshold"}
+
+
+def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
     kind = spec.get("kind")
     if kind not in RANKERS:
         raise ConfigError(f"config key methods.{name}.kind: unknown kind {kind!r}; "
@@ -109,6 +125,9 @@ def check_method(name: str, spec: dict) -> None:
     valid = _valid_params(RANKERS[kind])
     for section in ("params", "grid"):
         for key in spec.get(section) or {}:
+            if key in RUN_PARAMS:
+                raise ConfigError(f"config key methods.{name}.{section}.{key}: set once for the whole run, as "
+                                  f"config key {RUN_PARAMS[key]}; remove it from the method")
             if key not in valid:
                 raise ConfigError(f"config key methods.{name}.{section}.{key}: not a parameter of "
                                   f"{kind!r}; valid: {', '.join(sorted(valid))}")
@@ -120,7 +139,7 @@ def check_method(name: str, spec: dict) -> None:
     # build every grid candidate and call its loss once on a tiny list, so that a wrong name
     # inside the parameters (functional, group, a loss's weight or phi) fails now, not mid-run
     for candidate in grid_candidates(spec.get("grid")):
-        params = {**(spec.get("params") or {}), **candidate}
+        params = {**training_params(spec, seed, rel_threshold), **candidate}
         try:
             make_ranker(kind, params)
             if params.get("loss"):
@@ -165,7 +184,7 @@ def check_config(config: dict, workdir: Path) -> Settings:
                               f"expected a list of fold numbers within 1..{n_folds}, e.g. "
                               f"folds: {list(range(1, n_folds + 1))}")
     for name, spec in config["methods"].items():
-        check_method(name, spec)
+        check_method(name, spec, config.get("seed", 0), config["evaluation"].get("rel_threshold", 1))
     for name in config.get("run_methods") or []:
         if name not in config["methods"]:
             raise ConfigError(f"config key run_methods: {name!r} is not defined under methods "

@@ -1,34 +1,37 @@
-"""Reading the pipeline's own outputs back: the layout of ``results/`` is the workflow's, so
-the code that parses its paths lives beside the workflow glue, once."""
+"""Reading the pipeline's own outputs back in the report jobs: each file comes with the system
+it belongs to (rankstudy.pipeline.layout names them; the rule passes the systems beside the
+files, in the same order), so no path is parsed back."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from rankstudy.pipeline.config import system_label
-from rankstudy.util import atomic
+from rankstudy.pipeline.records import MethodSummary
 
 
-def _system(path: Path) -> tuple[str, str, str]:
-    """(system label, method, feature set) of a file in results/runs/{dataset}/{featureset}/{method}/."""
-    featureset, method = path.parts[-3], path.parts[-2]
-    return system_label(method, featureset), method, featureset
+def _paired(paths: Iterable, systems: Sequence[dict]) -> list[tuple[str, dict]]:
+    paths = [str(p) for p in paths]
+    if len(paths) != len(systems):
+        raise ValueError(f"{len(paths)} files for {len(systems)} systems")
+    return list(zip(paths, systems))
 
 
-def summaries(paths: Iterable[str | Path]) -> dict[str, dict]:
-    """The aggregate summary (``summary.json``) beside each of these per-system files, by system."""
-    return {_system(Path(p))[0]: atomic.read_json(Path(p).parent / "summary.json") for p in paths}
+def summaries(paths: Iterable, systems: Sequence[dict]) -> dict[str, MethodSummary]:
+    """The method summaries (``summary.json``) of the systems, by system label."""
+    return {system["system"]: MethodSummary.read(path) for path, system in _paired(paths, systems)}
 
 
-def test_per_query(paths: Iterable[str | Path]) -> pd.DataFrame:
-    """The test metrics per query of several systems, from the files
-    ``results/runs/{dataset}/{featureset}/{method}/metrics.per_query.test.csv`` (all folds,
-    with a ``fold`` column): one frame with ``system``, ``method`` and ``featureset`` added."""
-    frames = []
-    for path in map(Path, paths):
-        system, method, featureset = _system(path)
-        frames.append(pd.read_csv(path).assign(system=system, method=method, featureset=featureset))
+def test_per_query(paths: Iterable, systems: Sequence[dict]) -> pd.DataFrame:
+    """The test metrics per query of several systems, from their
+    ``metrics.per_query.test.csv`` files (all folds, with a ``fold`` column): one frame with
+    ``system``, ``method`` and ``featureset`` added. ``systems``: dicts with those three keys."""
+    frames = [pd.read_csv(path).assign(system=s["system"], method=s["method"], featureset=s["featureset"])
+              for path, s in _paired(paths, systems)]
     return pd.concat(frames, ignore_index=True)
+
+
+def not_learned(summaries_by_system: dict[str, MethodSummary]) -> dict[str, dict[int, list[str]]]:
+    """The systems with a fold whose chosen model did not learn, and what the check found."""
+    return {system: s.not_learned for system, s in summaries_by_system.items() if s.not_learned}

@@ -54,6 +54,11 @@ class BoostedTrees(Ranker):
         """Scores from the booster's predictions (one per document)."""
         return raw
 
+    def objective_trace(self, train: RankData, final: float) -> dict:
+        """The training objective before the first tree and at the rounds kept (lower is
+        better), from the training ``metric`` at the kept rounds (``final``)."""
+        raise NotImplementedError
+
     def fit(self, train: RankData, vali: RankData | None = None) -> "BoostedTrees":
         lgb = lightgbm()
         params = self.lightgbm_params(train, vali)
@@ -82,6 +87,7 @@ class BoostedTrees(Ranker):
             {"step": i + 1, **{f"{name}_{self.metric}": float(evals[name][self.metric][i]) for name in names}}
             for i in range(len(evals["train"][self.metric]))
         ]
+        self.objective_trace_ = self.objective_trace(train, float(evals["train"][self.metric][best - 1]))
         return self
 
     def predict(self, data: RankData) -> np.ndarray:

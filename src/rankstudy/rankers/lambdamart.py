@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from rankstudy.data.rankdata import RankData
+from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm
 from rankstudy.util.threads import job_threads
 
@@ -43,3 +46,9 @@ class LambdaMART(BoostedTrees):
         if reference is None:
             return lightgbm().Dataset(data.X, label=label, group=data.query_lengths, params={"verbosity": -1})
         return lightgbm().Dataset(data.X, label=label, group=data.query_lengths, reference=reference)
+
+    def objective_trace(self, train: RankData, final: float) -> dict:
+        """1 - training NDCG@10: lambdarank reports no value of its own objective. Before the
+        first tree every score is equal (ties in input order)."""
+        start = float(per_query(np.zeros(len(train.y)), train.y, train.offsets, [self.metric])[self.metric].mean())
+        return {"start": 1.0 - start, "final": 1.0 - final}

@@ -48,3 +48,10 @@ class McRank(BoostedTrees):
     def scores(self, raw: np.ndarray) -> np.ndarray:
         """Expected relevance: the class probabilities (n, K) times the grades 0..K-1."""
         return raw @ np.arange(raw.shape[1], dtype=np.float64)
+
+    def objective_trace(self, train: RankData, final: float) -> dict:
+        """The training multi-class log loss; before the first tree LightGBM predicts the class
+        frequencies, whose log loss is their entropy."""
+        counts = np.bincount(integer_labels(train.y, "McRank"))
+        p = counts[counts > 0] / counts.sum()
+        return {"start": float(-(p * np.log(p)).sum()), "final": final}

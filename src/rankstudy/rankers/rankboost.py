@@ -73,13 +73,16 @@ def all_r(pi: np.ndarray, order: np.ndarray, k: np.ndarray, f: np.ndarray) -> np
     return np.cumsum(pi[order], axis=0)[k, f]
 
 
+PAIRS = ("graded", "binary")
+
+
 class RankBoost(Ranker):
     """* ``n_rounds``: boosting rounds (weak rankers); with a validation split the model is
       cut back to the round count with the best validation NDCG@10 (evaluated every 10 rounds
       and at the last), kept as ``best_round_``; without one all rounds are kept;
-    * ``rel_threshold``: None to order every pair of different grades (graded labels), or a
-      number to binarise the labels first (label >= rel_threshold), as in the paper's
-      bipartite case;
+    * ``pairs``: ``graded`` to order every pair of different grades, or ``binary`` to binarise
+      the labels first (label >= ``rel_threshold``, the run's ``evaluation.rel_threshold`` in
+      the pipeline), as in the paper's bipartite case;
     * ``max_thresholds``: candidate thresholds per feature (None: every midpoint between
       distinct values). A feature with more distinct values keeps only thresholds at about
       that many quantiles of its values, which bounds the search and the candidate arrays to
@@ -92,17 +95,19 @@ class RankBoost(Ranker):
 
     kind = "rankboost"
 
-    def __init__(self, n_rounds: int = 300, rel_threshold: float | None = None,
+    def __init__(self, n_rounds: int = 300, pairs: str = "graded", rel_threshold: float = 1.0,
                  max_thresholds: int | None = 256, seed: int = 0) -> None:
         super().__init__()
         if not _is_int(n_rounds) or n_rounds < 1:
             raise ValueError(f"RankBoost: n_rounds must be an integer >= 1, got {n_rounds!r}")
         if max_thresholds is not None and (not _is_int(max_thresholds) or max_thresholds < 1):
             raise ValueError(f"RankBoost: max_thresholds must be None or an integer >= 1, got {max_thresholds!r}")
-        if rel_threshold is not None and (not isinstance(rel_threshold, numbers.Real) or isinstance(rel_threshold, bool)
-                                          or not np.isfinite(rel_threshold)):
-            raise ValueError(f"RankBoost: rel_threshold must be None or a finite number, got {rel_threshold!r}")
+        if pairs not in PAIRS:
+            raise ValueError(f"RankBoost: pairs must be one of {', '.join(PAIRS)}, got {pairs!r}")
+        if not isinstance(rel_threshold, numbers.Real) or isinstance(rel_threshold, bool) or not np.isfinite(rel_threshold):
+            raise ValueError(f"RankBoost: rel_threshold must be a finite number, got {rel_threshold!r}")
         self.n_rounds = n_rounds
+        self.pairs = pairs
         self.rel_threshold = rel_threshold
         self.max_thresholds = max_thresholds
         self.seed = seed
@@ -112,7 +117,7 @@ class RankBoost(Ranker):
         if vali is not None and vali.n_features != train.n_features:
             raise ValueError(f"RankBoost: validation split has {vali.n_features} features, "
                              f"training split {train.n_features}")
-        y = train.y if self.rel_threshold is None else (train.y >= self.rel_threshold).astype(np.float64)
+        y = train.y if self.pairs == "graded" else (train.y >= self.rel_threshold).astype(np.float64)
         hi, lo, D = crucial_pairs(y, train.offsets)
         order, cand_k, cand_f, cand_theta = threshold_candidates(X, self.max_thresholds)
         if len(cand_k) == 0:
@@ -152,6 +157,8 @@ class RankBoost(Ranker):
         self._set_state({"features": features[:best_round], "thresholds": thresholds[:best_round],
                          "alphas": alphas[:best_round], "n_features": train.n_features})
         self.history_ = history
+        # the exponential pair loss: 1 with no weak ranker, the product of the Z_t after them
+        self.objective_trace_ = {"start": 1.0, "final": float(history[best_round - 1]["train_exp_loss"])}
         return self
 
     def predict(self, data: RankData) -> np.ndarray:

@@ -63,6 +63,18 @@ from scipy import stats
 
 from rankstudy.util import atomic
 
+NOT_LEARNED_MARK = "⚠"  # beside our number when that system's model did not learn in some fold
+
+
+def not_learned_note(not_learned: dict) -> str:
+    """The sentence under a table that has marked cells, or ''."""
+    if not not_learned:
+        return ""
+    return (f" {NOT_LEARNED_MARK}: our model did not learn in fold(s) of "
+            + "; ".join(f"{system} ({', '.join(map(str, sorted(folds)))})" for system, folds in not_learned.items())
+            + " (training objective not clearly below its start, or no better than a random ranking; "
+              "see the fold's summary.json).")
+
 
 def load_published(path: str | Path, table: int, dataset: str | None = None) -> pd.DataFrame:
     """The published cells of one table; a table reported on several data sets (one column
@@ -92,9 +104,11 @@ def cells(spec: dict) -> pd.DataFrame:
 
 
 def fill(spec: dict, per_query: pd.DataFrame, n_features: dict[str, float],
-         published: pd.DataFrame) -> pd.DataFrame:
-    """Our mean over folds (of per-fold means) and std for every cell, beside the paper's value."""
+         published: pd.DataFrame, not_learned: dict | None = None) -> pd.DataFrame:
+    """Our mean over folds (of per-fold means) and std for every cell, beside the paper's value;
+    ``learned`` is False for cells of a system in ``not_learned``."""
     table = cells(spec)
+    table["learned"] = ~table["system"].isin(list(not_learned or {}))
     fold_means = per_query.groupby(["system", "fold"]).mean(numeric_only=True)
     ours, spread = [], []
     for system, metric in zip(table["system"], table["metric"]):
@@ -136,16 +150,17 @@ def layout(table: pd.DataFrame) -> pd.DataFrame:
     by_key = table.set_index(["row", "column"])
     for column in columns:
         cell = [by_key.loc[(r, column)] for r in rows]
-        grid[f"{column} (ours)"] = [_cell(c["ours"], c["ours_std"], c["metric"]) for c in cell]
+        grid[f"{column} (ours)"] = [_cell(c["ours"], c["ours_std"], c["metric"])
+                                    + ("" if bool(c.get("learned", True)) else f" {NOT_LEARNED_MARK}") for c in cell]
         grid[f"{column} (paper)"] = [_published_cell(c["published"], c["metric"]) for c in cell]
     return grid
 
 
-def write(table: pd.DataFrame, out_prefix: Path, caption: str) -> list[Path]:
+def write(table: pd.DataFrame, out_prefix: Path, caption: str, not_learned: dict | None = None) -> list[Path]:
     grid = layout(table)
     datasets = sorted({d for d in table["published_dataset"] if d})
-    note = ("Paper numbers measured on: " + "; ".join(datasets) + ".") if datasets else \
-        "The paper reports no number for these cells."
+    note = (("Paper numbers measured on: " + "; ".join(datasets) + ".") if datasets else
+            "The paper reports no number for these cells.") + not_learned_note(not_learned)
     written = [atomic.write_csv(table, out_prefix.with_name(out_prefix.name + ".paper.csv"))]
     # labels such as 2^(r_i-1)/2^(|L|-1) hold pipes, which would split a Markdown cell
     md = grid.rename(index=lambda v: v.replace("|", "\\|"), columns=lambda v: v.replace("|", "\\|"))
@@ -161,7 +176,8 @@ def write(table: pd.DataFrame, out_prefix: Path, caption: str) -> list[Path]:
 LAYOUTS = ("cells", "datasets")
 OURS = "ours"
 MARKS = {1: " ¹", 2: " ²", 3: " ³"}
-CSV_COLUMNS = ["kind", "row", "column", "source", "value", "std", "rank", "n", "system", "metric", "dataset"]
+CSV_COLUMNS = ["kind", "row", "column", "source", "value", "std", "rank", "n", "system", "metric", "dataset",
+               "learned"]
 
 
 def short_dataset(name: str) -> str:
@@ -188,7 +204,8 @@ def competition_rank(values) -> np.ndarray:
     return np.array([np.nan if np.isnan(v) else 1.0 + float(np.sum(present > v)) for v in values])
 
 
-def fill_datasets(spec: dict, per_query: pd.DataFrame, published: pd.DataFrame, our_dataset: str) -> pd.DataFrame:
+def fill_datasets(spec: dict, per_query: pd.DataFrame, published: pd.DataFrame, our_dataset: str,
+                  not_learned: dict | None = None) -> pd.DataFrame:
     """The ``kind=cell`` rows of the datasets layout (see the module docstring), in display
     order: paper column, paper row, source (ours first, then the published data sets)."""
     table = cells(spec)
@@ -221,14 +238,15 @@ def fill_datasets(spec: dict, per_query: pd.DataFrame, published: pd.DataFrame, 
         for row, system, metric in zip(part["row"], part["system"], part["metric"]):
             mean, std = stats_[(row, column)]
             out.append({"kind": "cell", "row": row, "column": column, "source": OURS, "value": mean,
-                        "std": std, "system": system, "metric": metric, "dataset": our_dataset})
+                        "std": std, "system": system, "metric": metric, "dataset": our_dataset,
+                        "learned": system not in (not_learned or {})})
             for source in sources:
                 key = (row, column, source)
                 found = key in by_key.index
                 out.append({"kind": "cell", "row": row, "column": column, "source": source,
                             "value": float(by_key.loc[key, "value"]) if found else np.nan, "std": np.nan,
                             "system": "", "metric": str(by_key.loc[key, "metric"]) if found else "",
-                            "dataset": str(by_key.loc[key, "dataset"]) if found else ""})
+                            "dataset": str(by_key.loc[key, "dataset"]) if found else "", "learned": pd.NA})
     frame = pd.DataFrame(out)
     frame["rank"] = np.nan
     for _, idx in frame.groupby(["column", "source"], sort=False).groups.items():
@@ -256,7 +274,7 @@ def rank_agreement(frame: pd.DataFrame) -> pd.DataFrame:
                     tau = float(stats.kendalltau(ours[both].to_numpy(), theirs[both].to_numpy()).statistic)
             out.append({"kind": "kendall_tau", "row": "", "column": column, "source": source, "value": tau,
                         "std": np.nan, "rank": pd.NA, "n": int(both.sum()), "system": "", "metric": "",
-                        "dataset": ""})
+                        "dataset": "", "learned": pd.NA})
     return pd.DataFrame(out, columns=CSV_COLUMNS).astype({"rank": "Int64", "n": "Int64"})
 
 
@@ -276,7 +294,8 @@ def layout_datasets(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
             sub = part[part["source"] == source].set_index("row").loc[rows]
             if source == OURS:
                 header = f"ours ({sub['dataset'].iloc[0]}, mean ± std over folds)"
-                text = [_cell(v, s, "") for v, s in zip(sub["value"], sub["std"])]
+                text = [_cell(v, s, "") + ("" if pd.isna(learned) or learned else f" {NOT_LEARNED_MARK}")
+                        for v, s, learned in zip(sub["value"], sub["std"], sub["learned"])]
             else:
                 header = source
                 text = [_published_cell(v, "") for v in sub["value"]]
@@ -292,7 +311,7 @@ def agreement_line(agreement: pd.DataFrame, column: str) -> str:
     return "Kendall tau of our method order vs the paper's: " + (", ".join(items) if items else "–")
 
 
-def write_datasets(frame: pd.DataFrame, out_prefix: Path, caption: str) -> list[Path]:
+def write_datasets(frame: pd.DataFrame, out_prefix: Path, caption: str, not_learned: dict | None = None) -> list[Path]:
     """The datasets layout's ``.paper.{csv,md,html}`` (formats in the module docstring)."""
     agreement = rank_agreement(frame)
     grids = layout_datasets(frame)
@@ -300,7 +319,8 @@ def write_datasets(frame: pd.DataFrame, out_prefix: Path, caption: str) -> list[
     datasets = list(dict.fromkeys(published["dataset"]))
     note = (("Paper numbers measured on: " + "; ".join(datasets) + ". ") if datasets else
             "The paper reports no number for these cells. ") + \
-        "¹ ² ³: the best three cells of each column (higher is better; ties share a rank)."
+        "¹ ² ³: the best three cells of each column (higher is better; ties share a rank)." + \
+        not_learned_note(not_learned)
     long = pd.concat([frame, agreement], ignore_index=True) if len(agreement) else frame
     written = [atomic.write_csv(long[CSV_COLUMNS], out_prefix.with_name(out_prefix.name + ".paper.csv"))]
     md, page = [caption, ""], [f"<p>{html.escape(caption)}</p>"]

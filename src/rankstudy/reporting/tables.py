@@ -37,6 +37,8 @@ STATS = (
 )
 # Relative slack when comparing means for "best", so rounding noise does not break ties.
 _BEST_TOLERANCE = 1e-12
+# after a system whose chosen model did not learn in some fold (rankstudy.evaluation.learning)
+NOT_LEARNED_MARK = "⚠"
 
 
 # --------------------------------------------------------------------------- table
@@ -157,6 +159,28 @@ def mean_std_text(mean: float, std: float) -> str:
     return f"{mean:.4f} ± {std:.4f}"
 
 
+def mark_not_learned(table: pd.DataFrame, not_learned: dict[str, dict[int, list[str]]]) -> pd.DataFrame:
+    """Record the systems whose chosen model did not learn in some fold ({system: {fold:
+    problems}}): the writers mark them and say why in the legend, the CSV has a column."""
+    table.attrs["not_learned"] = {s: v for s, v in not_learned.items() if s in table.index}
+    return table
+
+
+def shown_system(table: pd.DataFrame, system: str) -> str:
+    return f"{system} {NOT_LEARNED_MARK}" if system in table.attrs.get("not_learned", {}) else str(system)
+
+
+def not_learned_text(table: pd.DataFrame) -> str:
+    """The legend's sentence on systems that did not learn, or ''."""
+    flagged = table.attrs.get("not_learned", {})
+    if not flagged:
+        return ""
+    parts = [f"{system}: fold(s) {', '.join(map(str, sorted(folds)))} ({next(iter(folds.values()))[0]})"
+             for system, folds in flagged.items()]
+    return (f" {NOT_LEARNED_MARK}: the chosen model did not learn (its training objective did not fall "
+            f"clearly below its start, or it was no better than a random ranking): " + "; ".join(parts) + ".")
+
+
 def legend_text(table: pd.DataFrame, escape=str, pm: str = "±", t_mark: str = "*", r_mark: str = "†") -> str:
     """The legend of the marks; ``escape`` is applied to the prose only, not to the given marks."""
     alpha = table.attrs.get("alpha", 0.05)
@@ -171,6 +195,7 @@ def legend_text(table: pd.DataFrame, escape=str, pm: str = "±", t_mark: str = "
             f": p < {alpha:g} vs baseline (paired sign-flip randomization test, {n_resamples} resamples, "
             "Holm-corrected)."
         )
+        + escape(not_learned_text(table))
     )
 
 
@@ -206,6 +231,7 @@ def long_numbers(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
         frames.append(part)
     long = pd.concat(frames, ignore_index=True)
     long["is_baseline"] = long["system"] == table.attrs.get("baseline", table.index[0])
+    long["learned"] = ~long["system"].isin(list(table.attrs.get("not_learned", {})))
     return long
 
 
@@ -223,7 +249,7 @@ def markdown_cell(text: str, best: bool, sig_ttest: bool, sig_rand: bool) -> str
 
 def markdown_document(table: pd.DataFrame, metrics: Sequence[str], caption: str) -> str:
     cells = formatted_cells(table, metrics, markdown_cell)
-    cells.index = [markdown_escape(s) for s in cells.index]
+    cells.index = [markdown_escape(shown_system(table, s)) for s in cells.index]
     cells.index.name = "system"
     cells.columns = [markdown_escape(m) for m in metrics]
     body = cells.to_markdown(colalign=("left",) + ("right",) * len(metrics))
@@ -254,6 +280,7 @@ _LATEX_ESCAPES = {
     "–": "--",
     "<": r"$<$",  # text-mode < and > print as other glyphs in the OT1 encoding
     ">": r"$>$",
+    NOT_LEARNED_MARK: r"(!)",
 }
 
 
@@ -274,7 +301,7 @@ def latex_document(table: pd.DataFrame, metrics: Sequence[str], caption: str) ->
     cells = formatted_cells(table, metrics, latex_cell)
     header = " & ".join(["System", *(latex_escape(m) for m in metrics)]) + r" \\"
     rows = [
-        " & ".join([latex_escape(system), *cells.loc[system].tolist()]) + r" \\"
+        " & ".join([latex_escape(shown_system(table, system)), *cells.loc[system].tolist()]) + r" \\"
         for system in cells.index
     ]
     lines = [
@@ -315,7 +342,7 @@ def html_document(table: pd.DataFrame, metrics: Sequence[str], caption: str) -> 
     head = "".join(f"<th>{html.escape(m)}</th>" for m in ["system", *metrics])
     rows = "\n".join(
         "<tr><th>"
-        + html.escape(str(system))
+        + html.escape(shown_system(table, system))
         + "</th>"
         + "".join(f'<td style="text-align:right">{c}</td>' for c in cells.loc[system])
         + "</tr>"

@@ -2,8 +2,8 @@
 
 Run layout inside an experiment (all findable by the ``rankstudy.key`` tag):
 
-* parent  ``{dataset}/{featureset}/{method}``          ``rankstudy.level = parent``
-* child   ``{dataset}/{featureset}/{method}/fold{k}``  ``rankstudy.level = fold``
+* parent  ``{study}/{dataset}/{featureset}/{method}``          ``rankstudy.level = parent``
+* child   ``{study}/{dataset}/{featureset}/{method}/fold{k}``  ``rankstudy.level = fold``
   (nested under the parent through the ``mlflow.parentRunId`` tag)
 * study   ``study/{study}/{dataset}``                  ``rankstudy.level = study``
 
@@ -438,24 +438,24 @@ def _new_run_or_nothing(client, uri: str, run_id: str, end_time: int | None = No
     client.set_terminated(run_id, status=FINISHED, end_time=end_time)
 
 
-def _parent_key(dataset: str, featureset: str, method: str) -> str:
-    return f"{dataset}/{featureset}/{method}"
+def _parent_key(study: str, dataset: str, featureset: str, method: str) -> str:
+    return f"{study}/{dataset}/{featureset}/{method}"
 
 
-def _parent_run_id(client, experiment_id: str, dataset: str, featureset: str, method: str,
+def _parent_run_id(client, experiment_id: str, study: str, dataset: str, featureset: str, method: str,
                    deleted: list[str]) -> str:
-    """Get or create the parent run of (dataset, featureset, method).
+    """Get or create the parent run of (study, dataset, featureset, method).
 
     The oldest live parent of the key wins; younger ones (created at the same time by
     clients that share no lock, or by a retried request) are deleted here, into
     ``deleted``, and their children moved to the winner.
     """
-    key = _parent_key(dataset, featureset, method)
+    key = _parent_key(study, dataset, featureset, method)
     parents = _runs_with_key(client, experiment_id, key, "parent")
     if not parents:
-        tags = {KEY_TAG: key, LEVEL_TAG: "parent", "dataset": dataset,
+        tags = {KEY_TAG: key, LEVEL_TAG: "parent", "study": study, "dataset": dataset,
                 "featureset": featureset, "method": method}
-        run_id = _create_run(client, experiment_id, f"{method} [{featureset}] {dataset}", tags)
+        run_id = _create_run(client, experiment_id, f"{method} [{featureset}] {dataset} ({study})", tags)
         # A parent spans many jobs; FINISHED keeps the UI from showing it as running forever.
         _unless_gone(client, run_id, client.set_terminated, run_id)
         parents = _runs_with_key(client, experiment_id, key, "parent")
@@ -472,17 +472,17 @@ def _parent_run_id(client, experiment_id: str, dataset: str, featureset: str, me
 SETTLE_ROUNDS = 10  # a parent settles in one or two rounds; more means something else is wrong
 
 
-def _confirm_parent(client, experiment_id: str, dataset: str, featureset: str, method: str,
+def _confirm_parent(client, experiment_id: str, study: str, dataset: str, featureset: str, method: str,
                     child_id: str, parent_id: str, deleted: list[str]) -> str:
     """After a child was attached to ``parent_id`` without a lock: resolve the parent again
     and move the child until the parent it names is the one every client settles on."""
     for _ in range(SETTLE_ROUNDS):
-        winner = _parent_run_id(client, experiment_id, dataset, featureset, method, deleted)
+        winner = _parent_run_id(client, experiment_id, study, dataset, featureset, method, deleted)
         if winner == parent_id:
             return winner
         _unless_gone(client, child_id, client.set_tag, child_id, PARENT_TAG, winner)
         parent_id = winner
-    log.warning("parent run of %s did not settle in %d rounds", _parent_key(dataset, featureset, method),
+    log.warning("parent run of %s did not settle in %d rounds", _parent_key(study, dataset, featureset, method),
                 SETTLE_ROUNDS)
     return parent_id
 
@@ -575,6 +575,7 @@ def log_fold_run(
     uri: str,
     experiment: str,
     *,
+    study: str,
     dataset: str,
     featureset: str,
     method: str,
@@ -588,7 +589,7 @@ def log_fold_run(
     start_time: int | None = None,
     end_time: int | None = None,
 ) -> str:
-    """Log one fold as a child run of its (dataset, featureset, method) parent; returns its id.
+    """Log one fold as a child run of its (study, dataset, featureset, method) parent; returns its id.
 
     ``uid`` names one training of the fold. A live run of this fold with the same uid is
     kept (same run id): if what it shows changed (e.g. a metric added to the report) its
@@ -601,14 +602,14 @@ def log_fold_run(
     paths = _check_artifacts(artifacts)
     digest = _content_digest(params, metrics, tags, paths)
     timestamp = _now_ms()
-    key = f"{_parent_key(dataset, featureset, method)}/fold{fold}"
+    key = f"{_parent_key(study, dataset, featureset, method)}/fold{fold}"
     locked = sqlite_path(uri) is not None
     _preload_store_code(uri)
     with tracking_lock(uri):
         client = _client(uri)
         experiment_id = _experiment_id(client, uri, experiment)
         deleted: list[str] = []
-        parent_id = _parent_run_id(client, experiment_id, dataset, featureset, method, deleted)
+        parent_id = _parent_run_id(client, experiment_id, study, dataset, featureset, method, deleted)
         same = [r for r in _runs_with_key(client, experiment_id, key, "fold")
                 if uid is not None and r.data.tags.get(UID_TAG) == uid]
         if same:
@@ -622,18 +623,18 @@ def log_fold_run(
                 client.set_tag(run_id, PARENT_TAG, parent_id)
         else:
             token = _logged_token()
-            run_tags = {KEY_TAG: key, LEVEL_TAG: "fold", PARENT_TAG: parent_id, "dataset": dataset,
+            run_tags = {KEY_TAG: key, LEVEL_TAG: "fold", PARENT_TAG: parent_id, "study": study, "dataset": dataset,
                         "featureset": featureset, "method": method, "fold": str(fold), CONTENT_TAG: digest,
                         LOGGED_TAG: token, **({UID_TAG: uid} if uid is not None else {})}
             run_id = client.create_run(experiment_id, start_time=start_time, tags=run_tags,
-                                       run_name=f"{method} [{featureset}] {dataset} fold{fold}").info.run_id
+                                       run_name=f"{method} [{featureset}] {dataset} fold{fold} ({study})").info.run_id
             with _new_run_or_nothing(client, uri, run_id, end_time=end_time):
                 _log_payload(client, run_id, params=_param_entities(params),
                              metrics=_metric_entities(metrics, 0, timestamp) + _history_entities(history, timestamp),
                              tags=_tag_entities(tags), artifacts=paths)
             run_id = _replace_runs(client, experiment_id, key, "fold", run_id, token, deleted)
         if not locked:
-            _confirm_parent(client, experiment_id, dataset, featureset, method, run_id, parent_id, deleted)
+            _confirm_parent(client, experiment_id, study, dataset, featureset, method, run_id, parent_id, deleted)
         _purge_runs(client, uri, deleted)
     return run_id
 
@@ -642,6 +643,7 @@ def log_parent_metrics(
     uri: str,
     experiment: str,
     *,
+    study: str,
     dataset: str,
     featureset: str,
     method: str,
@@ -668,7 +670,7 @@ def log_parent_metrics(
         deleted: list[str] = []
         written = None
         for _ in range(SETTLE_ROUNDS):
-            parent_id = _parent_run_id(client, experiment_id, dataset, featureset, method, deleted)
+            parent_id = _parent_run_id(client, experiment_id, study, dataset, featureset, method, deleted)
             if parent_id == written:
                 break
             try:
@@ -686,7 +688,7 @@ def log_parent_metrics(
                 break
         else:
             log.warning("the means of %s were not confirmed on a settled parent run after %d rounds",
-                        _parent_key(dataset, featureset, method), SETTLE_ROUNDS)
+                        _parent_key(study, dataset, featureset, method), SETTLE_ROUNDS)
         _purge_runs(client, uri, deleted)
     return parent_id
 
@@ -720,7 +722,7 @@ def log_study_run(
     return run_id
 
 
-FOLD_RUN_COLUMNS = ["run_id", "parent_run_id", "key", "dataset", "featureset", "method",
+FOLD_RUN_COLUMNS = ["run_id", "parent_run_id", "key", "study", "dataset", "featureset", "method",
                     "fold", "status", "start_time"]
 
 
@@ -744,6 +746,7 @@ def _fold_row(run) -> dict:
         "run_id": run.info.run_id,
         "parent_run_id": tags.get(PARENT_TAG),
         "key": tags.get(KEY_TAG),
+        "study": tags.get("study"),
         "dataset": tags.get("dataset"),
         "featureset": tags.get("featureset"),
         "method": tags.get("method"),

@@ -1,0 +1,57 @@
+"""Did a trained model learn? A method that runs is not a method that works: a model can end where
+it started (a solver that never left w = 0, a step too large for its constraint) and still write
+scores, metrics and tables. Two checks catch that for every method and fold:
+
+* its training objective must end clearly below where it started (``OBJECTIVE_DROP``, relative),
+  where the ranker reports one (``Ranker.objective_trace_``);
+* its validation and test selection metric must beat a random ranking's by ``RANDOM_MARGIN``
+  (absolute), the random ranking's being the mean over ``RANDOM_DRAWS`` seeded uniform scores.
+
+The verdict goes into the fold's summary, the tables, the paper layouts and MLflow's tags.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankstudy.evaluation import metrics
+
+OBJECTIVE_DROP = 0.01  # the final objective must be at least 1% (of |start|) below the start
+RANDOM_MARGIN = 0.01  # and the selection metric this much above a random ranking's
+RANDOM_DRAWS = 10
+
+
+def random_metrics(data, names: list[str], draws: int = RANDOM_DRAWS, seed: int = 0, **options) -> dict[str, float]:
+    """Mean metrics of uniformly random rankings of ``data``: the mean over ``draws`` seeded
+    draws of i.i.d. uniform scores (ties have probability 0)."""
+    rng = np.random.default_rng(seed)
+    n = len(data.y)
+    rows = [metrics.mean_metrics(metrics.evaluate(data, rng.random(n), names, **options)) for _ in range(draws)]
+    return {name: float(np.nanmean([row[name] for row in rows])) for name in names}
+
+
+def learning_check(objective: dict | None, metric: str, scores: dict[str, float],
+                   random: dict[str, float]) -> dict:
+    """The verdict: ``{"learned": bool, "problems": [...], "objective_drop": relative drop or
+    None, "over_random": {split: metric - random}}``. ``scores`` and ``random`` hold
+    ``"{split}.{metric}"`` for vali and test (NaN, e.g. no query with a relevant document, is
+    not counted against the model)."""
+    problems = []
+    drop = None
+    if objective and objective.get("start") is not None and objective.get("final") is not None:
+        start, final = float(objective["start"]), float(objective["final"])
+        drop = (start - final) / abs(start) if start else (0.0 if final >= 0 else 1.0)
+        if not drop >= OBJECTIVE_DROP:
+            problems.append(f"training objective {start:.6g} -> {final:.6g} "
+                            f"({'rose' if final > start else 'fell only ' + format(drop, '.2%')}): "
+                            f"not clearly below its start")
+    over = {}
+    for split in ("vali", "test"):
+        key = f"{split}.{metric}"
+        if key not in scores or key not in random or np.isnan(scores[key]) or np.isnan(random[key]):
+            continue
+        over[split] = float(scores[key] - random[key])
+        if not over[split] > RANDOM_MARGIN:
+            problems.append(f"{split} {metric} {scores[key]:.4f} vs a random ranking's {random[key]:.4f}: "
+                            f"no better than random")
+    return {"learned": not problems, "problems": problems, "objective_drop": drop, "over_random": over}

@@ -1,0 +1,172 @@
+"""Where every file of a run lives: the one owner of ``results/``.
+
+Rules take their paths from here (as templates with Snakemake wildcards), scripts get theirs
+from Snakemake (declared inputs and outputs), tests and tools fill the same templates; no path
+is rebuilt by hand or parsed back anywhere else. ::
+
+    results/
+      data/{data}/source.json                                  the data set as fetched or generated
+      data/{data}/fold{fold}/{split}.npz, parsed.json           its parsed splits, shared by every protocol
+      data/{data}/{cleaning}/fold{fold}/{split}.npz, meta.json  the splits cleaned as a protocol says
+      features/{data}/{cleaning}/{norm}/fold{fold}/pair_correlations.tsv
+      features/{data}/{cleaning}/{norm}/{featureset}/fold{fold}/{split}.npz, pairs.tsv, transform.json
+      runs/{study}/{dataset}/{featureset}/{method}/fold{fold}/  one study's training and evaluation of a fold
+      runs/{study}/{dataset}/{featureset}/{method}/             its fold means and per-query test metrics
+      tables/{study}/{dataset}.*, plots/{study}/{dataset}.*
+      logs/{rule}/..., benchmarks/{rule}/...                    each job's, named as its outputs are
+      mlflow.db, mlartifacts/                                   the default MLflow store
+
+Why these names: data and features depend only on the data set and the protocol (cleaning,
+normalisation), so two studies that share them share the work, and two that differ write to
+different folders; training and evaluation belong to a study (its methods, grids, selection
+and metrics), so two studies never overwrite each other's runs. The names:
+
+* ``data``: the data set's name; for a generated one (``synthetic``, ``synthetic_qa``) its name
+  and a digest of its generator settings and seed (``synthetic.3f2a91c0``), since those settings
+  are its content;
+* ``cleaning``: ``raw`` (no cleaning) or ``clean-`` and a digest of the cleaning rules and the
+  relevance threshold they use; ``meta.json`` in each fold says what was dropped;
+* ``norm``: the normalisation (``zscore``, ``querylevel``, ``none``), with ``-float32`` when the
+  features are stored as float32.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from rankstudy.data.registry import generator_settings
+
+RESULTS = "results"
+
+# data and features: shared by every study with the same protocol
+SOURCE = f"{RESULTS}/data/{{data}}/source.json"
+PARSED_DIR = f"{RESULTS}/data/{{data}}/fold{{fold}}"
+PARSED = f"{PARSED_DIR}/{{split}}.npz"
+PARSED_META = f"{PARSED_DIR}/parsed.json"
+CLEANED_DIR = f"{RESULTS}/data/{{data}}/{{cleaning}}/fold{{fold}}"
+CLEANED = f"{CLEANED_DIR}/{{split}}.npz"
+FOLD_META = f"{CLEANED_DIR}/meta.json"
+CORRELATIONS = f"{RESULTS}/features/{{data}}/{{cleaning}}/{{norm}}/fold{{fold}}/pair_correlations.tsv"
+FEATURES_DIR = f"{RESULTS}/features/{{data}}/{{cleaning}}/{{norm}}/{{featureset}}/fold{{fold}}"
+FEATURES = f"{FEATURES_DIR}/{{split}}.npz"
+PAIRS = f"{FEATURES_DIR}/pairs.tsv"
+TRANSFORM = f"{FEATURES_DIR}/transform.json"
+
+# one study's runs
+METHOD_DIR = f"{RESULTS}/runs/{{study}}/{{dataset}}/{{featureset}}/{{method}}"
+FOLD_DIR = f"{METHOD_DIR}/fold{{fold}}"
+# what the train job writes, then the evaluate job, in each fold's folder
+TRAIN_OUTPUTS = {"model": "model.json", "history": "history.json", "selection": "selection.csv", "fit": "fit.json"}
+EVALUATE_OUTPUTS = {"scores_vali": "scores.vali.tsv", "scores_test": "scores.test.tsv", "trec": "run.test.trec",
+                    "qrels": "qrels.test.txt",
+                    "per_query_vali": "metrics.per_query.vali.csv", "per_query_test": "metrics.per_query.test.csv",
+                    "resolved": "config.resolved.json", "summary": "summary.json"}
+METHOD_SUMMARY = f"{METHOD_DIR}/summary.json"
+METHOD_PER_QUERY = f"{METHOD_DIR}/metrics.per_query.test.csv"
+
+TABLES = f"{RESULTS}/tables/{{study}}/{{dataset}}"
+PLOTS = f"{RESULTS}/plots/{{study}}/{{dataset}}"
+
+# each job's log and benchmark, keyed by the same wildcards as its outputs
+JOB_KEYS = {
+    "fetch_dataset": "{data}",
+    "parse_fold": "{data}/fold{fold}",
+    "clean_fold": "{data}/{cleaning}/fold{fold}",
+    "pair_correlations": "{data}/{cleaning}/{norm}/fold{fold}",
+    "featurize": "{data}/{cleaning}/{norm}/{featureset}/fold{fold}",
+    "train": "{study}/{dataset}/{featureset}/{method}/fold{fold}",
+    "evaluate": "{study}/{dataset}/{featureset}/{method}/fold{fold}",
+    "aggregate": "{study}/{dataset}/{featureset}/{method}",
+}
+STUDY_JOB_KEY = "{study}/{dataset}"  # tables, paper_table, sweep_plot, delta_smear
+
+
+def log(rule: str) -> str:
+    return f"{RESULTS}/logs/{rule}/{JOB_KEYS.get(rule, STUDY_JOB_KEY)}.log"
+
+
+def benchmark(rule: str) -> str:
+    return f"{RESULTS}/benchmarks/{rule}/{JOB_KEYS.get(rule, STUDY_JOB_KEY)}.tsv"
+
+
+def job_wildcards(rule: str, key: str) -> dict[str, str] | None:
+    """The wildcards of a job from its log's or benchmark's name under ``{rule}/`` (without the
+    suffix), e.g. for tools that read every benchmark file of a run; None if it does not match."""
+    template = JOB_KEYS.get(rule, STUDY_JOB_KEY)
+    pattern = re.sub(r"\\\{(\w+)\\\}", lambda m: f"(?P<{m.group(1)}>[^/]+)", re.escape(template))
+    found = re.fullmatch(pattern, key)
+    return found.groupdict() if found else None
+
+
+def in_dir(folder: str, names: dict[str, str]) -> dict[str, str]:
+    """``{key: folder/name}``: a rule's named outputs in one folder."""
+    return {key: f"{folder}/{name}" for key, name in names.items()}
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def data_name(dataset: str, entry: dict, config: dict) -> str:
+    """The data set's folder name (see the module docstring)."""
+    settings = generator_settings(entry, config)
+    return dataset if settings is None else f"{dataset}.{_digest(settings)}"
+
+
+def cleaning_name(cleaning: dict | None, rel_threshold: float) -> str:
+    """``raw``, or ``clean-<digest>`` of the rules in use and the relevance threshold they apply."""
+    rules = {key: sorted(splits) for key, splits in (cleaning or {}).items() if splits}
+    if not rules:
+        return "raw"
+    return f"clean-{_digest({'rules': rules, 'rel_threshold': float(rel_threshold)})}"
+
+
+def norm_name(features: dict) -> str:
+    dtype = features.get("dtype", "float64")
+    return features["normalization"] + ("" if dtype == "float64" else f"-{dtype}")
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """What shapes the data of one data set in a run: its folder, cleaning and normalisation."""
+
+    data: str
+    cleaning: str
+    norm: str
+
+    def keys(self) -> dict[str, str]:
+        return {"data": self.data, "cleaning": self.cleaning, "norm": self.norm}
+
+
+def protocol(dataset: str, entry: dict, config: dict) -> Protocol:
+    return Protocol(data_name(dataset, entry, config),
+                    cleaning_name(config.get("cleaning"), config["evaluation"]["rel_threshold"]),
+                    norm_name(config["features"]))
+
+
+def fill(template: str, **keys) -> str:
+    """A template with its wildcards filled (every one must be given)."""
+    return template.format(**keys)
+
+
+def system_label(method: str, featureset: str) -> str:
+    """How tables, plots and MLflow name one (method, feature set)."""
+    return f"{method} [{featureset}]"
+
+
+def study_paths(study: str, dataset: str, prot: Protocol, featureset: str, method: str,
+                fold: int | None = None) -> dict[str, Path]:
+    """The files of one (study, data set, feature set, method) and, with ``fold``, of that
+    fold, by name: for tests and tools that read a finished run."""
+    keys = dict(study=study, dataset=dataset, featureset=featureset, method=method, **prot.keys())
+    out = {"summary": Path(fill(METHOD_SUMMARY, **keys)), "per_query": Path(fill(METHOD_PER_QUERY, **keys))}
+    if fold is not None:
+        folder = fill(FOLD_DIR, fold=fold, **keys)
+        out.update({k: Path(v) for k, v in in_dir(folder, {**TRAIN_OUTPUTS, **EVALUATE_OUTPUTS}).items()})
+        out["features_dir"] = Path(fill(FEATURES_DIR, fold=fold, **keys))
+        out["meta"] = Path(fill(FOLD_META, fold=fold, **keys))
+    return out
