@@ -310,6 +310,30 @@ def test_two_studies_of_one_data_set_share_the_data_and_never_overwrite_each_oth
         assert (workdir / f"results/tables/{study}/synthetic.md").exists()
 
 
+def test_a_model_forced_not_to_learn_is_marked_in_tables_and_mlflow(tmp_path):
+    """A RankNet whose penalty pins w near 0 (its objective cannot fall) beside a normal one: its
+    fold summary says why, the tables mark it, its MLflow runs carry rankstudy.learned=false."""
+    from mlflow.tracking import MlflowClient
+
+    stuck = {"kind": "linear", "params": {"loss": "ranknet", "l2": 1.0e6}}
+    workdir = make_workdir(tmp_path, {**TINY, "folds": [1], "features": {**TINY["features"], "rho": []},
+                                      "methods": {"ranknet": TINY["methods"]["ranknet"], "stuck": stuck}})
+    snakemake(workdir)
+    summary = json.loads((run_dir(workdir, "stuck", 1) / "summary.json").read_text())
+    assert not summary["learned"]["learned"]
+    assert "not clearly below its start" in summary["learned"]["problems"][0]
+    assert json.loads((run_dir(workdir, "ranknet", 1) / "summary.json").read_text())["learned"]["learned"]
+    md = (workdir / "results/tables/default/synthetic.md").read_text()
+    assert "stuck [first] ⚠" in md and "ranknet [first] ⚠" not in md and "did not learn" in md
+    csv = pd.read_csv(workdir / "results/tables/default/synthetic.csv")
+    assert dict(csv.groupby("system")["learned"].first()) == {"ranknet [first]": True, "stuck [first]": False}
+    runs = fold_runs(workdir).set_index("key")
+    client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
+    tags = client.get_run(runs.loc["default/synthetic/first/stuck/fold1", "id"]).data.tags
+    assert tags["rankstudy.learned"] == "false" and "not clearly below" in tags["rankstudy.learned.problems"]
+    assert client.get_run(runs.loc["default/synthetic/first/ranknet/fold1", "id"]).data.tags["rankstudy.learned"] == "true"
+
+
 def test_parsed_splits_not_kept_are_deleted_and_parsed_again_for_a_new_feature_set(tmp_path):
     one_method = {**TINY, "folds": [1], "methods": {"pointwise": TINY["methods"]["pointwise"]},
                   "report": {**TINY["report"], "baseline": "pointwise"},
