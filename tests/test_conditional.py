@@ -350,3 +350,167 @@ def test_ranker_checks():
                           ({"restart_states": 1}, "restart_states")):
         with pytest.raises(ValueError, match=match):
             make_ranker("conditional", params)
+
+
+# --------------------------------------------------------------------------- the gain has something to act on
+# On OHSUMED-like queries (n+ ~ 50 of ~150 documents) the paper's Figure 3 recipe (two restart
+# states, 90% at the best) samples rankings whose Delta_NDCG@10 is exactly 0 (10 swaps from the
+# best ranking only move the good/bad boundary at rank n+) or 1 (the worst ranking's
+# neighbours), the same split as every other gain: MLE, L3 and ConvexLoss learned one weight
+# vector. The default restart states spread the gain's Delta over [0, 1].
+
+def ohsumed_shaped(seed, n_queries=30, n_docs=150, n_features=12, noise=5.0):
+    """Queries of n_docs +- 30 documents, relevant = the top third of a linear utility plus
+    ``noise`` (classes overlap, as on OHSUMED), features rounded to halves then scaled to [0, 1]
+    per query (QueryLevelNorm: many ties)."""
+    from rankstudy.data.rankdata import RankData
+    rng = np.random.default_rng(seed)
+    w_true = np.random.default_rng(777).normal(size=n_features)
+    X, y = [], []
+    for _ in range(n_queries):
+        n = int(rng.integers(n_docs - 30, n_docs + 31))
+        raw = rng.normal(size=(n, n_features))
+        utility = raw @ w_true + noise * rng.normal(size=n)
+        y.append((utility > np.quantile(utility, 2 / 3)).astype(float))
+        raw = np.round(2.0 * raw) / 2.0
+        lo, hi = raw.min(axis=0), raw.max(axis=0)
+        X.append((raw - lo) / np.where(hi > lo, hi - lo, 1.0))
+    lengths = [len(v) for v in y]
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    return RankData(X=np.vstack(X), y=np.concatenate(y), qid=np.repeat(np.arange(n_queries), lengths),
+                    docid=np.arange(offsets[-1]).astype(str), offsets=offsets)
+
+
+def long_query_labels(seed=0, n_queries=12):
+    rng = np.random.default_rng(seed)
+    sizes = zip(rng.integers(35, 65, n_queries), rng.integers(80, 120, n_queries))
+    labels = [rng.permutation(np.r_[np.ones(P), np.zeros(N)]) for P, N in sizes]
+    return pad(np.concatenate(labels), np.cumsum([0] + [len(l) for l in labels]))
+
+
+def test_restart_states_spread_the_gains_delta():
+    from rankstudy.losses.swap_sampler import restart_table
+
+    def restart_deltas(P, N, metric, **options):
+        shift, _ = restart_table(P, N, SamplerSettings(**options), metric)
+        return shift, deltas((N - shift)[:, None] * np.ones((1, P), dtype=int), P, N, metric, 10)
+
+    shift, ndcg = restart_deltas(50, 100, "ndcg")
+    assert shift[0] == 0 and shift[-1] == 100  # the best and the worst ranking stay restart states
+    assert np.sum((ndcg > 0.05) & (ndcg < 0.95)) >= 5 and np.all(np.diff(ndcg) > 0.05)
+    _, literal = restart_deltas(50, 100, "ndcg", restart_states=11, restart_spread="bads")
+    assert np.all((literal == 0) | (literal == 1))  # j = 10, 20, ... bads on top: NDCG@10 = 0
+    for metric in ("auc", "map", "ndcg"):  # two states are the best and the worst whatever the spread
+        for spread in ("delta", "bads"):
+            assert restart_deltas(7, 30, metric, restart_states=2, restart_spread=spread)[0].tolist() == [0, 30]
+    # AUC is linear in the bads on top: both spreads agree
+    np.testing.assert_array_equal(restart_deltas(20, 40, "auc", restart_states=5)[0],
+                                  restart_deltas(20, 40, "auc", restart_states=5, restart_spread="bads")[0])
+
+
+
+def test_the_default_sample_gives_the_ndcg_gain_rankings_to_act_on():
+    from rankstudy.losses.swap_sampler import PAPER_FIGURE3
+    y, mask = long_query_labels()
+    share = {}
+    for name, settings in (("default", SamplerSettings()), ("paper", SamplerSettings(**PAPER_FIGURE3))):
+        d = draw_sample(y, mask, gain="ndcg", settings=settings)
+        d = d.delta[d.support]
+        share[name] = np.mean((d >= 0.05) & (d <= 0.95))
+    assert share["paper"] < 0.02  # every ranking has Delta_NDCG 0 or 1
+    assert share["default"] > 0.15, share
+
+
+def test_the_gain_enters_the_objectives_on_one_fixed_sample():
+    """The same rankings with the Deltas of AUC and of NDCG: the values and gradients differ,
+    and the minimiser of ConvexLoss does too."""
+    from scipy.optimize import minimize
+    y, mask = long_query_labels(1, n_queries=6)
+    good = (y >= 1) & mask
+    P, N = good.sum(axis=1), (mask & ~good).sum(axis=1)
+    rows = np.arange(len(y))
+    walks = draw_walks(P, N, rows, SamplerSettings(), "ndcg", 10)
+    beats, beaten = walks.beats.reshape(-1, walks.beats.shape[2]), walks.beaten.reshape(-1, walks.beaten.shape[2])
+    queries = np.repeat(walks.query, walks.beats.shape[1])
+    samples = {g: support_from_states(y, mask, beats, beaten, queries, gain=g) for g in ("auc", "ndcg")}
+    np.testing.assert_array_equal(samples["auc"].coef, samples["ndcg"].coef)
+    rng = np.random.default_rng(0)
+    X = rng.random(mask.shape + (4,))
+    s = np.where(mask, X @ np.array([0.01, -0.006, 0.003, 0.0015]), 0.0)  # OHSUMED's scale at C ~ 1
+    for name in ("convex_loss", "l3", "exp_gain"):
+        (va, ga), (vn, gn) = (sample_objective(name, s, samples[g]) for g in ("auc", "ndcg"))
+        assert np.abs(va - vn).max() > 1e-3 and np.linalg.norm(ga - gn) > 0.05 * np.linalg.norm(ga), name
+
+    def fit(sample):
+        def f(w):
+            value, grad = sample_objective("convex_loss", np.where(mask, X @ w, 0.0), sample)
+            return value.mean() + 0.5 * w @ w, np.einsum("ql,qlf->f", grad, X) / len(y) + w
+        return minimize(f, np.zeros(4), jac=True, method="L-BFGS-B").x
+
+    wa, wn = fit(samples["auc"]), fit(samples["ndcg"])
+    assert np.linalg.norm(wa - wn) > 0.05 * np.linalg.norm(wa), (wa, wn)
+
+
+def _cosine(a, b):
+    return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
+
+
+def _top_docs_differ(scores_a, scores_b, data):
+    o = data.offsets
+    return np.mean([np.argmax(scores_a[a:b]) != np.argmax(scores_b[a:b]) for a, b in zip(o[:-1], o[1:])])
+
+
+def test_the_gains_give_distinct_models_on_ohsumed_shaped_data():
+    """ConvexLoss with the AUC and the NDCG gain: clearly different weights and rankings with
+    the default sample; one model with the paper's Figure 3 recipe."""
+    from rankstudy.losses.swap_sampler import PAPER_FIGURE3
+    from rankstudy.rankers.conditional import ConditionalRanker
+    train, test = ohsumed_shaped(0), ohsumed_shaped(1)
+    for recipe in ({}, PAPER_FIGURE3):
+        models = {g: ConditionalRanker(loss="convex_loss", gain=g, C=1.0, **recipe).fit(train) for g in ("auc", "ndcg")}
+        cosine = _cosine(models["auc"].coef_.ravel(), models["ndcg"].coef_.ravel())
+        differ = _top_docs_differ(models["auc"].predict(test), models["ndcg"].predict(test), test)
+        if recipe:
+            assert cosine > 0.99 and differ < 0.1, (cosine, differ)
+        else:
+            assert cosine < 0.95 and differ > 0.2, (cosine, differ)
+        for model in models.values():
+            assert model.objective_trace_["final"] < model.objective_trace_["start"] - 0.3
+            assert _ndcg10(model.predict(test), test) > 0.6
+
+
+# --------------------------------------------------------------------------- real OHSUMED
+
+DUBEY_CLEANING = {"drop_no_relevant": ["train", "vali", "test"], "binarize": ["train", "vali", "test"],
+                  "chakrabarti": ["train", "vali", "test"]}
+
+
+def test_conditional_models_learn_and_differ_on_real_ohsumed(ohsumed_fold):
+    """Fold 1 with the dubey-fig3 cleaning, C = 1: every sampled model lowers its objective
+    below what RankSVM's direction reaches at its best scale, ranks the test queries far above
+    random and near RankSVM, and the AUC, MAP and NDCG gains give different models."""
+    from rankstudy.rankers.conditional import ConditionalRanker
+    from rankstudy.rankers.linear import LinearRanker
+    splits = ohsumed_fold(1, DUBEY_CLEANING)
+    train, test = splits["train"], splits["test"]
+    rng = np.random.default_rng(0)
+    random = np.mean([_ndcg10(rng.random(len(test.y)), test) for _ in range(20)])
+    svm = LinearRanker(loss="ranksvm", l2=1.0, max_iter=200).fit(train)
+    direction = svm.coef_.ravel() / np.linalg.norm(svm.coef_)
+    reference = _ndcg10(svm.predict(test), test)
+    models = {}
+    for loss, gain in (("mle", "auc"), ("convex_loss", "auc"), ("convex_loss", "map"), ("convex_loss", "ndcg"),
+                       ("l3", "ndcg"), ("exp_gain", "map"), ("exp_gain", "ndcg")):
+        model = models[loss, gain] = ConditionalRanker(loss=loss, gain=gain, C=1.0).fit(train)
+        objective = model.objective(train)
+        along_svm = min(objective(t * direction)[0] for t in np.geomspace(1e-3, 10, 60))
+        trace = model.objective_trace_
+        assert trace["final"] < along_svm < trace["start"], (loss, gain, trace, along_svm)
+        ours = _ndcg10(model.predict(test), test)
+        assert ours > random + 0.15 and ours > reference - 0.1, (loss, gain, ours, random, reference)
+    weights = {key: m.coef_.ravel() for key, m in models.items()}
+    for a, b in ((("convex_loss", "auc"), ("convex_loss", "ndcg")), (("convex_loss", "auc"), ("convex_loss", "map")),
+                 (("convex_loss", "map"), ("convex_loss", "ndcg")), (("mle", "auc"), ("l3", "ndcg"))):
+        assert _cosine(weights[a], weights[b]) < 0.9, (a, b, _cosine(weights[a], weights[b]))
+    differ = _top_docs_differ(models["convex_loss", "auc"].predict(test), models["convex_loss", "ndcg"].predict(test), test)
+    assert differ > 0.2, differ

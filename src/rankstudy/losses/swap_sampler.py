@@ -20,11 +20,41 @@ proposal costs O(n+), and no n+ x n- matrix is ever built.
 A walk starts at a restart state and makes ``walk_length`` swaps (Figure 2: draw a pair
 uniformly, flip it with probability theta, reject a flip that is not a total order, repeat
 until one is accepted); every state y0..yT is collected, walks are added until a query has
-``sample_size`` states. Restart states (Section 4.1) put the goods in one block after j bads,
-for ``restart_states`` values of j evenly spread from 0 (the best ranking, Delta = 0) to n-
-(the worst), the j bads above the goods chosen at random; a walk picks state r with
-probability proportional to exp(k Delta_r), k = ``restart_skew`` (k < 0 favours good states;
-with two states, k = -ln 9 ~ -2.2 picks the best one 90% of the time: Figure 5).
+``sample_size`` states. Restart states (Section 4.1) put the goods in one block after j bads
+(the j bads above the goods chosen at random), for ``restart_states`` values of j from 0 (the
+best ranking, Delta = 0) to n- (the worst, "all bad documents followed by all good
+documents"); a walk picks state r with probability proportional to exp(k Delta_r), k =
+``restart_skew`` (k < 0 favours good states; with two states, k = -ln 9 ~ -2.2 picks the best
+one 90% of the time: Figure 5).
+
+Where the j between 0 and n- lie (``restart_spread``):
+
+* ``"delta"`` (default): the restart Deltas, of the gain the sample is drawn for, evenly
+  spread over [0, Delta(n-)], each state the block with the fewest bads above the goods that
+  reaches its Delta. The paper asks for exactly this -- "Choose restart states to span a
+  variety of Deltas", "we also created a bigger set of restart rankings with a variety of
+  Deltas" (4.1), "we handcrafted a number of restarts with diverse Delta values in [0, 1]"
+  (5.3.2), "three restarts: Delta = 0, Delta ~ 0.5, Delta = 1" (5.3.3) -- but does not say
+  how the rankings were built.
+* ``"bads"``: j evenly spread over 0..n- (the literal reading of a block family, kept as an
+  option). It spreads Delta_AUC (= j / n-) evenly, but NDCG@10 reaches Delta = 1 at j = 10,
+  so on a query with n- >= 10 (restart_states - 1) every state but the best has Delta_NDCG = 1.
+
+With two restart states (Figure 3's setup: "we used two restart states", skewed 0.9 to the
+best) both spreads give {best, worst}, and on OHSUMED-like queries the gain has nothing to act
+on: a swap keeps a total order only where a good and a bad are adjacent, so 10 swaps from the
+best ranking only move the good/bad boundary at rank n+ by at most 10 pairs. On LETOR 3.0
+OHSUMED (fold 1, the dubey-fig3 cleaning: 60 documents and n+ = 10 (median) per query)
+Delta_NDCG@10 = 0 exactly for 98% of the states near the best ranking in queries with n+ > 10
+(half of them), Delta_AUC <= 10 / (n+ n-) (0.02 for the median query), and the states from the
+worst ranking have Delta ~ 1 for every gain; ConvexLoss, L3 and MLE then reached one weight
+vector (cosine >= 0.996). The defaults therefore follow the paper's Figure 6 setup instead of
+Figure 3's: eleven restart states with Deltas spread over [0, 1] and skew k = -10 (Figure 6:
+"k << 0 seems uniformly better"). They restart at the best ranking 60-95% of the time
+(depending on the gain and the query; 63% for AUC) and otherwise mostly at rankings with a few
+bads above the goods (for NDCG@10: 1, 2, 3, 5, ... bads on top, Delta 0.19, 0.38, 0.50, 0.68,
+...), whose walks move bads through the top ranks, where the gains disagree.
+:data:`PAPER_FIGURE3` is the literal recipe.
 
 Random numbers are counter-based (splitmix64 of the seed, the query's row, the walk and the
 proposal number), so a query's sample does not depend on the other queries, on how walks are
@@ -46,6 +76,7 @@ from rankstudy.losses.padded import _splitmix64
 
 METRICS = ("auc", "map", "ndcg")
 BACKENDS = ("numpy", "numba")
+SPREADS = ("delta", "bads")
 _MASK64 = (1 << 64) - 1
 _GAMMA = 0x9E3779B97F4A7C15
 # walks x padded goods per vectorised batch: bounds the temporaries of one proposal round
@@ -58,9 +89,10 @@ class SamplerSettings:
 
     sample_size: int = 100
     walk_length: int = 10
-    restart_states: int = 2
-    restart_skew: float = -2.2
+    restart_states: int = 11
+    restart_skew: float = -10.0
     seed: int = 0
+    restart_spread: str = "delta"
 
     def __post_init__(self) -> None:
         for name, low in (("sample_size", 1), ("walk_length", 0), ("restart_states", 2)):
@@ -69,10 +101,16 @@ class SamplerSettings:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         if not math.isfinite(self.restart_skew):
             raise ValueError(f"restart_skew must be finite, got {self.restart_skew!r}")
+        if self.restart_spread not in SPREADS:
+            raise ValueError(f"restart_spread must be one of {', '.join(SPREADS)}, got {self.restart_spread!r}")
 
     @property
     def n_walks(self) -> int:
         return -(-self.sample_size // (self.walk_length + 1))
+
+
+# Dubey et al.'s Figure 3 recipe, literally: two restart states (best and worst), 90% at the best
+PAPER_FIGURE3 = {"restart_states": 2, "restart_skew": -2.2, "restart_spread": "bads"}
 
 
 # --------------------------------------------------------------------------- random numbers
@@ -134,9 +172,19 @@ def deltas(beats: np.ndarray, n_good: np.ndarray, n_bad: np.ndarray, metric: str
 
 def restart_table(n_good: int, n_bad: int, settings: SamplerSettings, metric: str, k: int = 10):
     """The restart states of a query, as (bads above the goods j_r, cumulative choice
-    probabilities) for r = 0..R-1 (R = ``restart_states``, capped at n- + 1)."""
+    probabilities) for r = 0..R-1 (R = ``restart_states``, fewer when states coincide); j_0 = 0
+    and j_{R-1} = n-, the others by ``settings.restart_spread`` (module docstring)."""
     R = min(settings.restart_states, n_bad + 1)
-    shift = np.unique(np.rint(np.linspace(0, n_bad, R)).astype(np.int64))
+    if settings.restart_spread == "bads":
+        shift = np.unique(np.rint(np.linspace(0, n_bad, R)).astype(np.int64))
+    else:
+        # Delta of the block after j bads, j = 0..n-: nondecreasing in j for every metric
+        j = np.arange(n_bad + 1)
+        curve = deltas(np.broadcast_to((n_bad - j)[:, None], (n_bad + 1, n_good)), n_good, n_bad, metric, k)
+        curve = np.maximum.accumulate(curve)  # guards the search against rounding
+        targets = np.linspace(0.0, curve[-1], R)[1:-1]
+        inner = np.searchsorted(curve, targets * (1 - 1e-12), side="left")
+        shift = np.unique(np.concatenate([[0], inner, [n_bad]]).astype(np.int64))
     beats = (n_bad - shift)[:, None] * np.ones((1, n_good), dtype=np.int64)
     logits = settings.restart_skew * deltas(beats, n_good, n_bad, metric, k)
     weights = np.exp(logits - logits.max())

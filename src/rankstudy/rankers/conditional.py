@@ -27,8 +27,12 @@ class ConditionalRanker(ScoredRanker):
     * ``C``: the regulariser ||w||^2 / (2C) beside the mean loss over queries (chosen on
       validation through the grid); ``normalize``: phi_po with its 1/(n+ n-) factor.
     * the sample (Section 4): ``sample_size`` states per query, walks of ``walk_length`` swaps,
-      ``restart_states`` restart rankings chosen with Pr proportional to exp(``restart_skew`` Delta);
-      drawn once per split from ``seed``.
+      ``restart_states`` restart rankings chosen with Pr proportional to exp(``restart_skew`` Delta),
+      their Deltas spread as ``restart_spread`` says; drawn once per split from ``seed``. The
+      defaults (11 states with Deltas spread over [0, 1], skew -10: the paper's Figure 6 setup)
+      give the gain rankings to act on; the paper's Figure 3 recipe (two states, skew -2.2,
+      :data:`rankstudy.losses.swap_sampler.PAPER_FIGURE3`) leaves OHSUMED's MLE, L3 and
+      ConvexLoss one model (:mod:`rankstudy.losses.swap_sampler`).
     * ``restarts``: optimiser starts (the first from w = 0, the others from N(0, 1/d) draws),
       the best by validation ``restart_metric`` kept; every restart's curve is in the history.
     """
@@ -36,9 +40,10 @@ class ConditionalRanker(ScoredRanker):
     kind = "conditional"
 
     def __init__(self, loss: str = "convex_loss", gain: str = "ndcg", k: int = 10, C: float = 1.0,
-                 normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 2,
-                 restart_skew: float = -2.2, restarts: int = 1, restart_metric: str = "ndcg@10",
-                 rel_threshold: float = 1.0, max_iter: int = 200, tol: float = 1e-6, seed: int = 0) -> None:
+                 normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
+                 restart_skew: float = -10.0, restart_spread: str = "delta", restarts: int = 1,
+                 restart_metric: str = "ndcg@10", rel_threshold: float = 1.0, max_iter: int = 200, tol: float = 1e-6,
+                 seed: int = 0) -> None:
         super().__init__()
         if loss not in OBJECTIVES:
             raise ValueError(f"unknown loss {loss!r} for a conditional model; valid: {', '.join(OBJECTIVES)}")
@@ -48,12 +53,12 @@ class ConditionalRanker(ScoredRanker):
             raise ValueError(f"C must be > 0, got {C!r}")
         if int(restarts) != restarts or restarts < 1:
             raise ValueError(f"restarts must be an integer >= 1, got {restarts!r}")
-        SamplerSettings(sample_size, walk_length, restart_states, restart_skew, seed)  # checks them now
+        SamplerSettings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)  # checks them now
         LBFGS(max_iter, tol)
         self.loss = loss
         self.gain, self.k, self.C, self.normalize = gain, k, C, normalize
         self.sample_size, self.walk_length = sample_size, walk_length
-        self.restart_states, self.restart_skew = restart_states, restart_skew
+        self.restart_states, self.restart_skew, self.restart_spread = restart_states, restart_skew, restart_spread
         self.restarts, self.restart_metric = restarts, restart_metric
         self.rel_threshold, self.max_iter, self.tol, self.seed = rel_threshold, max_iter, tol, seed
 
@@ -71,7 +76,8 @@ class ConditionalRanker(ScoredRanker):
             options.update(gain=self.gain, k=self.k)
         if sampled:
             options.update(sample_size=self.sample_size, walk_length=self.walk_length,
-                           restart_states=self.restart_states, restart_skew=self.restart_skew, seed=self.seed)
+                           restart_states=self.restart_states, restart_skew=self.restart_skew,
+                           restart_spread=self.restart_spread, seed=self.seed)
         return bind_loss(self.loss, options)
 
     def make_solver(self, restart: int = 0) -> LBFGS:
