@@ -3,6 +3,9 @@
 # Run:  snakemake --cores 4            (config/config.yaml, see config/README.md)
 # Rerun one fold:  snakemake --cores 2 --forcerun results/runs/<study>/<dataset>/<featureset>/<method>/fold3/model.json
 # Where everything goes: rankstudy.pipeline.layout (README, "Outputs").
+from pathlib import Path
+
+import yaml
 from snakemake.utils import min_version, validate
 
 from rankstudy.pipeline.config import apply_defaults, prepare_cli_values
@@ -13,9 +16,10 @@ configfile: "config/config.yaml"
 
 # `--config` values arrive as YAML (folds=[3] as ['3'], folds=7 as 7): bring them to the
 # schema's types, or fail naming the key and the working form, before anything reads them
-prepare_cli_values(config)
+SCHEMA = "workflow/schemas/config.schema.yaml"
+prepare_cli_values(config, yaml.safe_load((Path(workflow.basedir) / SCHEMA).read_text()))
 
-validate(config, "workflow/schemas/config.schema.yaml")  # also sets the schema's defaults
+validate(config, SCHEMA)  # also sets the schema's defaults
 apply_defaults(config)
 
 report: "workflow/report/workflow.rst"

@@ -12,7 +12,7 @@ from snakemake.utils import validate
 
 from rankstudy.data.registry import RegistryError
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
-from rankstudy.pipeline.config import ConfigError, check_config, prepare_cli_values
+from rankstudy.pipeline.config import ConfigError, check_config, check_method, prepare_cli_values
 from rankstudy.reporting import paper_tables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -215,3 +215,34 @@ def test_cli_bare_names_become_lists(config):
     config.update(datasets="MQ2008", run_methods="ranknet")
     prepare_cli_values(config)
     assert config["datasets"] == ["MQ2008"] and config["run_methods"] == ["ranknet"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"kind": "conditional", "params": {"loss": "mle", "restart_skew": "abc"}},
+     "config key methods.M.params.restart_skew: must be a number, got 'abc'"),
+    ({"kind": "conditional", "params": {"loss": "mle", "sample_size": "ten"}},
+     "config key methods.M.params.sample_size: must be an integer, got 'ten'"),
+    ({"kind": "structrank", "grid": {"l1_bound": [10, "x"]}}, "config key methods.M.grid.l1_bound: must be a number or null"),
+    ({"kind": "linear", "params": {"loss": "svm_map", "solver": "lbfgs"}},
+     "config key methods.M.params.solver: solver 'lbfgs' cannot fit loss 'svm_map'.*valid solvers: cutting_plane"),
+    ({"kind": "linear", "params": {"loss": "ranknet", "seed": 3}}, "methods.M.params.seed: set once for the whole run"),
+    ({"kind": "rankboost", "params": {"rel_threshold": 2}}, "as config key evaluation.rel_threshold"),
+])
+def test_a_method_value_that_would_fail_at_fit_is_refused_naming_its_key(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        check_method("M", spec)
+
+
+def test_numbers_inside_a_command_line_section_become_numbers():
+    """`--config 'report={n_resamples: 1000}'` hands Snakemake's config the string '1000'."""
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    config = {"folds": ["1"], "report": {"n_resamples": "1000", "alpha": "0.1", "baseline": "ranknet"},
+              "features": {"first_order": "false", "rho": ["0.2"], "normalization": "zscore"},
+              "evaluation": {"rel_threshold": "2"}}
+    prepare_cli_values(config, schema)
+    assert config["report"] == {"n_resamples": 1000, "alpha": 0.1, "baseline": "ranknet"}
+    assert config["features"] == {"first_order": False, "rho": [0.2], "normalization": "zscore"}
+    assert config["evaluation"]["rel_threshold"] == 2
+    config = {"folds": [1], "report": {"n_resamples": "many"}}
+    prepare_cli_values(config, schema)
+    assert config["report"]["n_resamples"] == "many"  # left for the validation to name

@@ -252,6 +252,16 @@ def test_a_new_commit_plans_nothing(tiny_run):
     assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
 
 
+@pytest.mark.parametrize("change", ["data_root=/nonexistent/elsewhere", "synthetic_qa={n_questions: 50}",
+                                    "report={n_resamples: 200}"])
+def test_a_change_that_does_not_touch_a_job_plans_nothing(tiny_run, change):
+    """data_root is not the embedded data set's business, nor is the QA generator's section; a
+    number set inside a section on the command line is a number (no rerun, no validation error)."""
+    workdir, _ = tiny_run
+    dry = snakemake(workdir, "--dry-run", "--config", change)
+    assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
+
+
 def test_a_new_report_metric_evaluates_again_without_training(tiny_run):
     workdir, _ = tiny_run
     config = yaml.safe_load((workdir / "test.yaml").read_text())

@@ -1,12 +1,23 @@
 """Every loss by name: the one table configs and rankers look losses up in.
 
 A new loss is one function in its family's module (conventions in :mod:`rankstudy.losses`)
-plus one entry in :data:`LOSSES`; :func:`bind_loss` gives a ranker the loss with its options.
+plus one entry in :data:`LOSSES`, a :class:`Loss` that says what the loss needs:
+
+* ``bias``: it compares scores with labels (regression), so the scorer must fit an intercept;
+  ranking losses are shift-invariant per query, where a bias would be unidentifiable;
+* ``smooth``: it is differentiable, so gradient solvers (L-BFGS) fit it; the structured hinges
+  are piecewise linear;
+* ``convex`` (in the scores): the cutting-plane solver's lower model of it is exact.
+
+Which solvers fit which losses follows from these (:func:`rankstudy.solvers.registry.check_solver`),
+and the config check refuses the rest before any job runs. :func:`bind_loss` gives a ranker the
+loss with its options.
 """
 
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from functools import partial
 
 from rankstudy.losses import baseline, cdn, conditional, elementwise, pairwise, smoothed, structured
@@ -14,48 +25,69 @@ from rankstudy.losses.groups import check_aggregate, grouped_loss
 from rankstudy.losses.padded import LossFn
 from rankstudy.util.names import lookup
 
-LOSSES: dict[str, LossFn] = {
+@dataclass(frozen=True)
+class Loss:
+    """A registered loss and what it needs (see the module docstring); called as the loss."""
+
+    fn: LossFn
+    bias: bool = False
+    smooth: bool = True
+    convex: bool = False
+
+    def __call__(self, scores, labels, mask, **options):
+        return self.fn(scores, labels, mask, **options)
+
+
+# the structured hinges: convex, piecewise linear, no bias (Chakrabarti et al.'s Eq. 1)
+_hinge = dict(smooth=False, convex=True)
+
+LOSSES: dict[str, Loss] = {
     # baselines
-    "pointwise_mse": baseline.pointwise_mse,
-    "ranknet": baseline.ranknet,
-    "ranksvm": baseline.ranksvm,
-    "listnet": baseline.listnet,
-    "listmle": baseline.listmle,
+    "pointwise_mse": Loss(baseline.pointwise_mse, bias=True, convex=True),
+    "ranknet": Loss(baseline.ranknet, convex=True),
+    "ranksvm": Loss(baseline.ranksvm, convex=True),
+    "listnet": Loss(baseline.listnet, convex=True),
+    "listmle": Loss(baseline.listmle, convex=True),
     # Tran et al. (2011): element-wise (Eqs. 5, 8, 11-16)
-    "multiclass_logistic": elementwise.multiclass_logistic,
-    "weighted_regression": elementwise.weighted_regression,
-    "wpl": elementwise.wpl,
-    "rpl": elementwise.rpl,
-    "wpll": elementwise.wpll,
+    "multiclass_logistic": Loss(elementwise.multiclass_logistic, convex=True),
+    "weighted_regression": Loss(elementwise.weighted_regression, bias=True, convex=True),
+    "wpl": Loss(elementwise.wpl),
+    "rpl": Loss(elementwise.rpl),
+    "wpll": Loss(elementwise.wpll),
     # Tran et al. (2011): pairwise (Eqs. 9, 17-18)
-    "pairwise": pairwise.pairwise_loss,
-    "wub": pairwise.wub,
+    "pairwise": Loss(pairwise.pairwise_loss),
+    "wub": Loss(pairwise.wub),
     # Tran et al. (2011): smoothed metrics (Eqs. 6-7)
-    "smoothed_ndcg": smoothed.smoothed_ndcg,
-    "smoothed_err": smoothed.smoothed_err,
-    "smoothed_mrr": smoothed.smoothed_mrr,
+    "smoothed_ndcg": Loss(smoothed.smoothed_ndcg),
+    "smoothed_err": Loss(smoothed.smoothed_err),
+    "smoothed_mrr": Loss(smoothed.smoothed_mrr),
     # Chakrabarti et al. (2008): structural SVMs (structured hinges, for the cutting-plane solver)
-    "svm_auc": structured.svm_auc,
-    "svm_map": structured.svm_map,
-    "svm_ndcg": structured.svm_ndcg,
-    "svm_ndcg_nc": structured.svm_ndcg_nc,
-    "svm_mrr": structured.svm_mrr,
-    "svm_mrr_po": structured.svm_mrr_po,
-    "dorm": structured.dorm,
-    "svm_combo": structured.svm_combo,
+    "svm_auc": Loss(structured.svm_auc, **_hinge),
+    "svm_map": Loss(structured.svm_map, **_hinge),
+    "svm_ndcg": Loss(structured.svm_ndcg, **_hinge),
+    "svm_ndcg_nc": Loss(structured.svm_ndcg_nc, **_hinge),
+    "svm_mrr": Loss(structured.svm_mrr, **_hinge),
+    "svm_mrr_po": Loss(structured.svm_mrr_po, **_hinge),
+    "dorm": Loss(structured.dorm, **_hinge),
+    "svm_combo": Loss(structured.svm_combo, **_hinge),
     # Huang and Frey (2008): cumulative distribution networks over pairwise preferences
-    "cdn": cdn.cdn,
+    "cdn": Loss(cdn.cdn, convex=True),
     # Dubey et al. (2009): conditional models over rankings, sums over a swap-sampler sample
-    "mle": conditional.mle,
-    "exp_gain": conditional.exp_gain,
-    "exp_gain_auc": conditional.exp_gain_auc,
-    "l3": conditional.l3,
-    "convex_loss": conditional.convex_loss,
+    "mle": Loss(conditional.mle, convex=True),
+    "exp_gain": Loss(conditional.exp_gain),
+    "exp_gain_auc": Loss(conditional.exp_gain_auc),
+    "l3": Loss(conditional.l3),
+    "convex_loss": Loss(conditional.convex_loss, convex=True),
 }
 
 
-def get_loss(name: str) -> LossFn:
+def loss_entry(name: str) -> Loss:
+    """The registered loss with its facts (bias, smooth, convex)."""
     return lookup(LOSSES, name, "loss")
+
+
+def get_loss(name: str) -> LossFn:
+    return loss_entry(name).fn
 
 
 def loss_options(name: str) -> list[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 from rankstudy.data import registry as datasets
 from rankstudy.evaluation import metrics
@@ -70,15 +71,49 @@ def normalize_folds(folds) -> list[int]:
     return out
 
 
-def prepare_cli_values(config: dict) -> None:
+def prepare_cli_values(config: dict, schema: dict | None = None) -> None:
     """Bring values set with ``snakemake --config`` to the schema's types, in place: ``folds``
     arrives as a list of strings (``folds=[3]``), ``datasets``, ``run_methods`` and
-    ``registry_extra`` may be one bare name. Folds that are not a list of distinct fold
+    ``registry_extra`` may be one bare name, and numbers inside a section arrive as strings
+    (``report={n_resamples: 1000}`` gives ``'1000'``): where ``schema`` wants a number or a
+    boolean, a string that reads as one becomes it. Folds that are not a list of distinct fold
     numbers fail here, naming the key and the working form (``normalize_folds``)."""
     config["folds"] = normalize_folds(config.get("folds"))
     for key in ("datasets", "run_methods", "registry_extra"):  # datasets=MQ2008 means [MQ2008]
         if isinstance(config.get(key), str):
             config[key] = [config[key]]
+    if schema is not None:
+        _coerce(config, schema)
+
+
+_SCALARS = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+            "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+            "boolean": lambda v: isinstance(v, bool)}
+
+
+def _coerce(value, schema: dict):
+    """``value`` with the strings the schema wants as numbers or booleans read as YAML."""
+    if isinstance(value, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = properties.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                value[key] = _coerce(item, sub)
+        return value
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_coerce(item, schema["items"]) for item in value]
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else (types or [])
+    wanted = [_SCALARS[t] for t in types if t in _SCALARS]
+    if isinstance(value, str) and wanted:
+        try:
+            read = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        if any(check(read) for check in wanted):
+            return read
+    return value
 
 
 def apply_defaults(config: dict) -> None:
@@ -113,6 +148,32 @@ def _valid_params(cls) -> set[str]:
     return set(inspect.signature(cls.__init__).parameters) - {"self"}
 
 
+# what a parameter's annotation admits, for the plain-data types a config holds
+_TYPE_CHECKS = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+                "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+                "bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
+                "None": lambda v: v is None, "dict": lambda v: isinstance(v, dict),
+                "list": lambda v: isinstance(v, list)}
+_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
+               "None": "null", "dict": "a mapping", "list": "a list"}
+
+
+def check_param_types(cls, params: dict, key: str) -> None:
+    """Each value must have its parameter's annotated type (``float | None`` and the like):
+    ConfigError naming the key, the value and what it must be, before the ranker is built."""
+    signature = inspect.signature(cls.__init__)
+    for name, value in params.items():
+        annotation = signature.parameters[name].annotation if name in signature.parameters else None
+        if not isinstance(annotation, str):
+            continue
+        kinds = [part.strip().split("[")[0] for part in annotation.split("|")]
+        if not all(kind in _TYPE_CHECKS for kind in kinds):
+            continue  # a type the config cannot write anyway; the ranker checks it
+        if not any(_TYPE_CHECKS[kind](value) for kind in kinds):
+            wanted = " or ".join(_TYPE_WORDS[kind] for kind in kinds)
+            raise ConfigError(f"config key {key}.{name}: must be {wanted}, got {value!r}")
+
+
 # set once per run, for every method that takes them (training_params)
 RUN_PARAMS = {"seed": "seed", "rel_threshold": "evaluation.rel_threshold"}
 
@@ -138,6 +199,10 @@ def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = 1.
                               f"valid losses: {', '.join(sorted(LOSSES))}")
     # build every grid candidate and call its loss once on a tiny list, so that a wrong name
     # inside the parameters (functional, group, a loss's weight or phi) fails now, not mid-run
+    check_param_types(RANKERS[kind], spec.get("params") or {}, f"methods.{name}.params")
+    for key, values in (spec.get("grid") or {}).items():
+        for value in values:
+            check_param_types(RANKERS[kind], {key: value}, f"methods.{name}.grid")
     for candidate in grid_candidates(spec.get("grid")):
         params = {**training_params(spec, seed, rel_threshold), **candidate}
         try:
@@ -146,7 +211,8 @@ def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = 1.
                 scores, labels = np.array([[0.3, -0.2, 0.1]]), np.array([[2.0, 0.0, 1.0]])
                 bind_loss(params["loss"], params.get("loss_params"))(scores, labels, np.ones((1, 3), bool))
         except (TypeError, ValueError) as exc:
-            raise ConfigError(f"config key methods.{name}: {exc}") from None
+            where = ".params.solver" if str(exc).startswith("solver ") else ""  # the solver refused the loss
+            raise ConfigError(f"config key methods.{name}{where}: {exc}") from None
 
 
 def check_metric(key: str, name: str) -> None:

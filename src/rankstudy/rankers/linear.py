@@ -7,17 +7,13 @@ import numpy as np
 from rankstudy.features.featuresets import FeatureSet
 from rankstudy.features.pairs import check_pairs
 from rankstudy.losses.groups import check_aggregate
-from rankstudy.losses.registry import bind_loss, check_loss_options, get_loss
+from rankstudy.losses.registry import bind_loss, check_loss_options, loss_entry
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import QuadraticScorer
-from rankstudy.solvers.registry import solver_class
+from rankstudy.solvers.registry import SolverSettings, check_solver, default_solver, make_solver
 
 FUNCTIONALS = ("linear", "quadratic")
-
-# regression losses compare scores with labels, so they need a bias; ranking losses are
-# shift-invariant per query, where a bias would be unidentifiable
-INTERCEPT_LOSSES = ("pointwise_mse", "weighted_regression")
 
 
 class LinearRanker(ScoredRanker):
@@ -31,10 +27,12 @@ class LinearRanker(ScoredRanker):
       options (they override ``seed`` for a loss that takes one).
     * ``group``: one of :data:`rankstudy.losses.groups.GROUP_AGGREGATES` to train on label-tie
       groups; prediction still scores each document.
-    * ``solver``: a name of :mod:`rankstudy.solvers.registry` (``lbfgs``), run with
-      ``max_iter`` and ``tol``.
+    * ``solver``: a name of :mod:`rankstudy.solvers.registry` that fits the loss (``lbfgs``
+      for smooth losses; ``cutting_plane`` for convex ones without a bias; ``projected_sgd``),
+      run with ``max_iter`` and ``tol``; by default the first of these that fits the loss.
 
-    A bias is fitted only for the regression losses (:data:`INTERCEPT_LOSSES`). ``seed``
+    A bias is fitted for the losses whose registry entry needs one (``bias``: the regression
+    losses compare scores with labels). ``seed``
     drives the label tie-break of the Plackett-Luce losses; training starts at theta = 0 (all
     losses are convex in the scores and both functionals are linear in theta).
     """
@@ -46,11 +44,12 @@ class LinearRanker(ScoredRanker):
                  tol: float = 1e-6, seed: int = 0, loss_params: dict | None = None,
                  group: str | None = None, functional: str = "linear",
                  pairs: list[list[int]] | None = None, chunk_rows: int = 8192,
-                 solver: str = "lbfgs") -> None:
+                 solver: str | None = None) -> None:
         super().__init__()
         # fail at construction on unknown names or inconsistent settings
-        get_loss(loss)
         check_loss_options(loss, loss_params or {})
+        solver = solver or default_solver(loss_entry(loss), l2=l2)
+        check_solver(solver, loss, loss_entry(loss), l2=l2)
         if functional not in FUNCTIONALS:
             raise ValueError(f"unknown functional {functional!r}; valid functionals: {', '.join(FUNCTIONALS)}")
         if group is not None:
@@ -61,7 +60,6 @@ class LinearRanker(ScoredRanker):
             raise ValueError("pairs only apply to functional='quadratic'")
         if int(chunk_rows) < 1:
             raise ValueError("chunk_rows must be >= 1")
-        solver_class(solver)
         self.loss = loss
         self.l2 = l2
         self.max_iter = max_iter
@@ -82,7 +80,7 @@ class LinearRanker(ScoredRanker):
 
     @property
     def fit_intercept(self) -> bool:
-        return self.loss in INTERCEPT_LOSSES
+        return loss_entry(self.loss).bias
 
     def make_scorer(self) -> LinearScorer:
         if self.functional == "quadratic":
@@ -93,7 +91,7 @@ class LinearRanker(ScoredRanker):
         return bind_loss(self.loss, self.loss_params, seed=self.seed, group=self.group)
 
     def make_solver(self):
-        return solver_class(self.solver)(max_iter=self.max_iter, tol=self.tol)
+        return make_solver(self.solver, SolverSettings(max_iter=self.max_iter, tol=self.tol, seed=self.seed))
 
     @property
     def coef_(self) -> np.ndarray:

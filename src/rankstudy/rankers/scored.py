@@ -19,12 +19,13 @@ from rankstudy.solvers.objective import Objective
 
 
 class ScoredRanker(Ranker):
-    """Subclasses take ``l2`` and ``seed`` among their parameters. Fitted state: ``theta_``,
+    """Subclasses take ``l2`` among their parameters, and ``seed`` if their start point is drawn
+    at random (without one it is drawn from seed 0). Fitted state: ``theta_``,
     the scorer's named parts ``parts_`` (what the model file holds), ``n_iter_``, ``n_fev_``,
     ``converged_`` and the training curve ``history_`` (see the solver)."""
 
     l2: float
-    seed: int
+    seed: int = 0  # a subclass without a seed parameter starts from seed 0
 
     def make_scorer(self) -> Scorer:
         raise NotImplementedError

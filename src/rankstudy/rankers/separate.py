@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.losses.registry import bind_loss, check_loss_options, get_loss
+from rankstudy.losses.registry import bind_loss, check_loss_options, loss_entry
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.separate import SeparateScorer
-from rankstudy.solvers.registry import solver_class
+from rankstudy.solvers.registry import SolverSettings, check_solver, default_solver, make_solver
 
 
 class SeparateRanker(ScoredRanker):
@@ -30,13 +30,13 @@ class SeparateRanker(ScoredRanker):
     def __init__(self, functional: str = "f1", activation: str = "tanh", d: int = 10, tau: float = 1.0,
                  loss: str = "multiclass_logistic", loss_params: dict | None = None, l2: float = 1e-3,
                  max_iter: int = 200, seed: int = 0, tol: float = 1e-6, init_scale: float = 0.1,
-                 solver: str = "lbfgs") -> None:
+                 solver: str | None = None) -> None:
         super().__init__()
         # fail at construction on unknown names or impossible settings
         SeparateScorer(functional, activation, d, tau, init_scale)
-        get_loss(loss)
         check_loss_options(loss, loss_params or {})
-        solver_class(solver)
+        solver = solver or default_solver(loss_entry(loss), l2=l2, linear=False)
+        check_solver(solver, loss, loss_entry(loss), l2=l2, linear=False)  # f1, f2 are not linear in (A, B)
         self.functional = functional
         self.activation = activation
         self.d = d
@@ -57,7 +57,7 @@ class SeparateRanker(ScoredRanker):
         return bind_loss(self.loss, self.loss_params, seed=self.seed)
 
     def make_solver(self):
-        return solver_class(self.solver)(max_iter=self.max_iter, tol=self.tol)
+        return make_solver(self.solver, SolverSettings(max_iter=self.max_iter, tol=self.tol, seed=self.seed))
 
     @property
     def A_(self) -> np.ndarray:

@@ -13,7 +13,8 @@ per-split work once (transposes, pair blocks) and returns a :class:`BoundScorer`
 * ``rows(rows)``: the same scorer on a subset of the rows (stochastic solvers go query by
   query), and ``nonnegative``: whether theta must stay >= 0.
 
-A new scorer is one class here plus one entry in :data:`rankstudy.scorers.registry.SCORERS`.
+A new scorer is one class of this interface; a ranker uses it by building it in its
+``make_scorer`` (:class:`rankstudy.rankers.scored.ScoredRanker`).
 """
 
 from __future__ import annotations

@@ -1,19 +1,86 @@
-"""Every solver by name (see :mod:`rankstudy.solvers.base`). A new solver is one class plus
-one entry here."""
+"""Every solver by name (see :mod:`rankstudy.solvers.base`), built from one settings object, with
+what it needs of a loss. A new solver is one class plus one entry here.
+
+Which solver fits which loss (:func:`check_solver`), from the loss's entry in
+:data:`rankstudy.losses.registry.LOSSES`:
+
+* ``lbfgs``: a smooth loss (a gradient everywhere);
+* ``cutting_plane``: a loss it can bound from below by planes (``convex`` in the scores, and
+  scores linear in the parameters), every parameter penalised (no bias) and ``l2 > 0``;
+* ``projected_sgd``: any loss with a (sub)gradient.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from rankstudy.solvers.cutting_plane import CuttingPlane
 from rankstudy.solvers.lbfgs import LBFGS
 from rankstudy.solvers.projected_sgd import ProjectedSGD
 from rankstudy.util.names import lookup
 
-SOLVERS: dict[str, type] = {
-    "lbfgs": LBFGS,
-    "cutting_plane": CuttingPlane,
-    "projected_sgd": ProjectedSGD,
+
+@dataclass(frozen=True)
+class SolverSettings:
+    """The settings of every solver; each takes the ones it uses."""
+
+    max_iter: int = 200  # lbfgs, cutting_plane: iterations
+    tol: float = 1e-6  # lbfgs
+    epsilon: float = 1e-3  # cutting_plane: its tolerance
+    epochs: int = 10  # projected_sgd
+    step: float = 0.5
+    decay: float = 2 ** -0.5
+    l1_bound: float | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class SolverEntry:
+    cls: type
+    build: Callable[[SolverSettings], object]
+    needs_smooth: bool = False
+    needs_convex_unbiased: bool = False
+
+
+SOLVERS: dict[str, SolverEntry] = {
+    "lbfgs": SolverEntry(LBFGS, lambda s: LBFGS(max_iter=s.max_iter, tol=s.tol), needs_smooth=True),
+    "cutting_plane": SolverEntry(CuttingPlane, lambda s: CuttingPlane(epsilon=s.epsilon, max_iter=s.max_iter),
+                                 needs_convex_unbiased=True),
+    "projected_sgd": SolverEntry(ProjectedSGD, lambda s: ProjectedSGD(step=s.step, decay=s.decay, epochs=s.epochs,
+                                                                      l1_bound=s.l1_bound, seed=s.seed)),
 }
 
 
 def solver_class(name: str) -> type:
-    return lookup(SOLVERS, name, "solver")
+    return lookup(SOLVERS, name, "solver").cls
+
+
+def make_solver(name: str, settings: SolverSettings):
+    """The solver ``name`` with the settings it uses."""
+    return lookup(SOLVERS, name, "solver").build(settings)
+
+
+def fits(name: str, loss, *, l2: float, linear: bool = True) -> bool:
+    """Whether solver ``name`` can minimise ``loss`` (a registry entry) + l2/2 ||theta||^2 of a
+    scorer that is (``linear``) or is not linear in its parameters."""
+    entry = lookup(SOLVERS, name, "solver")
+    if entry.needs_smooth and not loss.smooth:
+        return False
+    return not entry.needs_convex_unbiased or (loss.convex and linear and not loss.bias and l2 > 0)
+
+
+def check_solver(name: str, loss_name: str, loss, *, l2: float, linear: bool = True) -> None:
+    """ValueError naming the solvers that fit, if ``name`` does not fit the loss."""
+    lookup(SOLVERS, name, "solver")
+    if not fits(name, loss, l2=l2, linear=linear):
+        valid = [s for s in SOLVERS if fits(s, loss, l2=l2, linear=linear)]
+        raise ValueError(f"solver {name!r} cannot fit loss {loss_name!r} (l2 = {l2:g}; the loss is "
+                         f"{'smooth' if loss.smooth else 'not smooth'}, {'convex' if loss.convex else 'not convex'}, "
+                         f"{'needs' if loss.bias else 'has no'} bias; the scores are "
+                         f"{'' if linear else 'not '}linear in the parameters); valid solvers: {', '.join(valid)}")
+
+
+def default_solver(loss, *, l2: float, linear: bool = True) -> str:
+    """The first solver (in :data:`SOLVERS` order) that fits the loss."""
+    return next(name for name in SOLVERS if fits(name, loss, l2=l2, linear=linear))
