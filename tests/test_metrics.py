@@ -147,8 +147,11 @@ def test_auc_matches_sklearn(tie_decimals):
         n_checked = 0
         for q, s in enumerate(query_slices(offsets)):
             relevant = labels[s] >= threshold
-            if relevant.all() or not relevant.any():
+            if not relevant.any():  # undefined: the policy (drop)
                 assert np.isnan(ours[q])
+                continue
+            if relevant.all():  # every relevant document above every (absent) non-relevant one, as MAP
+                assert ours[q] == 1.0
                 continue
             assert ours[q] == pytest.approx(roc_auc_score(relevant, scores[s]), abs=1e-12)
             n_checked += 1
@@ -260,7 +263,7 @@ def test_padded_functions_agree_with_per_query():
 # --- no_relevant policies -----------------------------------------------------------
 
 ALL_METRICS = ["ndcg@2", "ndcg", "err", "mrr", "map", "p@2", "auc"]
-# query 0: no relevant doc; query 1: only relevant docs (AUC undefined); query 2: mixed
+# query 0: no relevant doc; query 1: only relevant docs (AUC 1, as MAP); query 2: mixed
 POLICY_SCORES = [0.3, 0.2, 0.1, 0.5, 0.4, 0.2, 0.9]
 POLICY_LABELS = [0, 0, 0, 2, 1, 0, 1]
 POLICY_OFFSETS = [0, 3, 5, 7]
@@ -271,8 +274,8 @@ def test_no_relevant_policy(policy, value):
     out = per_query(POLICY_SCORES, POLICY_LABELS, POLICY_OFFSETS, ALL_METRICS, no_relevant=policy)
     for name in ALL_METRICS:
         np.testing.assert_equal(out[name][0], value, err_msg=name)
-    np.testing.assert_equal(out["auc"][1], value)
-    assert out["ndcg"][1] == 1.0 and out["map"][1] == 1.0  # query 1 is well defined elsewhere
+    # query 1 (all relevant) is well defined: perfect by every metric, whatever the policy
+    assert out["ndcg"][1] == 1.0 and out["map"][1] == 1.0 and out["auc"][1] == 1.0
     # query 2 (ranking labels [1, 0]) does not depend on the policy
     assert out["ndcg"][2] == 1.0 and out["mrr"][2] == 1.0 and out["auc"][2] == 1.0
     assert out["p@2"][2] == 0.5

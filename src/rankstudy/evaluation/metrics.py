@@ -210,7 +210,12 @@ def _auc_ranked(ranking: Ranking, relevant: RelevantPositions, no_relevant: str)
     at_or_above_group = np.minimum.accumulate(
         np.where(ends_group, at_or_above, np.iinfo(np.int64).max)[:, ::-1], axis=1)[:, ::-1]
     twice_correct = np.where(is_relevant, 2 * n_nonrelevant[:, None] - at_or_above_group - above_group, 0).sum(axis=1)
-    return _apply_policy(_safe_divide(twice_correct / 2.0, pairs), pairs == 0, no_relevant)
+    # a query whose documents are all relevant has every relevant document above every
+    # non-relevant one (there is none): 1, as its MAP is; one without a relevant document is
+    # undefined and follows the no_relevant policy, as MAP does
+    values = np.where(relevant.count > 0, _safe_divide(twice_correct / 2.0, pairs), 0.0)
+    values = np.where((relevant.count > 0) & (n_nonrelevant == 0), 1.0, values)
+    return _apply_policy(values, relevant.count == 0, no_relevant)
 
 
 # --- public functions of padded (Q, L) arrays ---
@@ -251,7 +256,9 @@ def precision(scores, labels, mask, *, k: int, rel_threshold: float = 1.0,
 
 
 def auc(scores, labels, mask, *, rel_threshold: float = 1.0, no_relevant: str = "zero") -> np.ndarray:
-    """Fraction of correctly ordered (relevant, non-relevant) pairs per query, ties 1/2."""
+    """Fraction of correctly ordered (relevant, non-relevant) pairs per query, ties 1/2. A query
+    whose documents are all relevant gets 1 (as its MAP), one without a relevant document the
+    ``no_relevant`` policy (as MAP)."""
     _check_policy(no_relevant)
     ranking = rank(scores, labels, mask)
     return _auc_ranked(ranking, relevant_positions(ranking, rel_threshold), no_relevant)
