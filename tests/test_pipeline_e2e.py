@@ -342,6 +342,12 @@ def test_a_model_forced_not_to_learn_is_marked_in_tables_and_mlflow(tmp_path):
     tags = client.get_run(runs.loc["default/synthetic/first/stuck/fold1", "id"]).data.tags
     assert tags["rankstudy.learned"] == "false" and "not clearly below" in tags["rankstudy.learned.problems"]
     assert client.get_run(runs.loc["default/synthetic/first/ranknet/fold1", "id"]).data.tags["rankstudy.learned"] == "true"
+    # a failed training (an unwritable folder, a kill) leaves the fold's files removed: the next
+    # plain run must make them again, not say "Nothing to be done"
+    for name in ("model.json", "fit.json", "history.json", "selection.csv"):
+        (run_dir(workdir, "stuck", 1) / name).unlink()
+    counts = job_counts(snakemake(workdir, "--dry-run").stdout)
+    assert counts == {"train": 1, "evaluate": 1, "aggregate": 1, "tables": 1, "all": 1}, counts
 
 
 def test_parsed_splits_not_kept_are_deleted_and_parsed_again_for_a_new_feature_set(tmp_path):

@@ -164,4 +164,8 @@ def all_targets():
         targets.append(f"{L.PLOTS}.sweep.png")
     if config["report"].get("delta_smear"):
         targets.append(f"{L.PLOTS}.delta_smear.png")
-    return expand(targets, study=STUDY, dataset=DATASETS)
+    # every fold's files too: Snakemake does not remake a missing file that only feeds outputs it
+    # finds up to date, so a fold whose job failed (and whose outputs it removed) would stay missing
+    folds = [f"{L.FOLD_DIR}/{name}" for name in {**L.TRAIN_OUTPUTS, **L.EVALUATE_OUTPUTS}.values()]
+    return (expand(targets, study=STUDY, dataset=DATASETS)
+            + expand(folds, study=STUDY, dataset=DATASETS, featureset=FEATURESETS, method=METHODS, fold=FOLDS))

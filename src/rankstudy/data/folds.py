@@ -24,6 +24,10 @@ from rankstudy.data.rotation import fold_parts, fold_splits
 SPLITS = ("train", "vali", "test")
 
 
+class EmptySplitError(ValueError):
+    """Cleaning left a split without a query; the message says which rules removed them."""
+
+
 @dataclass
 class Fold:
     splits: dict  # split name -> RankData or QAData
@@ -86,6 +90,13 @@ def _letor_fold(name: str, source: dict, fold: int, progress: Callable[[str], No
         progress(f"parsing {shown[s]}")
         splits[s] = read_letor(files[s], n_features=entry.get("n_features"), labels=entry.get("labels"),
                                shown=shown[s])
+    widths = {s: d.n_features for s, d in splits.items()}
+    if len(set(widths.values())) > 1:  # no n_features: a sparse file's width is its largest index
+        width = max(widths.values())
+        progress(f"splits have {widths} features (largest index in each file): the narrower ones are "
+                 f"widened to {width} with zeros, as absent features of a sparse LETOR line are")
+        splits = {s: d.with_features(np.pad(d.X, ((0, 0), (0, width - d.n_features)))) if d.n_features < width else d
+                  for s, d in splits.items()}
     if "vali" not in splits:  # e.g. the full Istella release
         splits["train"], splits["vali"] = carve_validation(splits["train"], seed=source.get("seed", 0))
         progress(f"no validation split: {splits['vali'].n_queries} training queries held out as vali")
@@ -128,3 +139,10 @@ def clean(fold: Fold, rules: dict, rel_threshold: float) -> None:
                 fold.splits[s], rel_threshold=rel_threshold)
     if "test" in rules.get("binarize", []):
         fold.max_label = 1.0  # ERR's top grade on the reported labels
+    emptied = [s for s in SPLITS if fold.splits[s].n_queries == 0]
+    if emptied:
+        removed = {k: v for k, v in fold.dropped.items() if v and k.split(".")[0] in emptied}
+        raise EmptySplitError(
+            f"cleaning left no query in the {', '.join(emptied)} split(s) (removed: {removed}); with "
+            f"cleaning.drop_no_relevant every query needs a document with label >= {rel_threshold} "
+            f"(evaluation.rel_threshold): check the labels, the threshold, or the cleaning rules")

@@ -51,6 +51,15 @@ def pair_index(m: int) -> tuple[np.ndarray, np.ndarray]:
     return np.triu_indices(m)
 
 
+def pair_correlations_bytes(n_features: int, chunk_rows: int = 8192) -> int:
+    """Peak memory of :func:`pair_correlations` beyond its input, in bytes: the Gram blocks
+    (5 m^2 doubles), a chunk of [Z, Z*Z], and the table of every pair (i, j, rho and pandas'
+    working copies: about 48 bytes a pair). Grows with m^2: 136 features need 18 MiB, 100,000 features ~600 GiB."""
+    m = int(n_features)
+    n_pairs = m * (m + 1) // 2
+    return 8 * (5 * m * m + 2 * m * int(chunk_rows)) + 48 * n_pairs
+
+
 def pair_correlations(X: np.ndarray, y: np.ndarray, chunk_rows: int = 8192) -> pd.DataFrame:
     """Pearson correlation of every product ``x_i * x_j`` (``i <= j``) with ``y``.
 

@@ -8,6 +8,7 @@ and derives what the workflow needs: the feature sets and the baseline system.
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import yaml
 from rankstudy.data import registry as datasets
 from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
+from rankstudy.features.pairs import pair_correlations_bytes
 from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import system_label
@@ -261,6 +263,7 @@ def check_config(config: dict, workdir: Path) -> Settings:
     check_metric("evaluation.selection_metric", evaluation.get("selection_metric", "ndcg@10"))
     for m in config["report"].get("metrics", []):
         check_metric("report.metrics", m)
+    check_reported_metrics_are_computed(config)
     sets = featuresets_from_config(config["features"])
     names = [f.name for f in sets]
     if not sets:
@@ -277,6 +280,8 @@ def check_config(config: dict, workdir: Path) -> Settings:
                                   f"of type {', '.join(ranker_class(kind).featureset_types)}"
                                   + ("; use features.rho for it" if featureset.type == "quad" else ""))
     check_data_kinds(config, registry, methods, names)
+    if any(f.second_order for f in sets):
+        check_rho_memory(config, registry)
     baseline = config["report"].get("baseline", methods[0])
     if "[" not in baseline:
         if baseline not in methods:
@@ -285,6 +290,51 @@ def check_config(config: dict, workdir: Path) -> Settings:
         baseline = system_label(baseline, names[0])
     return Settings(featuresets={f.name: f for f in sets}, baseline=baseline, registry=registry,
                     registry_path=registry_path, registry_extra=tuple(extra))
+
+
+# the evaluate job computes these whatever evaluation.metrics says (the NDCG@k and P@k plots)
+ALWAYS_COMPUTED = [f"{m}@{k}" for m in ("ndcg", "p") for k in range(1, 11)]
+
+
+def check_reported_metrics_are_computed(config: dict) -> None:
+    """A metric a report reads (report.metrics, report.sweep.metrics, the paper table's) must be
+    one the evaluate job computes, or the last job of a whole run fails on it."""
+    computed = set(config["evaluation"]["metrics"]) | set(ALWAYS_COMPUTED)
+    wanted = {"report.metrics": config["report"].get("metrics", []),
+              "report.sweep.metrics": (config["report"].get("sweep") or {}).get("metrics", [])}
+    paper = config.get("paper") or {}
+    if paper.get("columns"):
+        wanted["paper.metric"] = [paper.get("metric", "{column}").format(row=row, column=column)
+                                  for row in paper.get("rows", {}).values() for column in paper["columns"].values()]
+    for key, names in wanted.items():
+        missing = sorted({m for m in names if m not in computed and m != "n_features"})
+        if missing:
+            raise ConfigError(f"config key {key}: {', '.join(missing)} not computed by the evaluate job; add "
+                              f"{'it' if len(missing) == 1 else 'them'} to evaluation.metrics (computed: "
+                              f"{', '.join(config['evaluation']['metrics'])}, and ndcg@1..10, p@1..10)")
+
+
+def machine_memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_rho_memory(config: dict, registry: dict) -> None:
+    """Second-order feature sets need the rho of every feature pair: m^2 memory. Where a data
+    set's width is known before any job (the registry's n_features, a generator's setting),
+    refuse a width whose pair correlations would not fit in this machine's memory."""
+    chunk_rows = config["features"].get("chunk_rows", 65536)
+    for name in config["datasets"]:
+        entry = registry[name]
+        settings = datasets.generator_settings(entry, config)
+        m = (settings or {}).get("n_features") if settings is not None else entry.get("n_features")
+        if not m:
+            continue
+        need = pair_correlations_bytes(m, chunk_rows)
+        if need > machine_memory_bytes():
+            raise ConfigError(f"config key features.rho: data set {name!r} has {m} features, whose "
+                              f"{m * (m + 1) // 2:,} pair correlations need about {need / 2**30:,.0f} GiB, more than "
+                              f"this machine's {machine_memory_bytes() / 2**30:,.0f} GiB; set features.rho: [] (and "
+                              f"quadratic_rho: []) for it")
 
 
 def check_data_kinds(config: dict, registry: dict, methods: list[str], featuresets: list[str]) -> None:

@@ -4,6 +4,7 @@ as one line instead of a traceback."""
 from __future__ import annotations
 
 from rankstudy.data.download import DownloadError
+from rankstudy.data.folds import EmptySplitError
 from rankstudy.data.letor import LetorFormatError
 from rankstudy.data.qadata import QATableError
 from rankstudy.data.registry import DatasetNotFound, RegistryError
@@ -14,4 +15,4 @@ class ConfigError(ValueError):
 
 
 USER_ERRORS = (ConfigError, DatasetNotFound, RegistryError, DownloadError, LetorFormatError, QATableError,
-               FileNotFoundError)
+               EmptySplitError, FileNotFoundError, PermissionError)

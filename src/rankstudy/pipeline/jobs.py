@@ -1,9 +1,11 @@
 """Running one pipeline step inside a Snakemake job: its output goes to the job's log, and
-the errors a user can fix (bad data, bad config, missing data set) end the job with one clear
-line on the console instead of a traceback."""
+the errors a user can fix (bad data, bad config, missing data set, a folder it cannot write,
+too little memory) end the job with one clear line on the console instead of a traceback.
+Snakemake removes a failed job's outputs, so the next run redoes the job."""
 
 from __future__ import annotations
 
+import errno
 import sys
 import time
 from contextlib import contextmanager
@@ -29,10 +31,34 @@ def job_logging(snakemake, name: str):
         yield
         print(f"[{name}] done in {time.perf_counter() - start:.2f} s")
     except USER_ERRORS as exc:
-        print(f"[{name}] error: {exc}")
-        print(f"rankstudy {name}: {exc}", file=console)
+        message = str(exc)
+        if isinstance(exc, PermissionError):
+            message = (f"cannot write {exc.filename or 'an output'}: permission denied; make its folder writable "
+                       f"and run again (the job's outputs were removed, so it runs again)")
+        print(f"[{name}] error: {message}")
+        print(f"rankstudy {name}: {message}", file=console)
+        raise SystemExit(1) from None
+    except (MemoryError, OSError, ImportError, RuntimeError) as exc:
+        if not out_of_memory(exc):
+            raise
+        message = (f"out of memory ({type(exc).__name__}: {exc}); give the job more memory "
+                   f"(--set-resources {name}:mem_mb=N, or raise the limit it runs under) and run again")
+        print(f"[{name}] error: {message}")
+        print(f"rankstudy {name}: {message}", file=console)
         raise SystemExit(1) from None
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, console
         if log:
             log.close()
+
+
+# what running out of memory looks like besides MemoryError: a failed mmap or thread start, or a
+# shared library (numba's llvmlite) that cannot be mapped
+_OUT_OF_MEMORY = ("cannot allocate memory", "can't start new thread", "failed to map segment",
+                  "could not find/load shared object", "out of memory")
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    if isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM:
+        return True
+    return any(text in str(exc).lower() for text in _OUT_OF_MEMORY)
