@@ -455,9 +455,11 @@ def _cosine(a, b):
     return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b))
 
 
-def _top_docs_differ(scores_a, scores_b, data):
+def _top10_overlap(scores_a, scores_b, data):
+    """Mean share of the top 10 documents two rankings have in common, over queries."""
     o = data.offsets
-    return np.mean([np.argmax(scores_a[a:b]) != np.argmax(scores_b[a:b]) for a, b in zip(o[:-1], o[1:])])
+    return np.mean([len(set(np.argsort(-scores_a[a:b])[:10]) & set(np.argsort(-scores_b[a:b])[:10])) / min(10, b - a)
+                    for a, b in zip(o[:-1], o[1:])])
 
 
 def test_the_gains_give_distinct_models_on_ohsumed_shaped_data():
@@ -469,11 +471,11 @@ def test_the_gains_give_distinct_models_on_ohsumed_shaped_data():
     for recipe in ({}, PAPER_FIGURE3):
         models = {g: ConditionalRanker(loss="convex_loss", gain=g, C=1.0, **recipe).fit(train) for g in ("auc", "ndcg")}
         cosine = _cosine(models["auc"].coef_.ravel(), models["ndcg"].coef_.ravel())
-        differ = _top_docs_differ(models["auc"].predict(test), models["ndcg"].predict(test), test)
+        overlap = _top10_overlap(models["auc"].predict(test), models["ndcg"].predict(test), test)
         if recipe:
-            assert cosine > 0.99 and differ < 0.1, (cosine, differ)
+            assert cosine > 0.99 and overlap > 0.95, (cosine, overlap)
         else:
-            assert cosine < 0.95 and differ > 0.2, (cosine, differ)
+            assert cosine < 0.97 and overlap < 0.85, (cosine, overlap)
         for model in models.values():
             assert model.objective_trace_["final"] < model.objective_trace_["start"] - 0.3
             assert _ndcg10(model.predict(test), test) > 0.6
@@ -512,5 +514,5 @@ def test_conditional_models_learn_and_differ_on_real_ohsumed(ohsumed_fold):
     for a, b in ((("convex_loss", "auc"), ("convex_loss", "ndcg")), (("convex_loss", "auc"), ("convex_loss", "map")),
                  (("convex_loss", "map"), ("convex_loss", "ndcg")), (("mle", "auc"), ("l3", "ndcg"))):
         assert _cosine(weights[a], weights[b]) < 0.9, (a, b, _cosine(weights[a], weights[b]))
-    differ = _top_docs_differ(models["convex_loss", "auc"].predict(test), models["convex_loss", "ndcg"].predict(test), test)
-    assert differ > 0.2, differ
+    overlap = _top10_overlap(models["convex_loss", "auc"].predict(test), models["convex_loss", "ndcg"].predict(test), test)
+    assert overlap < 0.85, overlap  # 0.98 with the paper's Figure 3 sampler

@@ -20,7 +20,7 @@ and options), so the objective is a fixed, smooth function of the scores. As the
 it reaches every total order and the objective becomes exact (tested by enumeration).
 
 The gain acts only through the sample's Deltas, so the sample must hold rankings whose Delta
-differs between gains. The default restart states (11, Deltas spread over [0, 1], skew -10:
+differs between gains. The default restart states (11, Deltas spread over [0, 1], skew -5:
 the paper's Figure 6 setup) do; the paper's Figure 3 recipe (two restart states, ``restart_states=2,
 restart_skew=-2.2, restart_spread="bads"``) does not on OHSUMED-like queries, where its rankings
 have Delta ~ 0 or ~ 1 for every gain and MLE, L3 and ConvexLoss learn one w (the reasons and
@@ -244,7 +244,7 @@ def _check_gain(gain: str) -> str:
 
 
 def mle(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False, sample_size: int = 100,
-        walk_length: int = 10, restart_states: int = 11, restart_skew: float = -10.0, seed: int = 0,
+        walk_length: int = 10, restart_states: int = 11, restart_skew: float = -5.0, seed: int = 0,
         restart_spread: str = "delta"):
     """MLE (Eq. 10): mean over queries of log sum_y exp(w'phi(y) - w'phi(y*)) over the sample
     (restart states by Delta_AUC). Sampler options as in :mod:`rankstudy.losses.swap_sampler`."""
@@ -254,7 +254,7 @@ def mle(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = F
 
 def exp_gain(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
              normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
-             restart_skew: float = -10.0, seed: int = 0, restart_spread: str = "delta"):
+             restart_skew: float = -5.0, seed: int = 0, restart_spread: str = "delta"):
     """ExpGain (Eqs. 6-7): mean over queries of -log E_{y ~ Pr(y|x;w)} G(y) over the sample,
     G = AUC, AP or NDCG@k (``gain``). Not convex: train it from several starts."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
@@ -263,7 +263,7 @@ def exp_gain(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_thres
 
 def l3(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
        normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
-       restart_skew: float = -10.0, seed: int = 0, restart_spread: str = "delta"):
+       restart_skew: float = -5.0, seed: int = 0, restart_spread: str = "delta"):
     """L3 (Eq. 12): MLE + E_y[Delta(y)] (Eq. 11) over the sample. Not convex."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
     return _sampled("l3", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
@@ -271,7 +271,7 @@ def l3(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: 
 
 def convex_loss(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
                 normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
-                restart_skew: float = -10.0, seed: int = 0, restart_spread: str = "delta"):
+                restart_skew: float = -5.0, seed: int = 0, restart_spread: str = "delta"):
     """ConvexLoss (Eq. 14): mean over queries of log sum_y exp(w'phi(y) - w'phi(y*) + Delta(y))
     over the sample; convex in the scores, an upper bound of L1 + L2."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)

@@ -29,7 +29,7 @@ class ConditionalRanker(ScoredRanker):
     * the sample (Section 4): ``sample_size`` states per query, walks of ``walk_length`` swaps,
       ``restart_states`` restart rankings chosen with Pr proportional to exp(``restart_skew`` Delta),
       their Deltas spread as ``restart_spread`` says; drawn once per split from ``seed``. The
-      defaults (11 states with Deltas spread over [0, 1], skew -10: the paper's Figure 6 setup)
+      defaults (11 states with Deltas spread over [0, 1], skew -5: the paper's Figure 6 setup)
       give the gain rankings to act on; the paper's Figure 3 recipe (two states, skew -2.2,
       :data:`rankstudy.losses.swap_sampler.PAPER_FIGURE3`) leaves OHSUMED's MLE, L3 and
       ConvexLoss one model (:mod:`rankstudy.losses.swap_sampler`).
@@ -41,7 +41,7 @@ class ConditionalRanker(ScoredRanker):
 
     def __init__(self, loss: str = "convex_loss", gain: str = "ndcg", k: int = 10, C: float = 1.0,
                  normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
-                 restart_skew: float = -10.0, restart_spread: str = "delta", restarts: int = 1,
+                 restart_skew: float = -5.0, restart_spread: str = "delta", restarts: int = 1,
                  restart_metric: str = "ndcg@10", rel_threshold: float = 1.0, max_iter: int = 200, tol: float = 1e-6,
                  seed: int = 0) -> None:
         super().__init__()
