@@ -24,7 +24,7 @@ from test_structured import ap_delta, decay, ndcg_delta, po_difference
 ROOT = Path(__file__).resolve().parents[1]
 FIG9 = yaml.safe_load((ROOT / "config/studies/chakrabarti2008-fig9.yaml").read_text())
 FIG9_CLEANING = {"drop_no_relevant": ["train"], "chakrabarti": ["train", "vali", "test"]}
-STRUCTSVM = [name for name, spec in FIG9["methods"].items() if spec["kind"] == "structsvm"]
+STRUCTSVM = [name for name in FIG9["run_methods"] if FIG9["methods"][name]["kind"] == "structsvm"]
 
 
 def ohsumed_like(seed, n_queries=20, n_docs=150, n_features=12, noise=5.0):
@@ -115,8 +115,9 @@ def test_relative_tolerance_solves_a_decrease_smaller_than_epsilon():
 
 
 def test_working_set_qp_is_solved_at_a_very_large_C():
-    """Literal DORM at C = 1e8 (w stays near 0, the planes nearly parallel): the unscaled QP
-    was not solved by Clarabel (RuntimeError); scaled, it is, and the dual stays a lower bound."""
+    """Literal DORM at C = 1e8 (w stays near 0, the planes nearly parallel): the QP in its dual
+    form was not solved by Clarabel (RuntimeError); in the primal it is, and the dual value
+    stays a lower bound."""
     train = ohsumed_like(0, n_queries=10)
     ranker = StructSVMRanker(loss="dorm", C=1e8, max_iter=60, loss_params={"k": 10, "cut": 30, "latent": False})
     ranker.fit(train)

@@ -6,12 +6,12 @@ form of a bundle method for regularised risk (Teo et al. 2010): minimise
 given only R(w) and a subgradient a at any w. Each iteration adds the cutting plane
 R(v) >= a'v + b (b = R(w) - a'w) at the current w; the working set of planes gives the
 lower model max(0, max_i a_i'v + b_i) of R, and the next w minimises l2/2 ||v||^2 + that
-model: a small QP, solved in its dual
+model: a small QP over (w, xi) with one constraint per plane, solved by a maintained QP
+library (qpsolvers with Clarabel), never by hand; its multipliers alpha solve the dual
 
     max_alpha  b'alpha - 1/(2 l2) ||A'alpha||^2   s.t.  alpha >= 0, sum alpha <= 1,
-    w = -A'alpha / l2,
 
-by a maintained QP library (qpsolvers with Clarabel), never by hand.
+whose value is a lower bound of min J.
 
 Why 1-slack rather than n-slack: with R the mean of the per-query hinges, one plane sums
 the most violated constraint of every query, so a single argmax pass over the queries gives
@@ -31,8 +31,13 @@ tightly. So the tolerance is also relative to the decrease achieved: stop when
 
 which gives J(w) - min J <= rel_epsilon / (1 + rel_epsilon) * (J(w0) - min J) whenever the
 relative term decides (the floor ends a run whose optimum is w0 itself). ``rel_epsilon=None``
-keeps the absolute rule alone. The dual value is a lower bound of min J, so ``dual_gap``
-(best J so far minus the dual value) bounds the distance to the optimum.
+keeps the absolute rule alone. Every dual value is a lower bound of min J, so ``dual_gap``
+(best J so far minus the best dual value) bounds the distance to the optimum.
+
+Working set: a plane whose dual weight has been zero for ``prune_after`` iterations in a row
+is dropped (the model stays a lower bound of R, only a less tight one; a dropped plane that
+matters again is found again by the argmax). The QP then stays small: without it, DORM on
+OHSUMED fold 4 at C = 10 spent 12 s of 16 in QPs of up to 271 planes.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ class CuttingPlane:
     ``rel_epsilon`` the one relative to the objective's decrease (module docstring).
 
     History: one dict per iteration with ``objective`` (J at the current w), ``train_loss``
-    (R), ``lower_bound`` (the dual value, below min J), ``dual_gap`` (best J minus that),
+    (R), ``lower_bound`` (the best dual value so far, below min J), ``dual_gap`` (best J minus that),
     ``violation``, ``tolerance`` (the stopping rule's bound at that step), ``working_set``
     (planes), ``argmax_seconds`` (time in the loss and its subgradient, i.e. the
     loss-augmented inference) and ``qp_seconds``, plus ``vali_loss`` when ``vali`` is given.
@@ -62,11 +67,13 @@ class CuttingPlane:
     name = "cutting_plane"
 
     def __init__(self, epsilon: float = 1e-3, max_iter: int = 500, qp_solver: str = "clarabel",
-                 rel_epsilon: float | None = 0.01) -> None:
+                 rel_epsilon: float | None = 0.01, prune_after: int | None = 50) -> None:
         if not epsilon > 0:
             raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
         if rel_epsilon is not None and not rel_epsilon > 0:
             raise ValueError(f"rel_epsilon must be > 0 or None, got {rel_epsilon!r}")
+        if prune_after is not None and int(prune_after) < 1:
+            raise ValueError(f"prune_after must be >= 1 or None, got {prune_after!r}")
         if int(max_iter) < 1:
             raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
         if qp_solver not in qpsolvers.available_solvers:
@@ -76,6 +83,7 @@ class CuttingPlane:
         self.max_iter = int(max_iter)
         self.qp_solver = qp_solver
         self.rel_epsilon = None if rel_epsilon is None else float(rel_epsilon)
+        self.prune_after = None if prune_after is None else int(prune_after)
 
     def tolerance(self, start: float, value: float) -> float:
         """The stopping rule's bound on the violation at a w with objective ``value``, for a
@@ -96,6 +104,7 @@ class CuttingPlane:
         w = np.asarray(theta0, dtype=np.float64).copy()
         planes: list[np.ndarray] = []
         offsets: list[float] = []
+        last_used: list[int] = []  # per plane, the last step its dual weight was positive
         history: list[dict] = []
         best_objective, best_w = np.inf, w
         dual, converged, qp_seconds = 0.0, False, 0.0
@@ -126,9 +135,17 @@ class CuttingPlane:
                 break
             planes.append(np.asarray(grad, dtype=np.float64).copy())
             offsets.append(risk - float(grad @ w))
+            last_used.append(step)
             start = time.perf_counter()
-            alpha, dual = self._dual(np.array(planes), np.array(offsets), l2)
-            w = -(alpha @ np.array(planes)) / l2
+            w, alpha, value_of_dual = self._minimise_model(np.array(planes), np.array(offsets), l2)
+            dual = max(dual, value_of_dual)
+            used = alpha > 1e-6 * max(float(alpha.max()), np.finfo(float).tiny)
+            last_used = [step if u else s for u, s in zip(used, last_used)]
+            if self.prune_after is not None:
+                keep = [step - s < self.prune_after for s in last_used]
+                planes = [a for a, k in zip(planes, keep) if k]
+                offsets = [b for b, k in zip(offsets, keep) if k]
+                last_used = [s for s, k in zip(last_used, keep) if k]
             qp_seconds = time.perf_counter() - start
         # the best w seen is returned: its J is at most the certified last w's, so the same bound
         # holds for it, and it is never worse than the start (with the absolute rule alone, the
@@ -136,21 +153,26 @@ class CuttingPlane:
         return Solution(theta=best_w, n_iter=len(history) - 1, n_fev=len(history), converged=converged,
                         history=history)
 
-    def _dual(self, A: np.ndarray, b: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
-        """alpha maximising b'alpha - ||A'alpha||^2 / (2 l2) on the simplex-or-below, and the value."""
-        n = len(b)
-        gram = (A @ A.T) / l2
-        gram = 0.5 * (gram + gram.T)  # symmetric
-        # the QP divided by its largest entry has the same minimiser, and the solver's tolerances
-        # keep their meaning at large C (at C = 1e6, 4 planes: "AlmostSolved" unscaled); the
-        # ridge makes it positive definite for the solver
-        scale = max(float(np.abs(gram).max()), float(np.abs(b).max()), np.finfo(float).tiny)
-        problem = qpsolvers.Problem(sp.csc_matrix(gram / scale + 1e-12 * np.eye(n)), -b / scale,
-                                    G=sp.csc_matrix(np.ones((1, n))), h=np.array([1.0]), lb=np.zeros(n))
-        alpha = qpsolvers.solve_problem(problem, solver=self.qp_solver).x
-        if alpha is None or not np.all(np.isfinite(alpha)):
+    def _minimise_model(self, A: np.ndarray, b: np.ndarray, l2: float) -> tuple[np.ndarray, np.ndarray, float]:
+        """The w minimising l2/2 ||w||^2 + max(0, max_i a_i'w + b_i), the planes' dual weights
+        alpha (>= 0, sum <= 1) and the dual value b'alpha - ||A'alpha||^2 / (2 l2), a lower
+        bound of min J.
+
+        Solved in the primal, over (w, xi): min l2/2 ||w||^2 + xi s.t. a_i'w + b_i <= xi, xi >= 0,
+        with alpha the multipliers of the plane constraints. The dual form has an n x n matrix of
+        rank <= d (n planes, d features): on 200 near-parallel planes Clarabel took 4 to 10 times
+        longer on it, and its dual values came out up to 10% low at C = 1e4."""
+        n, d = A.shape
+        P = sp.diags(np.concatenate([np.full(d, l2), [0.0]]), format="csc")
+        q = np.concatenate([np.zeros(d), [1.0]])
+        G = sp.vstack([sp.csc_matrix(np.hstack([A, -np.ones((n, 1))])),
+                       sp.csc_matrix(([-1.0], ([0], [d])), shape=(1, d + 1))], format="csc")
+        h = np.concatenate([-b, [0.0]])
+        solution = qpsolvers.solve_problem(qpsolvers.Problem(P, q, G, h), solver=self.qp_solver)
+        if solution.x is None or solution.z is None or not np.all(np.isfinite(solution.x)):
             raise RuntimeError(f"the working-set QP ({n} planes) was not solved by {self.qp_solver}")
         # any feasible alpha gives a valid lower bound (weak duality), solved or nearly solved
-        alpha = np.clip(alpha, 0.0, None)
+        alpha = np.clip(np.asarray(solution.z[:n], dtype=np.float64), 0.0, None)
         alpha /= max(1.0, alpha.sum())
-        return alpha, float(b @ alpha - 0.5 * alpha @ gram @ alpha)
+        dual = float(b @ alpha - 0.5 * np.sum((A.T @ alpha) ** 2) / l2)
+        return np.asarray(solution.x[:d], dtype=np.float64), alpha, dual
