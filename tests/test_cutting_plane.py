@@ -64,6 +64,23 @@ def test_cutting_plane_reaches_the_primal_qp_optimum(C):
     np.testing.assert_allclose(ranker.theta_, w_qp, atol=2e-3 * max(1.0, np.abs(w_qp).max()))
 
 
+def test_dropping_unused_planes_keeps_the_optimum():
+    """With planes dropped after 3 unused iterations the working set stays small and the solver
+    still reaches the primal QP's optimum; the lower bound never decreases."""
+    data = tiny_data(0, 20)
+    C = 10.0
+    w_qp, J_qp = primal_auc_qp(data, C)
+    ranker = StructSVMRanker(loss="svm_auc", C=C, epsilon=1e-6, max_iter=2000)
+    ranker.make_solver = lambda: CuttingPlane(epsilon=1e-6, max_iter=2000, prune_after=3)
+    ranker.fit(data)
+    history = ranker.history_
+    assert ranker.converged_
+    assert max(h["working_set"] for h in history) < len(history) - 1  # some plane was dropped
+    assert C * ranker.objective(data)(ranker.theta_)[0] == pytest.approx(J_qp, rel=1e-4, abs=1e-6)
+    lower = [h["lower_bound"] for h in history]
+    assert all(b >= a for a, b in zip(lower, lower[1:])) and max(lower) <= J_qp / C + 1e-9
+
+
 def test_dual_gap_closes_and_history_is_complete():
     data = tiny_data(1, 20)
     ranker = StructSVMRanker(loss="svm_map", C=10.0, epsilon=1e-4).fit(data, tiny_data(2, 10))
@@ -118,3 +135,11 @@ def test_checks():
         CuttingPlane(epsilon=0.0)
     with pytest.raises(ValueError, match="not installed"):
         CuttingPlane(qp_solver="no-such-solver")
+    with pytest.raises(ValueError, match="rel_epsilon"):
+        CuttingPlane(rel_epsilon=0.0)
+    with pytest.raises(ValueError, match="prune_after"):
+        CuttingPlane(prune_after=0)
+    with pytest.raises(ValueError, match="latent_rounds"):
+        StructSVMRanker(loss="dorm", latent_rounds=0)
+    with pytest.raises(ValueError, match="unknown loss_params"):
+        StructSVMRanker(loss="svm_map", loss_params={"latent": True})  # only DORM, SVMmrr, SVMcombo
