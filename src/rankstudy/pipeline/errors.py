@@ -8,6 +8,7 @@ from rankstudy.data.folds import EmptySplitError
 from rankstudy.data.letor import LetorFormatError
 from rankstudy.data.qadata import QATableError
 from rankstudy.data.registry import DatasetNotFound, RegistryError
+from rankstudy.tracking.errors import TrackingUnavailable
 
 
 class ConfigError(ValueError):
@@ -15,4 +16,4 @@ class ConfigError(ValueError):
 
 
 USER_ERRORS = (ConfigError, DatasetNotFound, RegistryError, DownloadError, LetorFormatError, QATableError,
-               EmptySplitError, FileNotFoundError, PermissionError)
+               EmptySplitError, TrackingUnavailable, FileNotFoundError, PermissionError)

@@ -47,14 +47,19 @@ the previous run in place.
 
 Garbage collection: ``delete_run`` is MLflow's soft delete (deleted runs vanish from
 the UI and from searches, but their rows and artifacts stay), so every run deleted
-here (replaced, duplicate or failed) is then purged as ``mlflow gc --run-ids`` would:
-its artifacts, then its rows (:func:`_purge_runs`). For SQLite (or any database URI)
-that goes through the tracking store itself. A server has no API for it: there the
-rows are deleted in its database, named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI``
-(``workflow/cluster/mlflow-server.sh start`` prints it), and the artifacts through
-the server; without that variable the runs stay soft-deleted until
-``mlflow-server.sh gc`` (``mlflow gc``) purges them. A purge that fails is only a
-warning: the run stays soft-deleted for ``mlflow gc``.
+here (replaced, duplicate or failed) is then purged by MLflow's own ``mlflow gc
+--run-ids`` (:func:`_purge_runs`): for SQLite on the tracking store itself; for a
+server on its database, named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI``
+(``workflow/cluster/mlflow-server.sh start`` prints it), its artifacts through the
+server. Without that variable the runs stay soft-deleted until ``mlflow-server.sh gc``
+(``mlflow gc``) purges them. A purge that fails is only a warning. Everything here uses
+MLflow's public client API and its ``gc`` command, nothing of its internals.
+
+A server that does not answer: MLflow's HTTP client retries a request for minutes by
+default; here a request gives up after about 20 s (``MLFLOW_HTTP_REQUEST_*`` below, unless
+set in the environment) and the job fails with :class:`TrackingUnavailable`, whose message
+says how to start the server again. Nothing is lost: the fold's files stay, and the next
+run logs them.
 
 Metric names: MLflow only allows alphanumerics, ``_ - . / :`` and spaces in
 metric and param names, so ``@`` is written as ``_at_`` (``test.ndcg@10`` is
@@ -66,13 +71,17 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import logging
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -81,11 +90,17 @@ from pathlib import Path
 # on stdout. setdefault, so an explicit choice in the environment still wins.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+# a stopped server: fail within ~20 s (3 retries, 1-2-4 s apart, 5 s timeouts), not minutes
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
 
 import pandas as pd  # noqa: E402
 from mlflow import MlflowClient  # noqa: E402
 from mlflow.entities import Metric, Param, RunStatus, RunTag, ViewType  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
+
+from rankstudy.tracking.errors import TrackingUnavailable  # noqa: E402
 
 # MLflow logs every schema migration step at INFO; warnings and errors still show.
 for _name in ("mlflow", "alembic"):
@@ -111,6 +126,34 @@ _held_locks = threading.local()  # lock files this thread already holds (re-entr
 
 
 # ---------------------------------------------------------------- URIs and locks
+
+
+_UNREACHABLE = ("connection refused", "max retries exceeded", "failed to establish a new connection",
+                "name or service not known", "timed out", "remote end closed connection")
+
+
+def _unreachable(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return any(word in text for word in _UNREACHABLE)
+
+
+def fails_clearly_without_server(fn):
+    """Turn a request that a stopped (or unreachable) server refused into TrackingUnavailable."""
+
+    @functools.wraps(fn)
+    def wrapper(uri: str, *args, **kwargs):
+        try:
+            return fn(uri, *args, **kwargs)
+        except Exception as exc:  # MlflowException, requests' ConnectionError, ...
+            if not (_is_server(uri) and _unreachable(exc)):
+                raise
+            raise TrackingUnavailable(
+                f"the MLflow tracking server {uri} does not answer ({str(exc).splitlines()[0][:200]}); start it "
+                f"again with: eval \"$(bash workflow/cluster/mlflow-server.sh start)\" (or unset "
+                f"MLFLOW_TRACKING_URI for the local SQLite store), then rerun: nothing is lost, the next run "
+                f"logs what this one could not") from None
+
+    return wrapper
 
 
 def resolve_tracking_uri(configured: str | None, results_dir: str | os.PathLike) -> str:
@@ -236,18 +279,6 @@ def _now_ms() -> int:
 
 
 # ---------------------------------------------------------------- store helpers
-
-
-def _preload_store_code(uri: str) -> None:
-    """Import MLflow's SQL store (and configure its ORM mappers) before taking the
-    lock: that costs 1-2 s of CPU per process, which parallel jobs can pay at the
-    same time instead of one after the other while holding the lock."""
-    if sqlite_path(uri) is None:
-        return
-    import sqlalchemy.orm
-    import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
-
-    sqlalchemy.orm.configure_mappers()
 
 
 def _client(uri: str) -> MlflowClient:
@@ -490,72 +521,61 @@ def _confirm_parent(client, experiment_id: str, study: str, dataset: str, featur
 # ---------------------------------------------------------------- garbage collection
 
 
-def _gc_store(client, uri: str):
-    """The store whose rows a purge deletes, or None (with a warning) if there is none:
-    the tracking store itself for database URIs, ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI``
-    (the server's own database) for a server."""
-    if _is_server(uri):
-        backend = os.environ.get(BACKEND_ENV, "").strip()
-        if not backend:
-            _warn_once(f"runs deleted on {uri} stay soft-deleted (MLflow's REST API cannot purge them): "
-                       f"set {BACKEND_ENV} to the server's backend store URI (workflow/cluster/mlflow-server.sh "
-                       "start prints it) to purge them at once, or run `mlflow-server.sh gc` / `mlflow gc`")
-            return None
-        from mlflow.tracking._tracking_service.utils import _get_store
-
-        # the artifact root only matters for creating experiments; mlflow-artifacts:/ creates no folder
-        store = _get_store(backend, "mlflow-artifacts:/")
-    else:
-        store = client._tracking_client.store
-    if not hasattr(store, "_hard_delete_run"):
-        _warn_once(f"the MLflow store of {uri} cannot purge runs: deleted runs stay soft-deleted")
+def _gc_backend(uri: str) -> str | None:
+    """The database ``mlflow gc`` purges from: the tracking store itself for database URIs,
+    ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI`` (the server's own database) for a server; None (with
+    a warning) when there is none."""
+    if not _is_server(uri):
+        return uri
+    backend = os.environ.get(BACKEND_ENV, "").strip()
+    if not backend:
+        _warn_once(f"runs deleted on {uri} stay soft-deleted (MLflow's REST API cannot purge them): "
+                   f"set {BACKEND_ENV} to the server's backend store URI (workflow/cluster/mlflow-server.sh "
+                   "start prints it) to purge them at once, or run `mlflow-server.sh gc` / `mlflow gc`")
         return None
-    return store
-
-
-def _delete_run_artifacts(run, uri: str) -> None:
-    """Delete a run's artifacts (through the server for ``mlflow-artifacts:`` URIs). MLflow keeps
-    them in ``<root>/<run id>/artifacts``: the ``<run id>`` folder goes as a whole."""
-    from mlflow.store.artifact.artifact_repository_registry import get_artifact_repository
-
-    location = (run.info.artifact_uri or "").rstrip("/")
-    if not location:
-        return
-    suffix = "/artifacts"
-    if location.endswith(f"/{run.info.run_id}{suffix}"):
-        location = location[: -len(suffix)]
-    get_artifact_repository(location, tracking_uri=uri).delete_artifacts()
+    return backend
 
 
 def _purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
-    """Permanently delete runs this call soft-deleted, as ``mlflow gc --run-ids`` does: first
-    the artifacts, then the rows (params, metrics, tags, the run). Runs that are no longer in
-    the deleted stage (restored) or already gone are skipped. Failures are warnings: such a
-    run stays soft-deleted, for ``mlflow gc``."""
-    run_ids = list(dict.fromkeys(run_ids))
-    if not run_ids:
+    """Permanently delete runs this call soft-deleted with MLflow's own ``mlflow gc --run-ids``
+    (its public command: artifacts first, through the server when there is one, then the rows).
+    Runs already gone are skipped. A failure is a warning: the runs stay soft-deleted, for a later
+    ``mlflow gc``."""
+    runs = [client.get_run(r) for r in dict.fromkeys(run_ids) if _exists(client, r)]
+    runs = [run for run in runs if run.info.lifecycle_stage == "deleted"]
+    backend = _gc_backend(uri) if runs else None
+    if not backend:
         return
+    env = dict(os.environ, MLFLOW_TRACKING_URI=uri)  # gc reaches a server's artifacts through it
+    done = subprocess.run([sys.executable, "-m", "mlflow", "gc", "--backend-store-uri", backend,
+                           "--run-ids", ",".join(run.info.run_id for run in runs)],
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        log.warning("cannot purge runs %s (they stay soft-deleted): %s", [run.info.run_id for run in runs],
+                    (done.stderr.strip().splitlines() or ["mlflow gc failed"])[-1])
+        return
+    for run in runs:  # gc empties a local run's artifact folder; its empty <run id> folder goes too
+        folder = _local_path(run.info.artifact_uri or "")
+        if folder is not None and folder.name == "artifacts" and folder.parent.name == run.info.run_id:
+            for empty in (folder, folder.parent):
+                with contextlib.suppress(OSError):
+                    empty.rmdir()
+
+
+def _local_path(uri: str) -> Path | None:
+    if uri.startswith("file://"):
+        return Path(urllib.parse.unquote(urllib.parse.urlparse(uri).path))
+    return Path(uri) if uri.startswith("/") else None
+
+
+def _exists(client, run_id: str) -> bool:
     try:
-        store = _gc_store(client, uri)
-    except Exception as exc:  # e.g. the server's database unreachable from here
-        log.warning("cannot purge deleted runs %s (they stay soft-deleted): %s", run_ids, exc)
-        return
-    if store is None:
-        return
-    for run_id in run_ids:
-        try:
-            run = store.get_run(run_id)
-        except MlflowException as exc:
-            if exc.error_code != "RESOURCE_DOES_NOT_EXIST":
-                log.warning("cannot purge run %s (it stays soft-deleted): %s", run_id, exc)
-            continue
-        if run.info.lifecycle_stage != "deleted":
-            continue
-        try:
-            _delete_run_artifacts(run, uri)
-            store._hard_delete_run(run_id)  # what `mlflow gc` calls
-        except Exception as exc:
-            log.warning("cannot purge run %s (it stays soft-deleted): %s", run_id, exc)
+        client.get_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return False
+        raise
+    return True
 
 
 # ---------------------------------------------------------------- public API
@@ -571,6 +591,7 @@ def _content_digest(params: Mapping, metrics: Mapping, tags: Mapping | None, pat
     return h.hexdigest()[:16]
 
 
+@fails_clearly_without_server
 def log_fold_run(
     uri: str,
     experiment: str,
@@ -604,7 +625,6 @@ def log_fold_run(
     timestamp = _now_ms()
     key = f"{_parent_key(study, dataset, featureset, method)}/fold{fold}"
     locked = sqlite_path(uri) is not None
-    _preload_store_code(uri)
     with tracking_lock(uri):
         client = _client(uri)
         experiment_id = _experiment_id(client, uri, experiment)
@@ -639,6 +659,7 @@ def log_fold_run(
     return run_id
 
 
+@fails_clearly_without_server
 def log_parent_metrics(
     uri: str,
     experiment: str,
@@ -663,7 +684,6 @@ def log_parent_metrics(
     """
     paths = _check_artifacts(artifacts)
     locked = sqlite_path(uri) is not None
-    _preload_store_code(uri)
     with tracking_lock(uri):
         client = _client(uri)
         experiment_id = _experiment_id(client, uri, experiment)
@@ -693,6 +713,7 @@ def log_parent_metrics(
     return parent_id
 
 
+@fails_clearly_without_server
 def log_study_run(
     uri: str,
     experiment: str,
@@ -708,7 +729,6 @@ def log_study_run(
     key = f"study/{study}/{dataset}"
     token = _logged_token()
     run_tags = {KEY_TAG: key, LEVEL_TAG: "study", "study": study, "dataset": dataset, LOGGED_TAG: token}
-    _preload_store_code(uri)
     with tracking_lock(uri):
         client = _client(uri)
         experiment_id = _experiment_id(client, uri, experiment)
@@ -726,10 +746,10 @@ FOLD_RUN_COLUMNS = ["run_id", "parent_run_id", "key", "study", "dataset", "featu
                     "fold", "status", "start_time"]
 
 
+@fails_clearly_without_server
 def fold_runs(uri: str, experiment: str) -> pd.DataFrame:
     """Live fold runs of ``experiment``: one row per run with its key tags, plus one
     ``metrics.<mlflow key>`` column per (latest) metric value. Empty if none."""
-    _preload_store_code(uri)
     with tracking_lock(uri):  # first use of a fresh SQLite file creates the schema
         client = _client(uri)
         experiment_obj = client.get_experiment_by_name(experiment)
@@ -772,6 +792,7 @@ def _as_int(value: str | None) -> int | str | None:
 
 __all__ = [
     "FOLD_RUN_COLUMNS",
+    "TrackingUnavailable",
     "flatten_params",
     "fold_runs",
     "log_fold_run",
