@@ -113,6 +113,7 @@ def main(argv: list[str]) -> int:
         return 2
     ensure_env()
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # OpenMP threads sleep when idle: no spinning on a shared machine
     if argv[0] == "run":
         cores = os.environ.get("CORES", "2")
         clear_stale_lock(REPO, str(BIN / "snakemake"), argv[1:], env)

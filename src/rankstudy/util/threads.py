@@ -26,6 +26,10 @@ def use_job_threads(n: int) -> int:
     # ran 37x slower beside a busy neighbour)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = str(_threads)
+    # OpenMP's idle threads sleep instead of spinning (LightGBM's 100 rounds took 2-125 s beside a
+    # busy neighbour when they spun, 0.8-2.9 s when they slept); read when the runtime loads, which
+    # in a job is after this (LightGBM is imported when a booster is fitted)
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     _limits = threadpool_limits(limits=_threads)
     return _threads
 
