@@ -2,7 +2,7 @@
 it started (a solver that never left w = 0, a step too large for its constraint) and still write
 scores, metrics and tables. Two checks catch that for every method and fold:
 
-* its training objective must end clearly below where it started (``OBJECTIVE_DROP``, relative),
+* its training objective must end below where it started (by ``OBJECTIVE_DROP``, relative),
   where the ranker reports one (``Ranker.objective_trace_``);
 * its validation and test selection metric must beat a random ranking's by ``RANDOM_MARGIN``
   (absolute), the random ranking's being the mean over ``RANDOM_DRAWS`` seeded uniform scores.
@@ -16,7 +16,11 @@ import numpy as np
 
 from rankstudy.evaluation import metrics
 
-OBJECTIVE_DROP = 0.01  # the final objective must be at least 1% (of |start|) below the start
+# the final objective must be at least 0.1% (of |start|) below the start. Not more: a listwise
+# loss on long queries is mostly the entropy of its start (log 146 = 4.98 for ListNet on an
+# OHSUMED query), so ListNet learns well on OHSUMED while its objective falls only 0.24%; a model
+# stuck at its start (DORM's 0.97574 -> 0.97605, StructRank's 13024.4 -> 13024.0) falls < 0.01%
+OBJECTIVE_DROP = 1e-3
 RANDOM_MARGIN = 0.01  # and the selection metric this much above a random ranking's
 RANDOM_DRAWS = 10
 
