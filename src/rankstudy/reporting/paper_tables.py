@@ -81,7 +81,7 @@ def load_published(path: str | Path, table: int, dataset: str | None = None) -> 
     block each, like Chakrabarti et al.'s Figure 9) is narrowed to the ``dataset`` named
     (the start of its ``dataset`` entry, e.g. ``OHSUMED``)."""
     published = pd.read_csv(path, dtype={"row": str, "column": str})
-    published = published[published["table"] == int(table)]
+    published = published[published["table"].astype(str) == str(table)]  # a number or a name
     if dataset is not None:
         chosen = published[published["dataset"].str.startswith(dataset)]
         if chosen.empty:
