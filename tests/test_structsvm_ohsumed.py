@@ -77,14 +77,14 @@ def test_latent_methods_learn_on_ohsumed_shaped_data(loss, loss_params, max_rati
     assert mean_metric(ranker.predict(test), test, metric) > random_metric(test, metric) + 0.2
     history = ranker.history_
     assert history[0]["objective"] == pytest.approx(ranker.objective_trace_["start"])
-    rounds = sorted({h["round"] for h in history})
-    assert len(rounds) > 1
-    for r in rounds:
-        entries = [h for h in history if h["round"] == r]
-        # a round starts where the objective is (its bound touches it there) and ends no higher
-        assert entries[-1]["latent_objective"] <= entries[0]["objective"] + 1e-9
     ends = [h["latent_objective"] for h in history if "latent_objective" in h]
+    assert len(ends) > 1
+    # the rounds keep the best objective: the result is the lowest any round reached
     assert ranker.objective_trace_["final"] == pytest.approx(min(ends))
+    for r in range(1, len(ends)):
+        # a round starts where the objective is, at the best w so far (its bound touches it there)
+        first = next(h for h in history if h["round"] == r)
+        assert first["objective"] == pytest.approx(min(ends[:r]))
 
 
 @pytest.mark.parametrize("loss,loss_params,max_ratio,metric", LATENT, ids=[c[0] for c in LATENT])
@@ -112,6 +112,26 @@ def test_relative_tolerance_solves_a_decrease_smaller_than_epsilon():
     ranker = StructSVMRanker(loss="svm_ndcg", C=0.1).fit(train)
     assert ranker.converged_
     assert objective(ranker.theta_, need_grad=False)[0] - best <= 0.1 * (start - best)
+
+
+def test_a_flat_hinge_returns_its_minimiser_not_w_zero():
+    """SVMndcg at C = 0.01 on sparse-relevance data (2 goods in 200 documents) can gain under
+    1e-6 in all, below the stopping rule's floor: the solver returns the certified last w, whose
+    direction ranks well, not the best w seen, which was w = 0 with every score tied."""
+    rng = np.random.default_rng(4)
+    w_true = rng.normal(size=16)
+    n_queries, n_docs = 30, 200
+    X = rng.uniform(0.0, 1.0, (n_queries * n_docs, 16))
+    utility = (X @ w_true + rng.normal(size=len(X))).reshape(n_queries, n_docs)
+    y = (utility >= np.sort(utility, axis=1)[:, -2:-1]).astype(float).ravel()
+    offsets = np.arange(0, len(X) + 1, n_docs)
+    data = RankData(X=X, y=y, qid=np.repeat(np.arange(n_queries), n_docs), docid=np.arange(len(X)).astype(str),
+                    offsets=offsets)
+    train, test = data.select_queries(np.arange(n_queries) < 20), data.select_queries(np.arange(n_queries) >= 20)
+    ranker = StructSVMRanker(loss="svm_ndcg", C=0.01, loss_params={"k": 10}).fit(train)
+    assert ranker.objective_trace_["start"] - ranker.objective_trace_["final"] < 1e-6  # a flat hinge
+    assert np.linalg.norm(ranker.theta_) > 0
+    assert mean_metric(ranker.predict(test), test, "ndcg@10") > random_metric(test, "ndcg@10") + 0.2
 
 
 def test_working_set_qp_is_solved_at_a_very_large_C():

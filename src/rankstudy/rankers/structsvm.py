@@ -120,13 +120,16 @@ class StructSVMRanker(ScoredRanker):
             history[-1]["latent_objective"] = value
             n_iter, n_fev = n_iter + solution.n_iter, n_fev + solution.n_fev
             # the bound touches the objective at the round's start, so value <= current up to
-            # the solver's tolerance; a round that gains no more than that tolerance ends the
-            # rounds (relative too: on OHSUMED fold 4, DORM at C = 10 gains 4e-4 in its first
-            # round and an absolute 1e-3 stopped it there, within 0.04% of w = 0)
+            # the solver's tolerance. A better w is taken; so is the first round's within the
+            # tolerance (the bound's certified minimiser rather than w = 0, all scores tied).
+            # A round that gains no more than the tolerance ends the rounds (relative too: on
+            # OHSUMED fold 4, DORM at C = 10 gains 4e-4 in its first round and an absolute 1e-3
+            # stopped it there, within 0.04% of w = 0)
             gain = current - value
-            if gain > 0:
+            tolerance = solver.tolerance(start, min(current, value))
+            if gain > 0 or (round_ == 0 and gain >= -tolerance):
                 theta, current = solution.theta, value
-            if gain <= solver.tolerance(start, current):
+            if gain <= tolerance:
                 converged = solution.converged
                 break
             anchor_theta = theta
