@@ -223,7 +223,12 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
         <= set(run.data.metrics)
     # the training curve and both l2 candidates of the grid, as step metrics
     assert len(client.get_metric_history(run_id, "train_loss")) > 2
-    assert len(client.get_metric_history(run_id, "selection.vali.ndcg_at_10")) == 2
+    assert len(client.get_metric_history(run_id, "candidate.vali.ndcg_at_10")) == 2
+    selection = pd.read_csv(run_dir(workdir, "pointwise", 1) / "selection.csv")
+    # the chosen candidate's score, not the last candidate's
+    assert run.data.metrics["selection.vali.ndcg_at_10"] == pytest.approx(
+        selection.loc[selection["selected"], "vali.ndcg@10"].iloc[0])
+    assert run.data.metrics["train_seconds"] > 0
     assert {a.path for a in client.list_artifacts(run_id)} >= {"model.json", "scores.test.tsv", "config.resolved.json"}
     # names say what runs are; a fold run spans its fold's jobs; a parent names the folds it averages
     fold = folds.set_index("key").loc["default/synthetic/first/pointwise/fold1"]
@@ -232,6 +237,9 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
     assert fold["start"] == fit["started_ms"] < fit["finished_ms"] <= fold["end"]
     parents = runs[runs.level == "parent"].set_index("name")
     assert parents.loc["pointwise [first] synthetic (default)", "folds"] == "1,2"
+    parent_tags = client.get_run(parents.loc["pointwise [first] synthetic (default)", "id"]).data.tags
+    assert parent_tags["kind"] == "linear" and parent_tags["params.loss"] == "pointwise_mse"
+    assert parent_tags["grid.l2"] == "[0.01, 1.0]"
     # the UI opens on the training runs, not on the GenAI pages
     assert client.get_experiment_by_name("rankstudy").tags["mlflow.experimentKind"] == "custom_model_development"
 

@@ -38,6 +38,7 @@ rule aggregate:
         per_query=L.METHOD_PER_QUERY,
     params:
         folds=FOLDS,
+        spec=training_spec,
         mlflow=MLFLOW,
     log:
         L.log("aggregate"),

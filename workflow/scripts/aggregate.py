@@ -56,13 +56,17 @@ with job_logging(snakemake, "aggregate"):
         # every hyper-parameter candidate's validation score, as a step metric (step = candidate)
         selection = pd.read_csv(inputs.selection[i])
         scored = [c for c in selection.columns if c.startswith("vali.")]
-        candidates = [{"step": int(row["candidate"]), **{f"selection.{c}": float(row[c]) for c in scored}}
+        # candidate.vali.* (step = candidate); the chosen one's score is selection.vali.* at step 0
+        candidates = [{"step": int(row["candidate"]), **{f"candidate.{c}": float(row[c]) for c in scored}}
                       for _, row in selection.iterrows()]
+        chosen = {f"selection.vali.{fit.selection['selection_metric']}": fit.selection_score,
+                  "train_seconds": fit.seconds,
+                  "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0])}
         run_id = tracking.log_fold_run(
             uri, mlflow["experiment"], **identity, fold=fold,
             params={"method": fit.params, "kind": fit.kind, "featureset": w.featureset, "fold": fold,
                     "data_fingerprint": summary.fingerprint, "selection": fit.selection},
-            metrics={**summary.metrics, **{f"random.{k}": v for k, v in summary.random.items()},
+            metrics={**summary.metrics, **chosen, **{f"random.{k}": v for k, v in summary.random.items()},
                      **job_benchmarks(inputs, i)},
             history=history + candidates,
             artifacts=[inputs[name][i] for name in ARTIFACTS],
@@ -88,7 +92,11 @@ with job_logging(snakemake, "aggregate"):
     method.mlflow_parent_run_id = tracking.log_parent_metrics(
         uri, mlflow["experiment"], **identity,
         metrics={**{f"mean.{k}": v for k, v in method.mean.items()}, **{f"std.{k}": v for k, v in method.std.items()}},
-        tags={"folds": ",".join(map(str, method.folds)), "rankstudy.learned": str(not not_learned).lower(),
+        # the method's settings as tags (a parent outlives changes of them; params could not change)
+        tags={**tracking.flatten_params({"kind": snakemake.params.spec["kind"],
+                                         "params": snakemake.params.spec.get("params") or {},
+                                         "grid": snakemake.params.spec.get("grid") or {}}),
+              "folds": ",".join(map(str, method.folds)), "rankstudy.learned": str(not not_learned).lower(),
               **({"rankstudy.not_learned_folds": ",".join(map(str, not_learned))} if not_learned else {})},
     )
     # every fold's test queries in one file: what the tables job reads
