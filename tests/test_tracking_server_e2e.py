@@ -177,7 +177,7 @@ def check_one_run_per_key(url: str, experiment_id: str, workdir: Path) -> tuple[
     assert {k: n for k, n in fold_keys.items() if n > 1} == {}, "duplicated fold runs"
     assert set(fold_keys) == expected_fold_keys(), "fold runs lost or unexpected"
     assert {k: n for k, n in parent_keys.items() if n > 1} == {}, "duplicated parents"
-    assert set(parent_keys) == {f"synthetic/{fs}/{m}" for fs in FEATURESETS for m in METHODS}
+    assert set(parent_keys) == {f"server/synthetic/{fs}/{m}" for fs in FEATURESETS for m in METHODS}
     assert [tags(run)["rankstudy.key"] for run in level(runs, "study")] == ["study/server/synthetic"]
     by_key = {tags(run)["rankstudy.key"]: run for run in folds}
     parent_by_key = {tags(run)["rankstudy.key"]: run for run in parents}
@@ -244,7 +244,8 @@ def test_a_rerun_purges_the_runs_it_replaces(pipeline):
         with pytest.raises(urllib.error.HTTPError) as missing:
             rest(url, f"runs/get?run_id={urllib.parse.quote(run_id)}")
         assert missing.value.code == 404
-    assert not old_folder.exists()
+    # mlflow gc empties the run's artifacts through the server (an empty folder may stay there)
+    assert not old_folder.exists() or not any(p.is_file() for p in old_folder.rglob("*"))
     served = download(url, after[key], "model.json")
     assert served == (workdir / f"results/runs/{key}/model.json").read_bytes()
 
