@@ -345,6 +345,10 @@ def test_a_model_forced_not_to_learn_is_marked_in_tables_and_mlflow(tmp_path):
     assert "stuck [first] ⚠" in md and "ranknet [first] ⚠" not in md and "did not learn" in md
     csv = pd.read_csv(workdir / "results/tables/default/synthetic.csv")
     assert dict(csv.groupby("system")["learned"].first()) == {"ranknet [first]": True, "stuck [first]": False}
+    chosen = pd.read_csv(workdir / "results/tables/default/synthetic.params.csv").set_index("system")
+    assert chosen.loc["ranknet [first]", "l2"] == 0.01 and not chosen.loc["stuck [first]", "learned"]
+    fit = json.loads((run_dir(workdir, "ranknet", 1) / "fit.json").read_text())
+    assert chosen.loc["ranknet [first]", "selection_score"] == pytest.approx(fit["selection_score"])
     runs = fold_runs(workdir).set_index("key")
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
     tags = client.get_run(runs.loc["default/synthetic/first/stuck/fold1", "id"]).data.tags

@@ -17,6 +17,8 @@ rule tables:
                       subcategory="{dataset}"),
         timing_csv=f"{L.TABLES}.timing.csv",
         timing_md=f"{L.TABLES}.timing.md",
+        params_csv=f"{L.TABLES}.params.csv",
+        params_md=f"{L.TABLES}.params.md",
     params:
         systems=study_systems(),  # in the order of input.per_query and input.summaries
         folds=FOLDS,

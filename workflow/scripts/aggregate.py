@@ -14,6 +14,14 @@ from rankstudy.util import atomic
 # what each fold's MLflow run keeps as artifacts (names of the aggregate job's inputs)
 ARTIFACTS = ("model", "scores_test", "trec", "qrels", "per_query_vali", "per_query_test", "selection", "resolved")
 JOB_RULES = ("parse_fold", "clean_fold", "featurize", "train", "evaluate")
+# what a fitted model settled itself, beside the grid's choice (LambdaMART's early stopping, a restart)
+SETTLED = ("best_iteration", "chosen_restart")
+
+
+def chosen_settings(fit: FitRecord, model_path: str) -> dict:
+    state = atomic.read_json(model_path)["state"]
+    return {**{k: fit.params[k] for k in fit.grid}, **{k: state[k] for k in SETTLED if k in state},
+            "selection_score": fit.selection_score}
 
 
 def fold_timing(fit: FitRecord, history: list[dict], selection: pd.DataFrame) -> dict:
@@ -49,7 +57,7 @@ with job_logging(snakemake, "aggregate"):
     w, inputs, mlflow = snakemake.wildcards, snakemake.input, snakemake.params.mlflow
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
     identity = dict(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method)
-    folds, per_query, timing, fold_runs, learned = [], [], [], {}, {}
+    folds, per_query, timing, fold_runs, learned, chosen_per_fold = [], [], [], {}, {}, {}
     for i, fold in enumerate(snakemake.params.folds):
         summary, fit = FoldSummary.read(inputs.summary[i]), FitRecord.read(inputs.fit[i])
         history = atomic.read_json(inputs.history[i])
@@ -76,6 +84,7 @@ with job_logging(snakemake, "aggregate"):
                                                      f"; did not learn: {'; '.join(summary.learned['problems'])}"))
         folds.append(summary)
         fold_runs[fold], learned[fold] = run_id, summary.learned
+        chosen_per_fold[fold] = chosen_settings(fit, inputs.model[i])
         per_query.append(pd.read_csv(inputs.per_query_test[i]).assign(fold=fold))
         timing.append(fold_timing(fit, history, selection))
     names = sorted(folds[0].metrics)
@@ -87,7 +96,7 @@ with job_logging(snakemake, "aggregate"):
         std={k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()},
         # mean over folds; null where the solver does not record it
         timing={k: None if np.isnan(v) else float(v) for k, v in pd.DataFrame(timing).astype(float).mean().items()},
-        learned=learned, fold_runs=fold_runs)
+        learned=learned, chosen=chosen_per_fold, fold_runs=fold_runs)
     not_learned = method.not_learned
     method.mlflow_parent_run_id = tracking.log_parent_metrics(
         uri, mlflow["experiment"], **identity,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankstudy.reporting import plots, tables, timing
+from rankstudy.reporting import chosen, plots, tables, timing
 from rankstudy.tracking import runs as tracking
 from rankstudy.pipeline import results
 from rankstudy.pipeline.jobs import job_logging
@@ -55,9 +55,14 @@ with job_logging(snakemake, "tables"):
     timing_written = timing.write_timing(
         timing.timing_frame({s: summaries[s].timing for s in order if s in summaries}), prefix,
         f"{w.dataset}, study {w.study}: training time, mean over {len(p.folds)} fold(s) {p.folds}.")
+    chosen_written = chosen.write_chosen(
+        chosen.chosen_frame({s: summaries[s] for s in order if s in summaries}), prefix,
+        f"{w.dataset}, study {w.study}: the hyper-parameters chosen per fold on validation "
+        f"{evaluation['selection_metric']} (selection_score), what training settled itself (best_iteration: "
+        f"LambdaMART's trees kept by early stopping; chosen_restart), and whether the model learned.")
     print(Path(snakemake.output.md).read_text())
     mlflow = p.mlflow
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
     tracking.log_study_run(uri, mlflow["experiment"], study=w.study, dataset=w.dataset,
-                           artifacts=[*map(Path, written), *timing_written, Path(plot), Path(plot_p)],
+                           artifacts=[*map(Path, written), *timing_written, *chosen_written, Path(plot), Path(plot_p)],
                            params={"baseline": p.baseline, "folds": p.folds, "caption": caption})

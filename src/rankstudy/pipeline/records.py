@@ -153,6 +153,9 @@ class MethodSummary(Record):
     std: dict[str, float | None]  # None over one fold (undefined)
     timing: dict[str, float | None]
     learned: dict[int, dict[str, Any]]  # the check of each fold
+    # per fold: the chosen grid values, what training settled (best_iteration, chosen_restart)
+    # and the chosen candidate's validation score
+    chosen: dict[int, dict[str, Any]] = field(default_factory=dict)
     fold_runs: dict[int, str] = field(default_factory=dict)  # fold -> MLflow run id
     mlflow_parent_run_id: str | None = None
 
