@@ -3,12 +3,18 @@
 # Run:  snakemake --cores 4            (config/config.yaml, see config/README.md)
 # Rerun one fold:  snakemake --cores 2 --forcerun results/runs/<study>/<dataset>/<featureset>/<method>/fold3/model.json
 # Where everything goes: rankstudy.pipeline.layout (README, "Outputs").
+import os
+import sys
+import time
 from pathlib import Path
 
 import yaml
 from snakemake.utils import min_version, validate
 
 from rankstudy.pipeline.config import apply_defaults, prepare_cli_values
+from rankstudy.pipeline.summary import run_summary
+
+RUN_STARTED = time.time()
 
 min_version("9.0")
 
@@ -36,3 +42,10 @@ rule all:
     input:
         all_targets(),
     default_target: True
+
+
+# the last lines of a run: where its results are, and what took the time
+onsuccess:
+    if not workflow.dryrun:
+        print(run_summary(config["study"], list(config["datasets"]), RUN_STARTED,
+                          os.environ.get("MLFLOW_TRACKING_URI") or config["mlflow"]["tracking_uri"]), file=sys.stderr)

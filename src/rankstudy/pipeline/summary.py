@@ -1,0 +1,44 @@
+"""What a finished run prints last: where its tables, plots and runs are, how to see them, how
+many jobs ran and which rules took the time (from the benchmark files this run wrote)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from rankstudy.pipeline import layout
+
+
+def jobs_since(started: float, results: Path = Path(layout.RESULTS)) -> pd.DataFrame:
+    """Rule and wall seconds of every job whose benchmark file was written since ``started``."""
+    rows = []
+    for path in (results / "benchmarks").rglob("*.tsv"):
+        if path.stat().st_mtime >= started:
+            try:
+                seconds = float(pd.read_csv(path, sep="\t")["s"].iloc[-1])
+            except (OSError, ValueError, KeyError, IndexError, pd.errors.ParserError):
+                continue
+            rows.append({"rule": path.relative_to(results / "benchmarks").parts[0], "seconds": seconds})
+    return pd.DataFrame(rows, columns=["rule", "seconds"])
+
+
+def run_summary(study: str, datasets: list[str], started: float, tracking_uri: str | None = None) -> str:
+    jobs = jobs_since(started)
+    lines = [f"rankstudy: study {study!r} done in {time.time() - started:.0f} s; {len(jobs)} job(s) ran"]
+    if len(jobs):
+        by_rule = jobs.groupby("rule")["seconds"].agg(["count", "sum"]).sort_values("sum", ascending=False)
+        lines.append("  slowest rules (job seconds): " + ", ".join(
+            f"{rule} {row['sum']:.0f} s ({int(row['count'])} jobs)" for rule, row in by_rule.head(3).iterrows()))
+    for dataset in datasets:
+        tables = layout.fill(layout.TABLES, study=study, dataset=dataset)
+        lines.append(f"  tables:  {tables}.md (also .csv .html .tex, .params.md, .timing.md)")
+        lines.append(f"  plots:   {layout.fill(layout.PLOTS, study=study, dataset=dataset)}.ndcg_at_k.png")
+        lines.append(f"  runs:    {layout.RESULTS}/runs/{study}/{dataset}/")
+    lines.append(f"  report:  snakemake --report report.html (add the --configfile/--config of this run)")
+    if tracking_uri and tracking_uri.startswith("http"):
+        lines.append(f"  MLflow:  {tracking_uri}")
+    else:
+        lines.append("  MLflow:  python3 workflow/bootstrap.py ui")
+    return "\n".join(lines)
