@@ -547,13 +547,19 @@ def _purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
     if not backend:
         return
     env = dict(os.environ, MLFLOW_TRACKING_URI=uri)  # gc reaches a server's artifacts through it
-    done = subprocess.run([sys.executable, "-m", "mlflow", "gc", "--backend-store-uri", backend,
-                           "--run-ids", ",".join(run.info.run_id for run in runs)],
-                          env=env, capture_output=True, text=True)
+
+    def gc(ids: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mlflow", "gc", "--backend-store-uri", backend,
+                               "--run-ids", ",".join(ids)], env=env, capture_output=True, text=True)
+
+    done = gc([run.info.run_id for run in runs])
     if done.returncode != 0:
-        log.warning("cannot purge runs %s (they stay soft-deleted): %s", [run.info.run_id for run in runs],
-                    (done.stderr.strip().splitlines() or ["mlflow gc failed"])[-1])
-        return
+        # another client may have purged one of them meanwhile (gc then fails as a whole): one by one
+        for run in runs:
+            if _exists(client, run.info.run_id) and (done := gc([run.info.run_id])).returncode != 0 \
+                    and _exists(client, run.info.run_id):
+                log.warning("cannot purge run %s (it stays soft-deleted): %s", run.info.run_id,
+                            (done.stderr.strip().splitlines() or ["mlflow gc failed"])[-1])
     for run in runs:  # gc empties a local run's artifact folder; its empty <run id> folder goes too
         folder = _local_path(run.info.artifact_uri or "")
         if folder is not None and folder.name == "artifacts" and folder.parent.name == run.info.run_id:
