@@ -59,7 +59,11 @@ def test_a_training_split_narrower_than_vali_and_test_is_widened(tmp_path):
 def test_second_order_features_of_a_very_wide_data_set_are_refused_before_any_job(config, tmp_path):
     (tmp_path / "wide.yaml").write_text(yaml.safe_dump({"Wide": {
         "source": "local", "labels": [0, 2], "folds": 1, "n_features": 100000, "layout": "{split}.txt"}}))
-    config.update(datasets=["Wide"], folds=[1], registry_extra=str(tmp_path / "wide.yaml"))
+    (tmp_path / "data" / "Wide").mkdir(parents=True)
+    for split in ("train", "vali", "test"):
+        (tmp_path / "data" / "Wide" / f"{split}.txt").touch()
+    config.update(datasets=["Wide"], folds=[1], registry_extra=str(tmp_path / "wide.yaml"),
+                  data_root=str(tmp_path / "data"))
     with pytest.raises(ConfigError, match=r"features.rho: data set 'Wide' has 100000 features.*GiB.*rho: \[\]"):
         check_config(config, REPO)
     config["features"]["rho"] = []

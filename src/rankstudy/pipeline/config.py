@@ -282,6 +282,7 @@ def check_config(config: dict, workdir: Path) -> Settings:
     check_data_kinds(config, registry, methods, names)
     if any(f.second_order for f in sets):
         check_rho_memory(config, registry)
+    check_local_files(config, registry, config_folds)
     baseline = config["report"].get("baseline", methods[0])
     if "[" not in baseline:
         if baseline not in methods:
@@ -290,6 +291,26 @@ def check_config(config: dict, workdir: Path) -> Settings:
         baseline = system_label(baseline, names[0])
     return Settings(featuresets={f.name: f for f in sets}, baseline=baseline, registry=registry,
                     registry_path=registry_path, registry_extra=tuple(extra))
+
+
+def check_local_files(config: dict, registry: dict, folds: list[int]) -> None:
+    """A data set that is never downloaded (``local``, ``manual``) must have its files under
+    data_root before any job runs: fail naming the folder looked in and what to do."""
+    data_root = Path(config.get("data_root", "data"))
+    for name in config["datasets"]:
+        entry = registry[name]
+        if entry["source"] not in ("local", "manual"):
+            continue
+        missing = datasets.missing_splits(name, entry, data_root, folds)
+        if missing:
+            folder = datasets.dataset_dir(name, entry, data_root)
+            fold, split = missing[0]
+            raise ConfigError(
+                f"config key data_root: data set {name!r} has no {split} file for fold {fold} in "
+                f"{folder.resolve()} (layout {entry['layout']!r}; {len(missing)} file(s) missing); set data_root to the "
+                f"folder that holds {entry.get('folder') or name}/, or put the files there"
+                + (f". {' '.join(str(entry['instructions']).split())}".replace("{data_root}", str(data_root))
+                   if entry.get("instructions") else ""))
 
 
 # the evaluate job computes these whatever evaluation.metrics says (the NDCG@k and P@k plots)

@@ -36,7 +36,11 @@ def job_logging(snakemake, name: str):
             message = (f"cannot write {exc.filename or 'an output'}: permission denied; make its folder writable "
                        f"and run again (the job's outputs were removed, so it runs again)")
         print(f"[{name}] error: {message}")
-        print(f"rankstudy {name}: {message}", file=console)
+        # the log names data files as {data_root}/... (no machine's paths in results); the console
+        # line is for the person at this machine: the real path
+        data_root = (getattr(snakemake, "config", None) or {}).get("data_root")
+        shown = message.replace("{data_root}", str(Path(data_root).resolve())) if data_root else message
+        print(f"rankstudy {name}: {shown}", file=console)
         raise SystemExit(1) from None
     except (MemoryError, OSError, ImportError, RuntimeError) as exc:
         if not out_of_memory(exc):
