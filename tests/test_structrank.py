@@ -30,7 +30,7 @@ from rankstudy.solvers.projected_sgd import project_l1
 
 ROOT = Path(__file__).resolve().parents[1]
 FIG4 = yaml.safe_load((ROOT / "config/studies/huang-frey2008-fig4.yaml").read_text())
-VARIANTS = [name for name, spec in FIG4["methods"].items() if spec["kind"] == "structrank"]
+VARIANTS = [name for name in FIG4["run_methods"] if FIG4["methods"][name]["kind"] == "structrank"]
 LITERAL = {"reduction": "sum", "feasibility": "halve", "step_rule": "plain"}  # the paper's Section 5
 
 

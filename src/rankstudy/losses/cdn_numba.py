@@ -41,6 +41,7 @@ if "NUMBA_THREADING_LAYER" not in os.environ:  # takes effect unless a parallel 
     numba.config.THREADING_LAYER = "workqueue"
 
 _LOG2_LIMIT = 1000.0  # a product of factors stays below 2^1000 (doubles reach 2^1024)
+_PARALLEL_CLIQUES = 1 << 18  # below this a parallel launch costs more than it saves
 
 
 @numba.njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
@@ -63,58 +64,73 @@ def _row(c, b, k, colsum):
     return value, rowsum
 
 
-@numba.njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def _fast(a, b, k, n_blocks):
-    """Sum over e != e' of log(1 + a_e + b_e'), and per edge sum_e' p1 and sum_e p2."""
-    E = a.shape[0]
-    values = np.zeros(n_blocks)
-    cols = np.zeros((n_blocks, E))
-    rows = np.zeros(E)
-    for blk in numba.prange(n_blocks):
-        first, last = blk * E // n_blocks, (blk + 1) * E // n_blocks
-        total = 0.0
-        for i in range(first, last):
-            c = 1.0 + a[i]
-            value, rowsum = _row(c, b, k, cols[blk])
-            t = c + b[i]  # the diagonal (e, e) is not a clique: taken out again
-            cols[blk, i] -= 1.0 / t
-            rows[i] = a[i] * (rowsum - 1.0 / t)
-            total += value - math.log(t)
-        values[blk] = total
-    colsum = np.zeros(E)
-    for blk in range(n_blocks):
-        colsum += cols[blk]
-    return values.sum(), rows, b * colsum
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fast_rows(a, b, k, first, last, colsum, rows):
+    """Rows first..last-1 of the sum over e != e' of log(1 + a_e + b_e'): returns their sum,
+    writes sum_e' p1 to ``rows`` and adds each column's sum_e q to ``colsum``."""
+    total = 0.0
+    for i in range(first, last):
+        c = 1.0 + a[i]
+        value, rowsum = _row(c, b, k, colsum)
+        t = c + b[i]  # the diagonal (e, e) is not a clique: taken out again
+        colsum[i] -= 1.0 / t
+        rows[i] = a[i] * (rowsum - 1.0 / t)
+        total += value - math.log(t)
+    return total
 
 
-@numba.njit(cache=True, nogil=True, parallel=True, error_model="numpy")
-def _shifted(u, v, n_blocks):
-    """The same sums, each clique shifted by m = max(0, u_e, v_e'): log(1 + e^u + e^v) =
-    m + log(e^-m + e^(u-m) + e^(v-m)). Exponentials per clique: for huge margins only."""
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _shifted_rows(u, v, first, last, colsum, rows):
+    """The same for margins too large for products: each clique shifted by m = max(0, u_e,
+    v_e'), log(1 + e^u + e^v) = m + log(e^-m + e^(u-m) + e^(v-m)), exponentials per clique;
+    adds sum_e p2 (not q) to ``colsum``."""
     E = u.shape[0]
+    total = 0.0
+    for i in range(first, last):
+        p1 = 0.0
+        for j in range(E):
+            if j == i:
+                continue
+            m = max(0.0, u[i], v[j])
+            e1, e2 = math.exp(u[i] - m), math.exp(v[j] - m)
+            t = math.exp(-m) + e1 + e2
+            total += m + math.log(t)
+            p1 += e1 / t
+            colsum[j] += e2 / t
+        rows[i] = p1
+    return total
+
+
+@numba.njit(cache=True, nogil=True, parallel=True, error_model="numpy")
+def _blocks(x, y, k, n_blocks, shifted):
+    """Blocks of rows in parallel, each with its own column sums: (value, row sums, column sums)."""
+    E = x.shape[0]
     values = np.zeros(n_blocks)
     cols = np.zeros((n_blocks, E))
     rows = np.zeros(E)
     for blk in numba.prange(n_blocks):
         first, last = blk * E // n_blocks, (blk + 1) * E // n_blocks
-        total = 0.0
-        for i in range(first, last):
-            p1 = 0.0
-            for j in range(E):
-                if j == i:
-                    continue
-                m = max(0.0, u[i], v[j])
-                e1, e2 = math.exp(u[i] - m), math.exp(v[j] - m)
-                t = math.exp(-m) + e1 + e2
-                total += m + math.log(t)
-                p1 += e1 / t
-                cols[blk, j] += e2 / t
-            rows[i] = p1
-        values[blk] = total
+        if shifted:
+            values[blk] = _shifted_rows(x, y, first, last, cols[blk], rows)
+        else:
+            values[blk] = _fast_rows(x, y, k, first, last, cols[blk], rows)
     colsum = np.zeros(E)
     for blk in range(n_blocks):
         colsum += cols[blk]
     return values.sum(), rows, colsum
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _serial(x, y, k, shifted):
+    """The same in one block, without a parallel launch (for short queries)."""
+    E = x.shape[0]
+    colsum = np.zeros(E)
+    rows = np.zeros(E)
+    if shifted:
+        value = _shifted_rows(x, y, 0, E, colsum, rows)
+    else:
+        value = _fast_rows(x, y, k, 0, E, colsum, rows)
+    return value, rows, colsum
 
 
 def full_cdn_query(r: np.ndarray, w1: float, w2: float, threads: int | None = None):
@@ -125,15 +141,17 @@ def full_cdn_query(r: np.ndarray, w1: float, w2: float, threads: int | None = No
     if E < 2:
         return 0.0, np.zeros(E), 0.0, 0.0
     n_threads = max(1, min(int(threads or job_threads()), numba.config.NUMBA_NUM_THREADS))
-    numba.set_num_threads(n_threads)
-    # a few blocks per thread evens out the load; each block holds one column-sum row of E
-    n_blocks = min(E, 4 * n_threads)
     u, v = -w1 * r, -w2 * r
     log2_factor = (max(0.0, float(u.max())) + max(0.0, float(v.max())) + 1.0) / math.log(2.0) + 1.0
-    if log2_factor < _LOG2_LIMIT:
-        k = int(max(1, min(64, _LOG2_LIMIT // log2_factor)))
-        value, p1, p2 = _fast(np.exp(u), np.exp(v), k, n_blocks)
+    shifted = log2_factor >= _LOG2_LIMIT
+    k = 1 if shifted else int(max(1, min(64, _LOG2_LIMIT // log2_factor)))
+    x, y = (u, v) if shifted else (np.exp(u), np.exp(v))
+    if n_threads == 1 or E * E < _PARALLEL_CLIQUES:
+        value, p1, colsum = _serial(x, y, k, shifted)
     else:
-        value, p1, p2 = _shifted(u, v, n_blocks)
+        numba.set_num_threads(n_threads)
+        # a few blocks per thread even out the load; each block holds one column-sum row of E
+        value, p1, colsum = _blocks(x, y, k, min(E, 4 * n_threads), shifted)
+    p2 = colsum if shifted else y * colsum  # sum_e p2 = b_e' sum_e q in the product form
     grad_r = -w1 * p1 - w2 * p2
     return float(value), grad_r, -float(r @ p1), -float(r @ p2)
