@@ -18,13 +18,13 @@ which takes log(1 + ...) too (not log1p).
 Threads: the job's (:func:`rankstudy.util.threads.job_threads`, 1 outside a pipeline job), through
 numba's ``workqueue`` threading layer unless NUMBA_THREADING_LAYER says otherwise: with OpenMP
 (libgomp, whose waiting threads spin) two threads took 180 ms instead of 22 ms for one on a
-3,168-edge query while other processes kept both cores busy; with workqueue, 23-28 ms. The
-blocks of rows are fixed by E and the thread count, so a result does not depend on scheduling;
-it differs with the thread count only by rounding (sums in another order). ``error_model=
-"numpy"`` (IEEE division, no ZeroDivisionError check) lets LLVM vectorise the division; the
-divisors are >= 1. Kept at module level
-so numba's on-disk cache is found by later processes; imported only when the full topology is
-evaluated, since importing numba costs start-up time.
+3,168-edge query while other processes kept both cores busy; with workqueue, 23-28 ms. Queries
+of fewer than 2^18 cliques run serially (a parallel launch cost ~1 ms). The blocks of rows are
+fixed by E and the thread count, so a result does not depend on scheduling; it differs with the
+thread count only by rounding (sums in another order). ``error_model="numpy"`` (IEEE division,
+no ZeroDivisionError check) lets LLVM vectorise the division; the divisors are >= 1. Kept at
+module level so numba's on-disk cache is found by later processes; imported only when the full
+topology is evaluated, since importing numba costs start-up time.
 """
 
 from __future__ import annotations
