@@ -14,12 +14,11 @@ from rankstudy.util import atomic
 with job_logging(snakemake, "delta_smear"):
     w, p = snakemake.wildcards, snakemake.params
     smear_spec = dict(p.smear)
-    gain, k, bins = smear_spec.get("gain", "map"), smear_spec.get("k", 10), smear_spec.get("bins", 20)
+    gain, k, bins = smear_spec["gain"], smear_spec["k"], smear_spec["bins"]  # schema defaults
     # Figure 7 seeds walks at Delta = 0, ~0.5 and 1, equally often
-    settings = SamplerSettings(sample_size=smear_spec.get("sample_size", 100),
-                               walk_length=smear_spec.get("walk_length", 10),
-                               restart_states=smear_spec.get("restart_states", 3),
-                               restart_skew=smear_spec.get("restart_skew", 0.0), seed=p.seed)
+    settings = SamplerSettings(sample_size=smear_spec["sample_size"], walk_length=smear_spec["walk_length"],
+                               restart_states=smear_spec["restart_states"], restart_skew=smear_spec["restart_skew"],
+                               seed=p.seed)
     train = load_split(snakemake.input.train)
     smear = sampler_studies.delta_smear(train.y, train.offsets, settings, gain, k, p.rel_threshold)
     edges = np.linspace(0.0, 1.0, bins + 1)

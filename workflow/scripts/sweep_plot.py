@@ -12,6 +12,6 @@ with job_logging(snakemake, "sweep_plot"):
     per_query = results.test_per_query(snakemake.input.per_query, p.systems)
     table = sampler_studies.sweep_table(per_query, p.methods, p.featuresets, sweep["parameter"], metrics)
     sampler_studies.write_sweep(table, snakemake.output.png, snakemake.output.csv, parameter=sweep["parameter"],
-                                metrics=metrics, label=sweep.get("label"), log_x=sweep.get("log_x", False),
+                                metrics=metrics, label=sweep.get("label"), log_x=sweep["log_x"],
                                 title=f"{w.dataset} (study {w.study}): test accuracy vs {sweep['parameter']}")
     print(table.to_string(index=False))
