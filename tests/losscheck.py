@@ -68,3 +68,31 @@ def peak_bytes(fn, n_docs, **kw):
         tracemalloc.stop()
     assert np.isfinite(value) and np.all(np.isfinite(grad))
     return peak
+
+
+def ohsumed_shaped(seed: int, n_queries: int = 20, n_docs: int = 150, spread: int = 20, n_features: int = 12,
+                   n_informative: int | None = None, noise: float = 5.0, cuts=(2 / 3,),
+                   positive_weights: bool = False) -> RankData:
+    """Synthetic data shaped like LETOR's OHSUMED, where the seeds' methods met their trouble: queries
+    of n_docs +- spread documents; grades from a utility linear in the first ``n_informative``
+    features (all by default) plus ``noise`` (5: the classes overlap, as on OHSUMED), cut at the
+    utility's ``cuts`` quantiles within each query (2/3: the top third relevant, as on OHSUMED);
+    features rounded to halves, then scaled to [0, 1] per query (QueryLevelNorm), so many
+    documents tie on a feature. The true weights are the same for every seed."""
+    rng = np.random.default_rng(seed)
+    w_true = np.random.default_rng(777).normal(size=n_informative or n_features)
+    if positive_weights:
+        w_true = np.abs(w_true)
+    X, y = [], []
+    for _ in range(n_queries):
+        n = int(rng.integers(n_docs - spread, n_docs + spread + 1))
+        raw = rng.normal(size=(n, n_features))
+        utility = raw[:, :len(w_true)] @ w_true + noise * rng.normal(size=n)
+        y.append(np.digitize(utility, np.quantile(utility, cuts)).astype(float))
+        raw = np.round(2.0 * raw) / 2.0
+        lo, hi = raw.min(axis=0), raw.max(axis=0)
+        X.append((raw - lo) / np.where(hi > lo, hi - lo, 1.0))
+    lengths = [len(v) for v in y]
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    return RankData(X=np.vstack(X), y=np.concatenate(y), qid=np.repeat(np.arange(n_queries), lengths),
+                    docid=np.arange(offsets[-1]).astype(str), offsets=offsets)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from losscheck import finite_difference, make_batch, relative_error
+from losscheck import finite_difference, make_batch, relative_error, ohsumed_shaped
 from rankstudy.data.blocks import pad
 from rankstudy.losses import conditional
 from rankstudy.losses.conditional import RankingSample, draw_sample, sample_objective, support_from_states
@@ -359,28 +359,6 @@ def test_ranker_checks():
 # neighbours), the same split as every other gain: MLE, L3 and ConvexLoss learned one weight
 # vector. The default restart states spread the gain's Delta over [0, 1].
 
-def ohsumed_shaped(seed, n_queries=30, n_docs=150, n_features=12, noise=5.0):
-    """Queries of n_docs +- 30 documents, relevant = the top third of a linear utility plus
-    ``noise`` (classes overlap, as on OHSUMED), features rounded to halves then scaled to [0, 1]
-    per query (QueryLevelNorm: many ties)."""
-    from rankstudy.data.rankdata import RankData
-    rng = np.random.default_rng(seed)
-    w_true = np.random.default_rng(777).normal(size=n_features)
-    X, y = [], []
-    for _ in range(n_queries):
-        n = int(rng.integers(n_docs - 30, n_docs + 31))
-        raw = rng.normal(size=(n, n_features))
-        utility = raw @ w_true + noise * rng.normal(size=n)
-        y.append((utility > np.quantile(utility, 2 / 3)).astype(float))
-        raw = np.round(2.0 * raw) / 2.0
-        lo, hi = raw.min(axis=0), raw.max(axis=0)
-        X.append((raw - lo) / np.where(hi > lo, hi - lo, 1.0))
-    lengths = [len(v) for v in y]
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    return RankData(X=np.vstack(X), y=np.concatenate(y), qid=np.repeat(np.arange(n_queries), lengths),
-                    docid=np.arange(offsets[-1]).astype(str), offsets=offsets)
-
-
 def long_query_labels(seed=0, n_queries=12):
     rng = np.random.default_rng(seed)
     sizes = zip(rng.integers(35, 65, n_queries), rng.integers(80, 120, n_queries))
@@ -467,7 +445,7 @@ def test_the_gains_give_distinct_models_on_ohsumed_shaped_data():
     the default sample; one model with the paper's Figure 3 recipe."""
     from rankstudy.losses.swap_sampler import PAPER_FIGURE3
     from rankstudy.rankers.conditional import ConditionalRanker
-    train, test = ohsumed_shaped(0), ohsumed_shaped(1)
+    train, test = ohsumed_shaped(0, n_queries=30, spread=30), ohsumed_shaped(1, n_queries=30, spread=30)
     for recipe in ({}, PAPER_FIGURE3):
         models = {g: ConditionalRanker(loss="convex_loss", gain=g, C=1.0, **recipe).fit(train) for g in ("auc", "ndcg")}
         cosine = _cosine(models["auc"].coef_.ravel(), models["ndcg"].coef_.ravel())
