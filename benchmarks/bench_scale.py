@@ -133,9 +133,10 @@ def per_rule(jobs: pd.DataFrame) -> pd.DataFrame:
 
 
 class MemorySampler:
-    """The machine's memory in use (MemTotal - MemAvailable), sampled every second; also the
+    """The machine's memory in use (MemTotal - MemAvailable), sampled ten times a second; also the
     sizes of the prepared splits (results/data), which are temp files with --drop-prepared and
-    so gone when the jobs are tabulated."""
+    so gone when the jobs are tabulated. A small split lives less than a second between its
+    parse and its clean job, so a slower sampler misses it."""
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
@@ -152,7 +153,7 @@ class MemorySampler:
         return (kib("MemTotal") - kib("MemAvailable")) * 1024
 
     def _run(self) -> None:
-        while not self._stop.wait(1.0):
+        while not self._stop.wait(0.1):
             self.peak = max(self.peak, self.used())
             for f in (self.workdir / "results" / "data").rglob("*.npz"):
                 try:

@@ -125,6 +125,10 @@ write_config() {
 # Written by workflow/cluster/local-slurm.sh: a one-node cluster for tests. Do not edit: 'start' rewrites it.
 ClusterName=$CLUSTER
 SlurmctldHost=$NODE(127.0.0.1)
+# slurmctld and slurmd bind the address their host name resolves to here (127.0.0.1), not every
+# address of the machine: a test cluster answers nobody else (slurmdbd has no such setting and
+# still listens on 0.0.0.0:6819; it accepts only munge-signed requests from this host's key)
+CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort=6817
