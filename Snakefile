@@ -36,6 +36,8 @@ include: "workflow/rules/features.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/report.smk"
+if config.get("scorecard"):
+    include: "workflow/rules/scorecard.smk"
 
 
 rule all:
@@ -47,5 +49,5 @@ rule all:
 # the last lines of a run: where its results are, and what took the time
 onsuccess:
     if not workflow.dryrun:
-        print(run_summary(config["study"], list(config["datasets"]), RUN_STARTED,
+        print(run_summary(config["study"], list(config["datasets"]), RUN_STARTED, bool(config.get("scorecard")),
                           os.environ.get("MLFLOW_TRACKING_URI") or config["mlflow"]["tracking_uri"]), file=sys.stderr)

@@ -733,3 +733,46 @@ def test_a_run_killed_with_sigkill_finishes_on_the_next_start_with_the_clean_tab
         assert (killed / path).read_text() == (clean / path).read_text(), path
     runs = fold_runs(killed).query("level == 'fold'")
     assert runs["key"].is_unique and len(runs) == 2 * 2 * 3  # feature sets x folds x methods
+
+
+def test_a_scorecard_run_runs_its_studies_and_scores_every_published_cell(tmp_path):
+    """A scorecard config with one member study on synthetic data, a published table of two cells
+    (one far below ours, one far above) and a claim: the member runs through the CLI, the card has
+    its verdicts, ours equals the member's own table, and a second run plans nothing."""
+    workdir = make_workdir(tmp_path, {})
+    (workdir / "ref.csv").write_text("table,row,column,metric,value,dataset\n"
+                                     "1,RankNet,NDCG@10,NDCG@10,0.0,synthetic (a paper's run)\n"
+                                     "1,RankNet,MAP,MAP,1.0,synthetic (a paper's run)\n"
+                                     "1,RankNet,ERR,ERR,0.5,other data\n")
+    (workdir / "claims.csv").write_text("table,claim,better,worse,metric,quote\n"
+                                        "Fig 1,ranknet above pointwise,ranknet [first],pointwise [first],ndcg@10,q\n")
+    member = {**TINY, "study": "member", "folds": [1, 2], "features": {**TINY["features"], "rho": []},
+              "methods": {k: TINY["methods"][k] for k in ("pointwise", "ranknet")},
+              "paper": {"reference": "ref.csv", "table": 1, "rows": {"RankNet": "ranknet"},
+                        "columns": {"NDCG@10": "ndcg@10", "MAP": "map", "ERR": "err"}, "system": "{row} [first]"}}
+    (workdir / "member.yaml").write_text(yaml.safe_dump(member))
+    config = yaml.safe_load((workdir / "test.yaml").read_text())
+    config.update({"study": "card", "scorecard": {"studies": ["member.yaml"], "claims": {"member": "claims.csv"},
+                                                  "n_resamples": 500}})
+    (workdir / "test.yaml").write_text(yaml.safe_dump(config))
+    snakemake(workdir)
+    card = pd.read_csv(workdir / "results/tables/scorecard.csv")
+    cells = card[card["kind"] == "cell"].set_index("column")
+    assert sorted(cells.index) == ["MAP", "NDCG@10"]  # ERR was published on other data
+    assert cells.loc["NDCG@10", "verdict"] == "above" and cells.loc["MAP", "verdict"] == "below"
+    table = pd.read_csv(workdir / "results/tables/member/synthetic.csv").set_index(["metric", "system"])
+    for column, metric in (("NDCG@10", "ndcg@10"), ("MAP", "map")):
+        row = cells.loc[column]
+        assert row["ci_low"] <= row["ours"] <= row["ci_high"]
+        assert row["ours"] == pytest.approx(table.loc[(metric, "ranknet [first]"), "mean"], abs=1e-12)
+    claim = card[card["kind"] == "claim"].iloc[0]
+    runs = {m: pd.read_csv(workdir / f"results/runs/member/synthetic/first/{m}/metrics.per_query.test.csv")
+            for m in ("ranknet", "pointwise")}
+    diff = (runs["ranknet"].set_index(["fold", "qid"])["ndcg@10"]
+            - runs["pointwise"].set_index(["fold", "qid"])["ndcg@10"]).groupby("fold").mean().mean()
+    assert claim["ours"] == pytest.approx(diff, abs=1e-12)
+    assert claim["verdict"] == ("reproduced" if claim["ci_low"] > 0 else
+                                "reversed" if claim["ci_high"] < 0 else "no difference")
+    assert "of 2 published cells reproduced" in (workdir / "results/tables/scorecard.md").read_text()
+    dry = snakemake(workdir, "--dry-run")
+    assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout

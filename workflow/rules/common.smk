@@ -157,6 +157,8 @@ def delta_smear_train(w):
 
 
 def all_targets():
+    if config.get("scorecard"):  # the member studies' own targets are theirs to name
+        return [f"{L.SCORECARD}.md", f"{L.SCORECARD}.html"]
     targets = [f"{L.TABLES}.md", f"{L.PLOTS}.ndcg_at_k.png"]
     if config.get("paper"):
         targets.append(f"{L.TABLES}.paper.md")

@@ -12,7 +12,9 @@ is rebuilt by hand or parsed back anywhere else. ::
       features/{data}/{cleaning}/{norm}/{featureset}/fold{fold}/{split}.npz, pairs.tsv, transform.json
       runs/{study}/{dataset}/{featureset}/{method}/fold{fold}/  one study's training and evaluation of a fold
       runs/{study}/{dataset}/{featureset}/{method}/             its fold means and per-query test metrics
+      runs/{study}/{dataset}/complete.json                     a study a scorecard run ran to its end
       tables/{study}/{dataset}.*, plots/{study}/{dataset}.*
+      tables/scorecard.*                                        the reproduction scorecard over studies
       logs/{rule}/..., benchmarks/{rule}/...                    each job's, named as its outputs are
       mlflow.db, mlartifacts/                                   the default MLflow store
 
@@ -69,6 +71,9 @@ METHOD_SUMMARY = f"{METHOD_DIR}/summary.json"
 METHOD_PER_QUERY = f"{METHOD_DIR}/metrics.per_query.test.csv"
 
 TABLES = f"{RESULTS}/tables/{{study}}/{{dataset}}"
+# a scorecard run (config key scorecard): each member study run to its end, then the card over them
+STUDY_COMPLETE = f"{RESULTS}/runs/{{study}}/{{dataset}}/complete.json"
+SCORECARD = f"{RESULTS}/tables/scorecard"  # .md, .csv, .html, .conventions.csv
 PLOTS = f"{RESULTS}/plots/{{study}}/{{dataset}}"
 
 # each job's log and benchmark, keyed by the same wildcards as its outputs
@@ -81,8 +86,9 @@ JOB_KEYS = {
     "train": "{study}/{dataset}/{featureset}/{method}/fold{fold}",
     "evaluate": "{study}/{dataset}/{featureset}/{method}/fold{fold}",
     "aggregate": "{study}/{dataset}/{featureset}/{method}",
+    "scorecard": "scorecard",
 }
-STUDY_JOB_KEY = "{study}/{dataset}"  # tables, paper_table, sweep_plot, delta_smear
+STUDY_JOB_KEY = "{study}/{dataset}"  # tables, paper_table, sweep_plot, delta_smear, run_study
 
 
 def log(rule: str) -> str:

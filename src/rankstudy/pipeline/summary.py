@@ -24,9 +24,17 @@ def jobs_since(started: float, results: Path = Path(layout.RESULTS)) -> pd.DataF
     return pd.DataFrame(rows, columns=["rule", "seconds"])
 
 
-def run_summary(study: str, datasets: list[str], started: float, tracking_uri: str | None = None) -> str:
+def run_summary(study: str, datasets: list[str], started: float, scorecard: bool = False,
+                tracking_uri: str | None = None) -> str:
+    """``scorecard``: a scorecard run, whose own outputs are the scorecard (its member studies
+    printed their summaries as they ended)."""
     jobs = jobs_since(started)
-    lines = [f"rankstudy: study {study!r} done in {time.time() - started:.0f} s; {len(jobs)} job(s) ran"]
+    lines = [f"rankstudy: {'scorecard' if scorecard else 'study'} {study!r} done in {time.time() - started:.0f} s; "
+             f"{len(jobs)} job(s) ran"]
+    if scorecard:
+        lines.append(f"  scorecard: {layout.SCORECARD}.md (also .csv .html, .conventions.csv)")
+        lines.append("  report:    snakemake --report report.html (add the --configfile/--config of this run)")
+        return "\n".join(lines)
     if len(jobs):
         by_rule = jobs.groupby("rule")["seconds"].agg(["count", "sum"]).sort_values("sum", ascending=False)
         lines.append("  slowest rules (job seconds): " + ", ".join(

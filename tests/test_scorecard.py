@@ -1,0 +1,101 @@
+"""The reproduction scorecard's statistics (rankstudy.reporting.scorecard): the bootstrap
+interval against scipy's, verdicts, claims, and the evaluation convention it names."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from rankstudy.reporting import scorecard as sc
+
+
+def folds_of(rng, n_folds=3, n_queries=30, shift=0.0):
+    """Written scores of n_folds folds: documents whose label follows the score, plus noise."""
+    out = {}
+    for fold in range(1, n_folds + 1):
+        rows = []
+        for q in range(n_queries):
+            n = int(rng.integers(5, 40))
+            score = rng.normal(size=n)
+            label = np.clip(np.round(score + shift + rng.normal(scale=1.5, size=n)), 0, 2)
+            rows.append(pd.DataFrame({"qid": 1000 * fold + q, "doc": np.arange(n), "label": label, "score": score}))
+        out[fold] = sc.FoldScores.from_frame(pd.concat(rows, ignore_index=True))
+    return out
+
+
+def test_one_folds_interval_matches_scipys_percentile_bootstrap():
+    values = np.random.default_rng(0).beta(2, 3, size=60)
+    ours = sc.summarise({1: values}, n_resamples=20000, seed=0, confidence=0.95)
+    ref = stats.bootstrap((values,), np.mean, n_resamples=20000, method="percentile", confidence_level=0.95,
+                          random_state=1).confidence_interval
+    assert ours["ours"] == pytest.approx(values.mean())
+    assert ours["ci_low"] == pytest.approx(ref.low, abs=0.004) and ours["ci_high"] == pytest.approx(ref.high, abs=0.004)
+
+
+def test_the_mean_is_over_fold_means_and_the_interval_resamples_within_folds():
+    a, b = np.full(10, 0.2), np.array([0.9, 1.0] * 50)
+    s = sc.summarise({1: a, 2: b}, n_resamples=2000, seed=0, confidence=0.95)
+    assert s["ours"] == pytest.approx((0.2 + 0.95) / 2)  # not the mean over the 110 queries
+    assert s["ours_std"] == pytest.approx(np.std([0.2, 0.95], ddof=1))
+    # fold 1 is constant, so only fold 2's resampling moves the mean, by about +-0.05 * 1.96 / 10 / 2
+    assert 0.0 < s["ci_high"] - s["ci_low"] < 0.012 and s["n_queries"] == 110
+
+
+@pytest.mark.parametrize("published, expected", [(0.5, "reproduced"), (0.9, "below"), (0.1, "above"),
+                                                 (np.nan, "")])
+def test_verdicts(published, expected):
+    assert sc.verdict(published, 0.4, 0.6) == expected
+
+
+def test_a_cell_names_its_closest_convention_and_every_one_it_tried():
+    folds = folds_of(np.random.default_rng(1))
+    cell = sc.Cell("p", "s", "r", "NDCG@10", "m [first]", "ndcg@10", published=0.0)
+    row, variants = sc.score_cell(cell, folds, n_resamples=300, seed=0, confidence=0.95)
+    by_name = {v["convention"]: v for v in variants}
+    assert row["ours"] == by_name["ours"]["ours"] and row["verdict"] == "above"
+    assert {"gain r", "binary gain", "Jarvelin discount"} <= set(by_name)
+    # the published 0 is below every variant: the closest is the lowest one, if lower than ours
+    lowest = min(variants, key=lambda v: v["ours"])
+    assert row["closest_convention"] == ("none closer" if lowest["convention"] == "ours" else lowest["convention"])
+    # a threshold no label reaches gives no query any credit: not tried
+    _, map_variants = sc.score_cell(sc.Cell("p", "s", "r", "MAP", "m [first]", "map", 0.5),
+                                    {f: sc.FoldScores(x.scores, np.minimum(x.labels, 1), x.offsets, x.qids)
+                                     for f, x in folds.items()}, 300, 0, 0.95)
+    assert [v["convention"] for v in map_variants] == ["ours"]
+
+
+def test_a_claim_is_the_paired_difference_over_common_queries():
+    rng = np.random.default_rng(2)
+    better = folds_of(rng)
+    # the worse system: the same queries, its scores reversed, so it ranks worse
+    worse = {f: sc.FoldScores(-x.scores, x.labels, x.offsets, x.qids) for f, x in better.items()}
+    claim = sc.Claim("p", "s", "better above worse", "a", "b", "ndcg@10")
+    row = sc.score_claim(claim, better, worse, 500, 0, 0.95)
+    assert row["verdict"] == "reproduced" and row["ci_low"] > 0
+    assert sc.score_claim(claim, worse, better, 500, 0, 0.95)["verdict"] == "reversed"
+    assert sc.score_claim(claim, better, better, 500, 0, 0.95)["verdict"] == "no difference"
+    elsewhere = {f: sc.FoldScores(x.scores, x.labels, x.offsets, -x.qids) for f, x in better.items()}
+    with pytest.raises(ValueError, match="no common test queries"):
+        sc.score_claim(claim, better, elsewhere, 100, 0, 0.95)
+
+
+def test_the_summary_line_counts_cells_claims_and_cells_not_run():
+    card = pd.DataFrame([
+        {"kind": "cell", "verdict": "reproduced", "closest_verdict": ""},
+        {"kind": "cell", "verdict": "below", "closest_verdict": "reproduced"},
+        {"kind": "cell", "verdict": "below", "closest_verdict": "below"},
+        {"kind": "cell", "verdict": "not run", "closest_verdict": ""},
+        {"kind": "claim", "verdict": "no difference", "closest_verdict": ""},
+    ])
+    line = sc.summary_line(card)
+    assert line.startswith("1 of 3 published cells reproduced")
+    assert "2 below the paper" in line and "1 more reproduced under an evaluation convention" in line
+    assert "1 more cells of methods we do not run" in line and "0 of 1 claims" in line
+
+
+def test_written_scores_are_grouped_by_query_in_file_order():
+    frame = pd.DataFrame({"qid": [7, 7, 3, 3, 3], "doc": range(5), "label": [1, 0, 2, 0, 1],
+                          "score": [0.1, 0.2, 0.3, 0.4, 0.5]})
+    f = sc.FoldScores.from_frame(frame)
+    assert list(f.qids) == [3, 7] and list(f.offsets) == [0, 3, 5]
+    assert list(f.scores) == [0.3, 0.4, 0.5, 0.1, 0.2]
