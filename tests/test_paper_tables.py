@@ -182,3 +182,24 @@ def test_datasets_layout_files(ds_per_query, tmp_path):
     assert (long["kind"] == "cell").sum() == 4 * 2 * 3  # rows x paper columns x (ours, D1, D2)
     assert (long["kind"] == "kendall_tau").sum() == 2 * 2
     assert "<h3>MAP</h3>" in (tmp_path / "MQ2008.paper.html").read_text()
+
+
+def test_datasets_layout_when_our_data_set_is_one_of_the_papers(ds_per_query, tmp_path):
+    """Ours on D1, which the paper also measured: D1's column follows ours with the difference,
+    marks and Kendall's tau are ours and D1's only, D2 stays as unmarked context."""
+    frame = paper_tables.fill_datasets(DS_SPEC, ds_per_query, ds_published(), "D1")
+    cells = frame.set_index(["column", "row", "source"])
+    assert cells.loc[("MAP", "B", "ours"), "diff"] == pytest.approx(cells.loc[("MAP", "B", "ours"), "value"] - 0.70)
+    assert cells.loc[("MAP", "A", "D1"), "matching"] and not cells.loc[("MAP", "A", "D2"), "matching"]
+    assert frame.loc[frame["source"] == "D2", "rank"].isna().all()
+    agreement = paper_tables.rank_agreement(frame)
+    assert set(agreement["source"]) == {"D1"}
+    grid = paper_tables.layout_datasets(frame)["MAP"]
+    assert list(grid.columns) == ["ours (D1, mean ± std over folds)", "paper (D1)", "difference", "D2 (context)"]
+    assert list(grid["D2 (context)"]) == ["0.2000", "0.4000", "0.3000", "0.1000"]  # unmarked
+    assert grid.loc["B", "difference"] == f"{cells.loc[('MAP', 'B', 'ours'), 'value'] - 0.70:+.4f}"
+    assert grid.loc["Q", "difference"] == "–"
+    paper_tables.write_datasets(frame, tmp_path / "D1", "caption")
+    md = (tmp_path / "D1.paper.md").read_text()
+    assert "Kendall tau of our method order vs the paper's: D1 " in md and "D2 " not in md.split("### NDCG@1")[0].split("Kendall")[1]
+    assert "not comparable with ours" in md

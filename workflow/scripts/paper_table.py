@@ -27,7 +27,8 @@ with job_logging(snakemake, "paper_table"):
         caption = (f"{label} of {paper} beside ours on {w.dataset} (study {w.study}), one sub-table per column "
                    f"of {label}: ours = mean ± std over folds {p.folds} of the test split of "
                    f"{w.dataset}; the other columns are the paper's numbers on its data sets (named below, not "
-                   f"ours), \"–\" where a side has no number.")
+                   f"ours; when one of them is {w.dataset}, it follows ours with the difference), \"–\" where a "
+                   f"side has no number.")
         written = paper_tables.write_datasets(table, out_prefix, caption, not_learned)
     else:
         published = paper_tables.load_published(spec["reference"], spec["table"], spec.get("dataset"))

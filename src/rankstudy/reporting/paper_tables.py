@@ -49,6 +49,12 @@ Two layouts (``paper.layout``):
     - ``kind=kendall_tau``: one row per (paper column, published source). ``value`` is tau,
       empty when it is undefined (n < 2 or a constant column). ``n`` is the number of rows that
       both columns have.
+
+    When our data set is one of the paper's (its short name is a published source, e.g. ours on
+    OHSUMED beside Dubey et al.'s OHSUMED column), that column is the comparison: it follows ours,
+    then a "difference" column (ours - paper); the best-three marks and Kendall's tau are ours
+    and that column's only; the other data sets follow as context, unmarked. In the CSV the
+    matching source's rows have ``matching`` True and ours have ``diff``.
 """
 
 from __future__ import annotations
@@ -177,7 +183,7 @@ LAYOUTS = ("cells", "datasets")
 OURS = "ours"
 MARKS = {1: " ¹", 2: " ²", 3: " ³"}
 CSV_COLUMNS = ["kind", "row", "column", "source", "value", "std", "rank", "n", "system", "metric", "dataset",
-               "learned"]
+               "learned", "matching", "diff"]
 
 
 def short_dataset(name: str) -> str:
@@ -248,11 +254,20 @@ def fill_datasets(spec: dict, per_query: pd.DataFrame, published: pd.DataFrame, 
                             "system": "", "metric": str(by_key.loc[key, "metric"]) if found else "",
                             "dataset": str(by_key.loc[key, "dataset"]) if found else "", "learned": pd.NA})
     frame = pd.DataFrame(out)
+    matching = our_dataset if our_dataset in sources else None
+    frame["matching"] = frame["source"] == matching
     frame["rank"] = np.nan
-    for _, idx in frame.groupby(["column", "source"], sort=False).groups.items():
-        frame.loc[idx, "rank"] = competition_rank(frame.loc[idx, "value"])
+    for (_, source), idx in frame.groupby(["column", "source"], sort=False).groups.items():
+        if matching is None or source in (OURS, matching):  # the other data sets are context, unmarked
+            frame.loc[idx, "rank"] = competition_rank(frame.loc[idx, "value"])
     frame["rank"] = frame["rank"].astype("Int64")
     frame["n"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+    frame["diff"] = np.nan
+    if matching is not None:
+        theirs = frame[frame["matching"]].set_index(["row", "column"])["value"]
+        ours = frame["source"] == OURS
+        frame.loc[ours, "diff"] = [v - theirs.get((r, c), np.nan) for v, r, c in
+                                   zip(frame.loc[ours, "value"], frame.loc[ours, "row"], frame.loc[ours, "column"])]
     return frame[CSV_COLUMNS]
 
 
@@ -260,11 +275,14 @@ def rank_agreement(frame: pd.DataFrame) -> pd.DataFrame:
     """The ``kind=kendall_tau`` rows: Kendall's tau between our column and each published
     column of every sub-table, over the rows both have (``value`` NaN when undefined)."""
     cells_ = frame[frame["kind"] == "cell"]
+    matched = "matching" in cells_ and bool(cells_["matching"].fillna(False).astype(bool).any())
     out = []
     for column in dict.fromkeys(cells_["column"]):
         part = cells_[cells_["column"] == column]
         ours = part[part["source"] == OURS].set_index("row")["value"]
-        for source in dict.fromkeys(part.loc[part["source"] != OURS, "source"]):
+        # with our data set among the paper's, only that column is compared
+        others = part[part["matching"].fillna(False).astype(bool)] if matched else part[part["source"] != OURS]
+        for source in dict.fromkeys(others["source"]):
             theirs = part[part["source"] == source].set_index("row")["value"].reindex(ours.index)
             both = ours.notna() & theirs.notna()
             tau = np.nan
@@ -274,7 +292,7 @@ def rank_agreement(frame: pd.DataFrame) -> pd.DataFrame:
                     tau = float(stats.kendalltau(ours[both].to_numpy(), theirs[both].to_numpy()).statistic)
             out.append({"kind": "kendall_tau", "row": "", "column": column, "source": source, "value": tau,
                         "std": np.nan, "rank": pd.NA, "n": int(both.sum()), "system": "", "metric": "",
-                        "dataset": "", "learned": pd.NA})
+                        "dataset": "", "learned": pd.NA, "matching": matched, "diff": np.nan})
     return pd.DataFrame(out, columns=CSV_COLUMNS).astype({"rank": "Int64", "n": "Int64"})
 
 
@@ -290,16 +308,25 @@ def layout_datasets(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
         part = cells_[cells_["column"] == column]
         rows = list(dict.fromkeys(part["row"]))
         grid = pd.DataFrame(index=pd.Index(rows, name=""))
-        for source in dict.fromkeys(part["source"]):
+        matching = list(dict.fromkeys(part.loc[part["matching"].fillna(False).astype(bool), "source"]))
+        # ours, then the paper's column on our data set and the difference, then the context
+        sources = [OURS, *matching, *[s for s in dict.fromkeys(part["source"]) if s not in (OURS, *matching)]]
+        for source in sources:
             sub = part[part["source"] == source].set_index("row").loc[rows]
             if source == OURS:
                 header = f"ours ({sub['dataset'].iloc[0]}, mean ± std over folds)"
                 text = [_cell(v, s, "") + ("" if pd.isna(learned) or learned else f" {NOT_LEARNED_MARK}")
                         for v, s, learned in zip(sub["value"], sub["std"], sub["learned"])]
+            elif source in matching:
+                header = f"paper ({source})"
+                text = [_published_cell(v, "") for v in sub["value"]]
             else:
-                header = source
+                header = f"{source} (context)" if matching else source
                 text = [_published_cell(v, "") for v in sub["value"]]
             grid[header] = [_marked(t, r) for t, r in zip(text, sub["rank"])]
+            if source in matching:
+                diffs = part[part["source"] == OURS].set_index("row").loc[rows, "diff"]
+                grid["difference"] = ["–" if pd.isna(d) else f"{d:+.4f}" for d in diffs]
         grids[column] = grid
     return grids
 
@@ -317,9 +344,13 @@ def write_datasets(frame: pd.DataFrame, out_prefix: Path, caption: str, not_lear
     grids = layout_datasets(frame)
     published = frame[(frame["kind"] == "cell") & (frame["source"] != OURS) & (frame["dataset"] != "")]
     datasets = list(dict.fromkeys(published["dataset"]))
+    matched = bool(frame["matching"].fillna(False).astype(bool).any())
     note = (("Paper numbers measured on: " + "; ".join(datasets) + ". ") if datasets else
             "The paper reports no number for these cells. ") + \
         "¹ ² ³: the best three cells of each column (higher is better; ties share a rank)." + \
+        (" Our data set is one of the paper's: ours is compared with that column (difference = ours - paper; "
+         "marks and Kendall's tau for those two only); the columns marked (context) are the paper's other "
+         "data sets, not comparable with ours." if matched else "") + \
         not_learned_note(not_learned)
     long = pd.concat([frame, agreement], ignore_index=True) if len(agreement) else frame
     written = [atomic.write_csv(long[CSV_COLUMNS], out_prefix.with_name(out_prefix.name + ".paper.csv"))]
