@@ -774,5 +774,7 @@ def test_a_scorecard_run_runs_its_studies_and_scores_every_published_cell(tmp_pa
     assert claim["verdict"] == ("reproduced" if claim["ci_low"] > 0 else
                                 "reversed" if claim["ci_high"] < 0 else "no difference")
     assert "of 2 published cells reproduced" in (workdir / "results/tables/scorecard.md").read_text()
+    beyond = pd.read_csv(workdir / "results/tables/scorecard.beyond.csv")
+    assert set(beyond["column"]) == {"NDCG@10", "MAP"} and beyond["paper_best_system"].eq("ranknet [first]").all()
     dry = snakemake(workdir, "--dry-run")
     assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout

@@ -99,3 +99,26 @@ def test_written_scores_are_grouped_by_query_in_file_order():
     f = sc.FoldScores.from_frame(frame)
     assert list(f.qids) == [3, 7] and list(f.offsets) == [0, 3, 5]
     assert list(f.scores) == [0.3, 0.4, 0.5, 0.1, 0.2]
+
+
+def test_beyond_matching_puts_our_best_system_beside_our_run_of_the_papers_best():
+    rng = np.random.default_rng(3)
+    base = {"a [first]": 0.4, "b [first]": 0.6, "c [first]": 0.9}
+    per_query = {("s", system): pd.DataFrame({"fold": np.repeat([1, 2], 40), "qid": np.arange(80),
+                                              "map": np.clip(mean + rng.normal(scale=0.05, size=80), 0, 1)})
+                 for system, mean in base.items()}
+    learned = {("s", "a [first]"): True, ("s", "b [first]"): True, ("s", "c [first]"): False}
+    card = pd.DataFrame([
+        {"kind": "cell", "paper": "p", "study": "s", "row": "A", "column": "MAP", "system": "a [first]",
+         "metric": "map", "published": 0.7, "verdict": "below"},
+        {"kind": "cell", "paper": "p", "study": "s", "row": "B", "column": "MAP", "system": "b [first]",
+         "metric": "map", "published": 0.5, "verdict": "above"},
+    ])
+    table = sc.beyond(card, per_query, learned, 2000, 0)
+    row = table.iloc[0]
+    # the paper's best row is A (0.7); our best learned system is b (c did not learn)
+    assert row["paper_best_row"] == "A" and row["paper_best_system"] == "a [first]"
+    assert row["our_best_system"] == "b [first]" and row["n_queries"] == 80
+    assert row["diff"] == pytest.approx(per_query[("s", "b [first]")]["map"].groupby(np.repeat([1, 2], 40)).mean().mean()
+                                        - per_query[("s", "a [first]")]["map"].groupby(np.repeat([1, 2], 40)).mean().mean())
+    assert row["p_rand"] < 0.01

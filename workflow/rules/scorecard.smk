@@ -8,6 +8,8 @@ import sys
 from rankstudy.util import atomic
 
 SCORECARD = config["scorecard"]
+if len(DATASETS) != 1:  # the card's rows are the published cells of one data set
+    raise WorkflowError(f"config key datasets: a scorecard run takes one data set, got {DATASETS}")
 MEMBERS = {}  # study name -> its config file
 for path in SCORECARD["studies"]:
     name = (yaml.safe_load(Path(path).read_text()) or {}).get("study")
@@ -54,6 +56,7 @@ rule scorecard:
         csv=report(f"{L.SCORECARD}.csv", caption="../report/scorecard.rst", category="Scorecard"),
         html=report(f"{L.SCORECARD}.html", caption="../report/scorecard.rst", category="Scorecard"),
         conventions=f"{L.SCORECARD}.conventions.csv",
+        beyond=f"{L.SCORECARD}.beyond.csv",
     params:
         members=MEMBERS,
         datasets=DATASETS,

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from rankstudy.evaluation import conventions
+from rankstudy.reporting.significance import randomization_test
 
 INTERVAL = "95% percentile bootstrap over test queries, resampled within folds"
 VERDICTS = ("reproduced", "below", "above", "not run")
@@ -196,6 +197,56 @@ def score_claim(claim: Claim, better: dict[int, FoldScores], worse: dict[int, Fo
             "closest_value": np.nan, "closest_verdict": "", "n_queries": s["n_queries"], "learned": True}
 
 
+BEYOND_COLUMNS = ["paper", "study", "column", "metric", "paper_best_row", "paper_best", "paper_best_system",
+                  "paper_best_ours", "our_best_system", "our_best", "diff", "p_rand", "n_queries"]
+
+
+def beyond(card: pd.DataFrame, per_query: dict[tuple[str, str], pd.DataFrame], learned: dict[tuple[str, str], bool],
+           n_resamples: int, seed: int) -> pd.DataFrame:
+    """For each published column (paper, column) of ``card``: the paper's best row and our run of
+    it, beside the best system we have under the same study (so on the same test queries), with a
+    paired sign-flip randomization test of the two over their common queries.
+    ``per_query[(study, system)]``: that system's test metrics per query (``fold``, ``qid`` and one
+    column per metric); ``learned``: whether every fold of it learned (only those compete)."""
+    rows = []
+    cells = card[(card["kind"] == "cell") & (card["verdict"] != "not run")]
+    for (paper, study, column), part in cells.groupby(["paper", "study", "column"], sort=False):
+        best_cell = part.loc[part["published"].idxmax()]
+        metric = best_cell["metric"]
+        ours = {system: frame.set_index(["fold", "qid"])[metric]
+                for (s, system), frame in per_query.items() if s == study and metric in frame and learned[(s, system)]}
+        if best_cell["system"] not in ours:
+            continue
+        means = {system: v.groupby(level="fold").mean().mean() for system, v in ours.items()}
+        top = max(means, key=means.get)
+        a, b = ours[top].align(ours[best_cell["system"]], join="inner")
+        rows.append({"paper": paper, "study": study, "column": column, "metric": metric,
+                     "paper_best_row": best_cell["row"], "paper_best": best_cell["published"],
+                     "paper_best_system": best_cell["system"], "paper_best_ours": means[best_cell["system"]],
+                     "our_best_system": top, "our_best": means[top], "diff": means[top] - means[best_cell["system"]],
+                     "p_rand": (randomization_test(a.to_numpy(), b.to_numpy(), n_resamples, seed)
+                                if top != best_cell["system"] else np.nan),
+                     "n_queries": len(a)})
+    return pd.DataFrame(rows, columns=BEYOND_COLUMNS)
+
+
+def beyond_display(table: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "paper": table["paper"], "column": table["column"],
+        "paper's best (published)": table["paper_best_row"] + " " + [_fmt(v) for v in table["paper_best"]],
+        "our run of it": table["paper_best_system"] + " " + [_fmt(v) for v in table["paper_best_ours"]],
+        "our best system": table["our_best_system"] + " " + [_fmt(v) for v in table["our_best"]],
+        "difference": [_fmt(v, signed=True) for v in table["diff"]],
+        "p (paired randomization)": ["–" if np.isnan(v) else f"{v:.4f}" for v in table["p_rand"]],
+    })
+
+
+BEYOND_NOTE = ("Beyond matching: per published column, the paper's best row and our run of it beside the best "
+               "system of the same study (same protocol and test queries; systems that did not learn in some "
+               "fold left out); p: two-sided paired sign-flip randomization test over the common test queries, "
+               "not adjusted for the choice of the best system, so read it as optimistic.")
+
+
 def summary_line(card: pd.DataFrame) -> str:
     """"N of M cells reproduced ..." over cells and claims."""
     cells = card[(card["kind"] == "cell") & (card["verdict"] != "not run")]
@@ -249,12 +300,15 @@ def notes() -> str:
             f"one). ⚠: the system did not learn in some fold (its summary.json says why).")
 
 
-def to_markdown(card: pd.DataFrame, title: str) -> str:
+def to_markdown(card: pd.DataFrame, title: str, beyond_table: pd.DataFrame | None = None) -> str:
     table = display(card).to_markdown(index=False)
-    return f"# {title}\n\n**{summary_line(card)}**\n\n{table}\n\n{notes()}\n"
+    text = f"# {title}\n\n**{summary_line(card)}**\n\n{table}\n\n{notes()}\n"
+    if beyond_table is not None and len(beyond_table):
+        text += f"\n## Beyond matching\n\n{beyond_display(beyond_table).to_markdown(index=False)}\n\n{BEYOND_NOTE}\n"
+    return text
 
 
-def to_html(card: pd.DataFrame, title: str) -> str:
+def to_html(card: pd.DataFrame, title: str, beyond_table: pd.DataFrame | None = None) -> str:
     colours = {"reproduced": "#d8f0d8", "below": "#f6dcdc", "above": "#dde6f6", "no difference": "#f3ecd2",
                "reversed": "#f6dcdc"}
     frame = display(card)
@@ -262,5 +316,9 @@ def to_html(card: pd.DataFrame, title: str) -> str:
         lambda col: [f"background-color: {colours.get(v, '')}" for v in col], subset=["verdict"]).set_table_styles(
         [{"selector": "td, th", "props": "padding: 2px 8px; border-bottom: 1px solid #ddd; vertical-align: top;"},
          {"selector": "", "props": "border-collapse: collapse; font-family: sans-serif; font-size: 13px;"}]).to_html()
-    return (f"<h2>{html.escape(title)}</h2>\n<p><b>{html.escape(summary_line(card))}</b></p>\n{body}\n"
+    text = (f"<h2>{html.escape(title)}</h2>\n<p><b>{html.escape(summary_line(card))}</b></p>\n{body}\n"
             f"<p>{html.escape(notes())}</p>\n")
+    if beyond_table is not None and len(beyond_table):
+        text += (f"<h3>Beyond matching</h3>\n{beyond_display(beyond_table).to_html(index=False)}\n"
+                 f"<p>{html.escape(BEYOND_NOTE)}</p>\n")
+    return text
