@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rankstudy.data.registry import load_registry
 from rankstudy.pipeline import layout
 
@@ -41,3 +43,10 @@ def test_a_study_owns_its_runs_and_shares_its_features():
     assert a["model"] != b["model"] and str(a["model"]).startswith("results/runs/A/OHSUMED/first/RankSVM/fold1/")
     assert a["features_dir"] == b["features_dir"] and a["meta"] == b["meta"]
     assert layout.log("train") == "results/logs/train/{study}/{dataset}/{featureset}/{method}/fold{fold}.log"
+
+
+def test_a_system_label_splits_back_into_method_and_feature_set():
+    assert layout.split_system_label(layout.system_label("CDN-full", "rho0.10")) == ("CDN-full", "rho0.10")
+    assert layout.split_system_label("a [b] [first]") == ("a [b]", "first")
+    with pytest.raises(ValueError, match="not 'method \\[featureset\\]'"):
+        layout.split_system_label("ranknet")

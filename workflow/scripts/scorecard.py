@@ -14,14 +14,6 @@ from rankstudy.reporting import paper_tables, scorecard as sc
 from rankstudy.util import atomic
 
 
-def split_system(system: str) -> tuple[str, str]:
-    """'method [featureset]' -> (method, featureset)."""
-    method, _, rest = system.rpartition(" [")
-    if not method or not rest.endswith("]"):
-        raise ValueError(f"scorecard: system {system!r} is not 'method [featureset]'")
-    return method, rest[:-1]
-
-
 def published_cells(study: str, spec: dict, dataset: str) -> list[sc.Cell]:
     """The cells of a study's paper table that the paper measured on ``dataset``."""
     published = paper_tables.load_published(spec["reference"], spec["table"])
@@ -51,7 +43,7 @@ with job_logging(snakemake, "scorecard"):
                 """A system's written test scores by fold and whether every fold learned; None for a
                 system the study does not run (a method the paper only quotes)."""
                 if system not in cache:
-                    method, featureset = split_system(system)
+                    method, featureset = layout.split_system_label(system)
                     keys = dict(study=study, dataset=dataset, featureset=featureset, method=method)
                     path = Path(layout.fill(layout.METHOD_SUMMARY, **keys))
                     if not path.exists():
@@ -87,7 +79,7 @@ with job_logging(snakemake, "scorecard"):
             # every system of the study, for "beyond matching"
             systems = pd.read_csv(layout.fill(layout.TABLES, study=study, dataset=dataset) + ".csv")
             for system, part in systems.groupby("system", sort=False):
-                method, featureset = split_system(system)
+                method, featureset = layout.split_system_label(system)
                 per_query[(study, system)] = pd.read_csv(layout.fill(
                     layout.METHOD_PER_QUERY, study=study, dataset=dataset, featureset=featureset, method=method))
                 every_fold_learned[(study, system)] = bool(part["learned"].all())

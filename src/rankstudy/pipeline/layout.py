@@ -164,6 +164,14 @@ def system_label(method: str, featureset: str) -> str:
     return f"{method} [{featureset}]"
 
 
+def split_system_label(system: str) -> tuple[str, str]:
+    """(method, feature set) of a :func:`system_label`, e.g. as a paper spec or a claims file names it."""
+    method, _, rest = system.rpartition(" [")
+    if not method or not rest.endswith("]"):
+        raise ValueError(f"system {system!r} is not 'method [featureset]'")
+    return method, rest[:-1]
+
+
 def study_paths(study: str, dataset: str, prot: Protocol, featureset: str, method: str,
                 fold: int | None = None) -> dict[str, Path]:
     """The files of one (study, data set, feature set, method) and, with ``fold``, of that
