@@ -17,7 +17,6 @@ in one run.
 from __future__ import annotations
 
 import argparse
-import time
 import tracemalloc
 
 import numpy as np
@@ -28,18 +27,9 @@ from rankstudy.losses.cdn import _query_loss, cdn, order_edges
 from rankstudy.losses.cdn_numba import full_cdn_query
 from rankstudy.losses.padded import PAIR_BLOCK_ELEMENTS
 from rankstudy.util.threads import use_job_threads
+from timing import best_of
 
 OHSUMED_MEAN_QUERY = (120, 24, 2)  # documents per grade 0/1/2 of fold 1's training query 39
-
-
-def best_of(fn, repeats: int) -> float:
-    fn()  # compiles, allocates once
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def peak_memory(fn) -> int:
@@ -67,7 +57,7 @@ def mean_query(threads: int, repeats: int) -> None:
         f"kernel, {threads} threads": lambda: full_cdn_query(r, w1, w2, threads=threads),
         "numpy form (reference)": lambda: _query_loss(r, "full", w1, w2, 1, 1, None, PAIR_BLOCK_ELEMENTS, "numpy"),
     }
-    seconds = {name: best_of(fn, repeats if "numpy" not in name else max(1, repeats // 2))
+    seconds = {name: best_of(fn, repeats if "numpy" not in name else max(1, repeats // 2), warmup=True)
                for name, fn in rows.items()}
     floor = seconds["floor: np.log1p over E x E"]
     numpy_form = seconds["numpy form (reference)"]
@@ -100,7 +90,7 @@ def sweep(docs: list[int], grades: int, numpy_cliques: float) -> None:
             if name == "cdn full (numpy)" and edges * (edges - 1) > numpy_cliques:
                 cells.append("-")
                 continue
-            seconds = best_of(lambda: fn(s, y, mask), 1)
+            seconds = best_of(lambda: fn(s, y, mask), 1, warmup=True)
             cells.append(f"{seconds:9.4f} s {peak_memory(lambda: fn(s, y, mask)) / 2**20:7.1f} MiB")
         print(f"{n:6d} {edges:7d} {edges * (edges - 1):15d}  " + "  ".join(f"{c:>22s}" for c in cells))
 

@@ -24,7 +24,6 @@ shared; the ratios are the figures to read, absolute seconds move with the neigh
 from __future__ import annotations
 
 import argparse
-import time
 import tracemalloc
 
 import numpy as np
@@ -33,6 +32,7 @@ from threadpoolctl import threadpool_limits
 from rankstudy.data.rankdata import RankData
 from rankstudy.scorers.quadratic import quadratic_scores, quadratic_vjp
 from rankstudy.rankers.linear import LinearRanker
+from timing import best_of
 
 M = 136
 
@@ -49,15 +49,6 @@ def make_data(n_docs: int, seed: int = 0) -> RankData:
     y = np.digitize(utility, np.quantile(utility, [0.5, 0.75, 0.9, 0.97])).astype(float)
     return RankData(X=X, y=y, qid=np.repeat(np.arange(len(lengths)), lengths),
                     docid=np.arange(n_docs).astype(str), offsets=offsets)
-
-
-def best_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:
@@ -89,14 +80,14 @@ def main() -> None:
                 params.update(functional="quadratic", pairs=pairs.tolist())
             objective = LinearRanker(**params).objective(data)
             theta = 0.01 * rng.normal(size=objective.n_params)
-            seconds = best_seconds(lambda: objective(theta), args.repeats) * per_100k
+            seconds = best_of(lambda: objective(theta), args.repeats) * per_100k
             baseline = baseline or seconds
             if pairs is None:
                 w, g = theta[:M], rng.normal(size=args.docs)
-                alone = best_seconds(lambda: (data.X @ w, data.X.T @ g), args.repeats) * per_100k
+                alone = best_of(lambda: (data.X @ w, data.X.T @ g), args.repeats) * per_100k
             else:
                 c, g = theta[M:M + len(pairs)], rng.normal(size=args.docs)
-                alone = best_seconds(lambda: (quadratic_scores(data.X, pairs, theta[:M], c),
+                alone = best_of(lambda: (quadratic_scores(data.X, pairs, theta[:M], c),
                                               quadratic_vjp(data.X, pairs, g)), args.repeats) * per_100k
             print(f"{name:<26} {objective.n_params:>7} {seconds:>22.3f} {seconds / baseline:>8.1f}x "
                   f"{alone:>23.3f}")

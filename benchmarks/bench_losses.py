@@ -30,6 +30,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.data.blocks import pad
 from rankstudy.losses.registry import LOSSES
 from rankstudy.rankers.linear import LinearRanker
+from timing import median_of
 
 
 def make_data(n_docs: int, n_features: int, min_len: int, max_len: int, seed: int) -> RankData:
@@ -45,16 +46,6 @@ def make_data(n_docs: int, n_features: int, min_len: int, max_len: int, seed: in
     y = np.digitize(utility, np.quantile(utility, [0.6, 0.8, 0.92, 0.98])).astype(float)
     return RankData(X=X, y=y, qid=np.repeat(np.arange(len(lengths)), lengths),
                     docid=np.arange(n_docs).astype(str), offsets=offsets)
-
-
-def median_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up (allocations, first-call imports)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def main() -> None:
@@ -73,7 +64,7 @@ def main() -> None:
     per_100k = 100_000 / args.docs
     rng = np.random.default_rng(args.seed + 1)
     v = rng.normal(size=args.docs)
-    reference = median_seconds(lambda: data.X.T @ v, args.repeats * 3)
+    reference = median_of(lambda: data.X.T @ v, args.repeats * 3)
     labels, mask = pad(data.y, data.offsets)
     scores, _ = pad(data.X @ rng.normal(size=args.features) * 0.3, data.offsets)
 
@@ -87,11 +78,11 @@ def main() -> None:
     results = {"docs": args.docs, "queries": data.n_queries, "features": args.features,
                "reference_seconds_per_100k": reference * per_100k, "losses": {}}
     for name, loss in LOSSES.items():
-        loss_s = median_seconds(lambda: loss(scores, labels, mask), args.repeats)
+        loss_s = median_of(lambda: loss(scores, labels, mask), args.repeats)
         ranker = LinearRanker(loss=name, max_iter=args.iters, tol=0.0)
         objective = ranker.objective(data)
         theta = 0.01 * rng.normal(size=objective.n_params)
-        objective_s = median_seconds(lambda: objective(theta), args.repeats)
+        objective_s = median_of(lambda: objective(theta), args.repeats)
         start = time.perf_counter()
         ranker.fit(data)
         fit_s = time.perf_counter() - start

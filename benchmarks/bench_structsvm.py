@@ -26,15 +26,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.losses import inference
 from rankstudy.rankers.structsvm import StructSVMRanker
-
-
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from timing import best_of
 
 
 def argmax_table(sizes, good_share, dorm_max, repeats):
