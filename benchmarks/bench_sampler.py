@@ -42,6 +42,7 @@ import numpy as np
 from rankstudy.data.blocks import pad
 from rankstudy.losses.conditional import draw_sample
 from rankstudy.losses.swap_sampler import SamplerSettings, draw_walks, numba_available, reference_walk
+from timing import median_of
 
 BACKENDS = ("numpy", "numba")
 
@@ -69,17 +70,6 @@ def make_queries(n_queries: int, seed: int):
     offsets = np.concatenate([[0], np.cumsum(n_good + n_bad)])
     labels, mask = pad(np.concatenate(values), offsets)
     return n_good, n_bad, labels, mask
-
-
-def median_seconds(fn, repeats: int, warm_up: bool = True) -> float:
-    if warm_up:
-        fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def python_walks(n_good, n_bad, rows, settings):
@@ -117,7 +107,7 @@ def throughput(args, n_good, n_bad, rows, settings, backends, record):
     print(f"1. states per second, sample_size {settings.sample_size}, walk_length {settings.walk_length} "
           f"({settings.n_walks} walks, {per_query} states per query), {Q} queries, median of {args.repeats}")
     subset = np.sort(np.random.default_rng(args.seed + 1).choice(Q, min(args.python_queries, Q), replace=False))
-    py_seconds = median_seconds(lambda: python_walks(n_good, n_bad, subset, settings), args.repeats, warm_up=False)
+    py_seconds = median_of(lambda: python_walks(n_good, n_bad, subset, settings), args.repeats, warmup=False)
     py_states = len(subset) * per_query
     rates = {"python": py_states / py_seconds}
     seconds = {"python": py_seconds * Q / len(subset)}
@@ -129,8 +119,8 @@ def throughput(args, n_good, n_bad, rows, settings, backends, record):
         start = time.perf_counter()
         walks[backend] = draw_walks(n_good, n_bad, rows, settings, backend=backend)
         first_call[backend] = time.perf_counter() - start
-        seconds[backend] = median_seconds(lambda: draw_walks(n_good, n_bad, rows, settings, backend=backend),
-                                          args.repeats, warm_up=False)
+        seconds[backend] = median_of(lambda: draw_walks(n_good, n_bad, rows, settings, backend=backend),
+                                          args.repeats, warmup=False)
         rates[backend] = Q * per_query / seconds[backend]
         record("throughput", backend, settings, Q, Q * per_query, seconds[backend])
     check_reference(python_walks(n_good, n_bad, subset, settings), walks["numpy"], n_good, n_bad)
@@ -172,7 +162,7 @@ def sweep(title, parameter, values, settings_of, args, n_good, n_bad, rows, back
         per_query = settings.n_walks * (settings.walk_length + 1)
         cells = []
         for backend in backends:
-            seconds = median_seconds(lambda: draw_walks(n_good, n_bad, rows, settings, backend=backend), args.repeats)
+            seconds = median_of(lambda: draw_walks(n_good, n_bad, rows, settings, backend=backend), args.repeats)
             times[backend].append(seconds)
             record(part, backend, settings, Q, Q * per_query, seconds)
             cells.append(f"{1e3 * seconds / Q:16.3f} {1e9 * seconds / (Q * per_query):16.1f}")
@@ -236,7 +226,7 @@ def main() -> None:
               f"walk_length {settings.walk_length}, {args.queries} queries, median of {args.repeats}")
         print(f"{'backend':>8s} {'draw_sample s':>14s} {'ms / query':>11s} {'walks alone s':>14s} {'walks share':>12s}")
         for backend in backends:
-            seconds = median_seconds(lambda: draw_sample(labels, mask, rel_threshold=1.0, gain="auc",
+            seconds = median_of(lambda: draw_sample(labels, mask, rel_threshold=1.0, gain="auc",
                                                          settings=settings, backend=backend), args.repeats)
             per_query = settings.n_walks * (settings.walk_length + 1)
             record("draw_sample", backend, settings, args.queries, args.queries * per_query, seconds)
