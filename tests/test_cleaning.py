@@ -161,3 +161,33 @@ def test_binarize_labels_at_the_threshold():
     assert changed == int(np.count_nonzero(binary.y != data.y))
     np.testing.assert_array_equal(binary.X, data.X)
     np.testing.assert_array_equal(binary.offsets, data.offsets)
+
+
+def brute_clashes(X, y, rel: float, cosine: float, same_group) -> tuple[list[bool], list[bool]]:
+    """Per row: relevant side / non-relevant side of a clash, over the pairs ``same_group(i, j)``."""
+    good_side, bad_side = [False] * len(y), [False] * len(y)
+    for i in range(len(y)):
+        for j in range(len(y)):
+            if y[i] >= rel > y[j] and same_group(i, j):
+                ni, nj = np.linalg.norm(X[i]), np.linalg.norm(X[j])
+                if ni > 0 and nj > 0 and X[i] @ X[j] / (ni * nj) > cosine:
+                    good_side[i] = bad_side[j] = True
+    return good_side, bad_side
+
+
+def test_near_duplicates_across_queries_and_on_one_side_match_brute_force(monkeypatch):
+    monkeypatch.setattr(cleaning, "PAIR_BLOCK_ELEMENTS", 300)  # several blocks of relevant rows
+    data = near_duplicate_data(5)
+    for q in range(1, data.n_queries):  # plant copies of another query's documents too
+        data.X[data.offsets[q]] = data.X[data.offsets[q - 1]] + 1e-4
+    good, bad = brute_clashes(data.X, data.y, 1.0, 0.99, lambda i, j: True)
+    within = brute_clashes(data.X, data.y, 1.0, 0.99, lambda i, j: data.qid[i] == data.qid[j])
+    assert sum(good) > sum(within[0]) and sum(bad) > sum(within[1])  # the cross-query pairs add clashes
+    for side, scope, expected in [("both", "split", np.logical_or(good, bad)), ("bad", "split", np.array(bad)),
+                                  ("bad", "query", np.array(within[1]))]:
+        cleaned, dropped = drop_near_duplicate_pairs(data, cosine=0.99, side=side, scope=scope)
+        assert dropped == expected.sum()
+        assert rows_of(cleaned) == brute_keep_rows(data, ~expected)
+        check_structure(cleaned)
+    with pytest.raises(ValueError, match="side"):
+        drop_near_duplicate_pairs(data, side="good")

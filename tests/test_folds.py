@@ -42,3 +42,28 @@ def test_carved_validation_is_disjoint_and_seeded():
     assert a.n_queries + b.n_queries == train.n_queries and b.n_queries == 2
     assert not set(a.query_ids) & set(b.query_ids)
     assert list(carve_validation(train, seed=1)[1].query_ids) == list(b.query_ids)
+
+
+def test_chakrabarti_cleaning_before_the_split_looks_across_splits():
+    """scope fold: a training document whose copy sits in the test split with the other label is
+    a clash (within queries it is not); only the listed splits lose documents; zero_vectors false
+    keeps all-zero rows."""
+    source = {"source": "synthetic", "seed": 1, "n_queries": 60, "n_features": 17}
+
+    def planted():
+        fold = load_fold("synthetic", source, 1)
+        fold.splits["train"].y[0], fold.splits["test"].y[0] = 2.0, 0.0
+        fold.splits["test"].X[0] = fold.splits["train"].X[0] * 1.5  # cosine 1, across splits
+        fold.splits["vali"].X[0] = 0.0
+        return fold
+
+    within, before = planted(), planted()
+    first = within.splits["train"].docid[0]
+    sizes = {s: len(d.y) for s, d in within.splits.items()}
+    clean(within, {"chakrabarti": ["train", "vali", "test"]}, 1.0)
+    clean(before, {"chakrabarti": ["train", "vali"], "near_duplicates": {"scope": "fold", "zero_vectors": False}}, 1.0)
+    assert first in within.splits["train"].docid  # no clash inside its query
+    assert first not in before.splits["train"].docid  # its copy in test clashes with it
+    assert len(before.splits["test"].y) == sizes["test"] and "test.near_duplicates" not in before.dropped
+    assert "vali.zero_vectors" not in before.dropped and within.dropped["vali.zero_vectors"] == 1
+    assert len(before.splits["vali"].y) == sizes["vali"] - before.dropped["vali.near_duplicates"]

@@ -50,3 +50,13 @@ def test_a_system_label_splits_back_into_method_and_feature_set():
     assert layout.split_system_label("a [b] [first]") == ("a [b]", "first")
     with pytest.raises(ValueError, match="not 'method \\[featureset\\]'"):
         layout.split_system_label("ranknet")
+
+
+def test_near_duplicate_options_name_a_new_cleaning_only_when_given_and_used():
+    rules = {"chakrabarti": ["train"], "drop_no_relevant": ["train"]}
+    plain = layout.cleaning_name(rules, 1)
+    assert layout.cleaning_name({**rules, "near_duplicates": {}}, 1) == plain  # older folders keep their names
+    side = layout.cleaning_name({**rules, "near_duplicates": {"side": "bad"}}, 1)
+    assert side != plain and side != layout.cleaning_name({**rules, "near_duplicates": {"scope": "fold"}}, 1)
+    without = {"drop_no_relevant": ["train"]}  # options of a rule not in use change nothing
+    assert layout.cleaning_name({**without, "near_duplicates": {"side": "bad"}}, 1) == layout.cleaning_name(without, 1)

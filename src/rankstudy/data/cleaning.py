@@ -42,28 +42,76 @@ def drop_zero_vectors(data: RankData) -> tuple[RankData, int]:
     return keep_rows(data, keep), int(np.count_nonzero(~keep))
 
 
-def drop_near_duplicate_pairs(
-    data: RankData, cosine: float = 0.99, rel_threshold: float = 1.0
-) -> tuple[RankData, int]:
-    """Drop both documents of every within-query pair (relevant i, non-relevant j) whose
-    feature vectors have cosine similarity > ``cosine``; count = documents dropped.
+NEAR_DUPLICATE_SIDES = ("both", "bad")  # which documents of a clash go
+NEAR_DUPLICATE_SCOPES = ("query", "split", "fold")  # where a clash is looked for (see clash_mask)
 
-    Relevant means label >= ``rel_threshold``. An all-zero vector has no direction
-    and is never a near-duplicate of anything.
+
+def drop_near_duplicate_pairs(
+    data: RankData, cosine: float = 0.99, rel_threshold: float = 1.0, side: str = "both", scope: str = "query"
+) -> tuple[RankData, int]:
+    """Drop the documents of every pair (relevant i, non-relevant j) whose feature vectors have
+    cosine similarity > ``cosine``; count = documents dropped.
+
+    Relevant means label >= ``rel_threshold``. ``side``: ``both`` documents of a clash, or only
+    the non-relevant one (``bad``). ``scope``: pairs within a query, or across the queries of the
+    split (``split``; ``fold`` is the same for one split). An all-zero vector has no direction and
+    is never a near-duplicate of anything.
     """
-    norms = np.linalg.norm(data.X, axis=1, keepdims=True)
-    unit = np.divide(data.X, norms, out=np.zeros_like(data.X), where=norms > 0)
-    good = data.y >= rel_threshold
-    drop = np.zeros(len(data.y), dtype=bool)
-    for queries in _query_blocks(data.query_lengths, data.n_features):
-        rows, valid = _padded_rows(data.offsets, queries)
+    drop = clash_mask(data.X, data.y >= rel_threshold, data.offsets, cosine, side,
+                      "query" if scope == "query" else "all")
+    return keep_rows(data, ~drop), int(np.count_nonzero(drop))
+
+
+def clash_mask(X: np.ndarray, good: np.ndarray, offsets: np.ndarray, cosine: float, side: str = "both",
+               scope: str = "query") -> np.ndarray:
+    """True for the documents to drop: those in a good/bad pair with cosine > ``cosine``, the pairs
+    taken within each query (``scope="query"``, ``offsets`` bounds the queries) or among all rows
+    (``"all"``: the data set before it is split, when X holds every split)."""
+    if side not in NEAR_DUPLICATE_SIDES:
+        raise ValueError(f"near-duplicate side {side!r}: one of {NEAR_DUPLICATE_SIDES}")
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    unit = np.divide(X, norms, out=np.zeros_like(X, dtype=np.float64), where=norms > 0)
+    if scope == "query":
+        good_hit, bad_hit = _clashes_within_queries(unit, good, offsets, cosine)
+    elif scope == "all":
+        good_hit, bad_hit = _clashes_across_rows(unit, good, cosine)
+    else:
+        raise ValueError(f"near-duplicate scope {scope!r}: 'query' or 'all'")
+    return bad_hit | good_hit if side == "both" else bad_hit
+
+
+def _clashes_within_queries(unit: np.ndarray, good: np.ndarray, offsets: np.ndarray, cosine: float):
+    """Per document: is it the relevant side / the non-relevant side of a within-query clash."""
+    good_hit = np.zeros(len(good), dtype=bool)
+    bad_hit = np.zeros(len(good), dtype=bool)
+    lengths = np.diff(offsets)
+    for queries in _query_blocks(lengths, unit.shape[1]):
+        rows, valid = _padded_rows(offsets, queries)
         U = unit[rows] * valid[..., None]  # (B, L, m); padding rows are zero vectors
         similar = np.matmul(U, U.transpose(0, 2, 1)) > cosine  # (B, L, L)
         is_good, is_bad = valid & good[rows], valid & ~good[rows]
         clash = similar & is_good[:, :, None] & is_bad[:, None, :]
-        drop[rows[clash.any(axis=2)]] = True  # the relevant side of a clash
-        drop[rows[clash.any(axis=1)]] = True  # the non-relevant side
-    return keep_rows(data, ~drop), int(np.count_nonzero(drop))
+        good_hit[rows[clash.any(axis=2)]] = True
+        bad_hit[rows[clash.any(axis=1)]] = True
+    return good_hit, bad_hit
+
+
+def _clashes_across_rows(unit: np.ndarray, good: np.ndarray, cosine: float):
+    """As :func:`_clashes_within_queries` for pairs of any two rows: blocks of relevant rows
+    against every non-relevant row, one matrix product per block."""
+    goods, bads = np.flatnonzero(good), np.flatnonzero(~good)
+    good_hit = np.zeros(len(good), dtype=bool)
+    bad_hit = np.zeros(len(good), dtype=bool)
+    if len(goods) == 0 or len(bads) == 0:
+        return good_hit, bad_hit
+    per_block = max(1, PAIR_BLOCK_ELEMENTS // len(bads))
+    bad_units = unit[bads].T
+    for start in range(0, len(goods), per_block):
+        block = goods[start:start + per_block]
+        similar = unit[block] @ bad_units > cosine  # (block, bads)
+        good_hit[block[similar.any(axis=1)]] = True
+        bad_hit[bads[similar.any(axis=0)]] = True
+    return good_hit, bad_hit
 
 
 def keep_rows(data: RankData, keep: np.ndarray) -> RankData:

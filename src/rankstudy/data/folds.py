@@ -104,6 +104,31 @@ def _letor_fold(name: str, source: dict, fold: int, progress: Callable[[str], No
     return Fold(splits, entry["labels"][1], {s: _relative_to_root(p, data_root) for s, p in files.items()})
 
 
+def _clean_as_chakrabarti(fold: Fold, splits: list[str], options: dict, rel_threshold: float) -> None:
+    """Zero vectors (unless ``zero_vectors: false``), then near-duplicate good/bad pairs: within
+    each query, across each split's queries (``scope: split``), or across the fold's three splits
+    together (``scope: fold``: the data set cleaned before it is split); ``side: bad`` drops only
+    the non-relevant document of a clash."""
+    cosine, side, scope = options.get("cosine", 0.99), options.get("side", "both"), options.get("scope", "query")
+    if options.get("zero_vectors", True):
+        for s in splits:
+            fold.splits[s], fold.dropped[f"{s}.zero_vectors"] = cleaning.drop_zero_vectors(fold.splits[s])
+    if scope != "fold":
+        for s in splits:
+            fold.splits[s], fold.dropped[f"{s}.near_duplicates"] = cleaning.drop_near_duplicate_pairs(
+                fold.splits[s], cosine=cosine, rel_threshold=rel_threshold, side=side, scope=scope)
+        return
+    every = [fold.splits[s] for s in SPLITS]
+    drop = cleaning.clash_mask(np.concatenate([d.X for d in every]),
+                               np.concatenate([d.y for d in every]) >= rel_threshold, None, cosine, side, "all")
+    bounds = np.cumsum([0] + [len(d.y) for d in every])
+    for i, s in enumerate(SPLITS):
+        if s in splits:
+            keep = ~drop[bounds[i]:bounds[i + 1]]
+            fold.splits[s] = cleaning.keep_rows(fold.splits[s], keep)
+            fold.dropped[f"{s}.near_duplicates"] = int(np.count_nonzero(~keep))
+
+
 def load_fold(name: str, source: dict, fold: int, progress: Callable[[str], None] = print,
               data_root: str | os.PathLike | None = None) -> Fold:
     """``source`` is what the fetch step recorded (results/data/{dataset}/source.json);
@@ -123,14 +148,17 @@ def load_fold(name: str, source: dict, fold: int, progress: Callable[[str], None
 
 
 def clean(fold: Fold, rules: dict, rel_threshold: float) -> None:
-    """Apply the configured cleaning to the named splits of a LETOR fold, counting what goes."""
+    """Apply the configured cleaning to the named splits of a LETOR fold, counting what goes.
+
+    Chakrabarti et al.'s cleaning comes first (``rules["near_duplicates"]`` says how its open
+    choices are read; by default zero vectors go, and both documents of a within-query clash),
+    then the other rules split by split."""
     if fold.kind != "letor":
         return  # cleaning is defined for LETOR feature vectors
+    chakrabarti = [s for s in SPLITS if s in rules.get("chakrabarti", [])]
+    if chakrabarti:
+        _clean_as_chakrabarti(fold, chakrabarti, rules.get("near_duplicates") or {}, rel_threshold)
     for s in SPLITS:
-        if s in rules.get("chakrabarti", []):
-            fold.splits[s], fold.dropped[f"{s}.zero_vectors"] = cleaning.drop_zero_vectors(fold.splits[s])
-            fold.splits[s], fold.dropped[f"{s}.near_duplicates"] = cleaning.drop_near_duplicate_pairs(
-                fold.splits[s], rel_threshold=rel_threshold)
         if s in rules.get("drop_no_relevant", []):
             fold.splits[s], fold.dropped[f"{s}.queries_without_relevant"] = cleaning.drop_queries_without_relevant(
                 fold.splits[s], rel_threshold=rel_threshold)

@@ -125,9 +125,13 @@ def data_name(dataset: str, entry: dict, config: dict) -> str:
 
 def cleaning_name(cleaning: dict | None, rel_threshold: float) -> str:
     """``raw``, or ``clean-<digest>`` of the rules in use and the relevance threshold they apply."""
-    rules = {key: sorted(splits) for key, splits in (cleaning or {}).items() if splits}
+    cleaning = dict(cleaning or {})
+    options = cleaning.pop("near_duplicates", None) or {}
+    rules = {key: sorted(splits) for key, splits in cleaning.items() if splits}
     if not rules:
         return "raw"
+    if options and rules.get("chakrabarti"):  # only when they are given: older folders keep their names
+        rules["near_duplicates"] = dict(sorted(options.items()))
     return f"clean-{_digest({'rules': rules, 'rel_threshold': float(rel_threshold)})}"
 
 
