@@ -7,27 +7,10 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from rankstudy.pipeline import layout
 from rankstudy.pipeline.jobs import job_logging
-from rankstudy.pipeline.records import MethodSummary
-from rankstudy.reporting import paper_tables, scorecard as sc
+from rankstudy.pipeline.study_results import StudyScores, published_cells
+from rankstudy.reporting import scorecard as sc
 from rankstudy.util import atomic
-
-
-def published_cells(study: str, spec: dict, dataset: str) -> list[sc.Cell]:
-    """The cells of a study's paper table that the paper measured on ``dataset``."""
-    published = paper_tables.load_published(spec["reference"], spec["table"])
-    published = published[[paper_tables.short_dataset(d) == dataset for d in published["dataset"]]]
-    if published.empty:
-        return []
-    label = f"{Path(spec['reference']).stem.split('-')[0]} {spec.get('label', 'Table ' + str(spec['table']))}"
-    values = published.set_index(["row", "column"])["value"]
-    out = []
-    for cell in paper_tables.cells(spec).itertuples(index=False):
-        if (cell.row, cell.column) in values.index:
-            out.append(sc.Cell(label, study, cell.row, cell.column, cell.system, cell.metric,
-                               float(values.loc[(cell.row, cell.column)])))
-    return out
 
 
 with job_logging(snakemake, "scorecard"):
@@ -37,25 +20,8 @@ with job_logging(snakemake, "scorecard"):
     for study, config_path in p.members.items():
         member = yaml.safe_load(Path(config_path).read_text())
         for dataset in p.datasets:
-            cache = {}
-
-            def fold_scores(system: str) -> tuple[dict, bool] | None:
-                """A system's written test scores by fold and whether every fold learned; None for a
-                system the study does not run (a method the paper only quotes)."""
-                if system not in cache:
-                    method, featureset = layout.split_system_label(system)
-                    keys = dict(study=study, dataset=dataset, featureset=featureset, method=method)
-                    path = Path(layout.fill(layout.METHOD_SUMMARY, **keys))
-                    if not path.exists():
-                        cache[system] = None
-                        return None
-                    summary = MethodSummary.read(path)
-                    scores = f"{layout.FOLD_DIR}/{layout.EVALUATE_OUTPUTS['scores_test']}"
-                    folds = {f: sc.FoldScores.from_frame(pd.read_csv(layout.fill(scores, fold=f, **keys), sep="\t"))
-                             for f in summary.folds}
-                    cache[system] = (folds, not summary.not_learned)
-                return cache[system]
-
+            scores = StudyScores(study, dataset)
+            fold_scores = scores.fold_scores
             cells = published_cells(study, member["paper"], dataset) if member.get("paper") else []
             for cell in cells:
                 found = fold_scores(cell.system)
@@ -77,12 +43,9 @@ with job_logging(snakemake, "scorecard"):
                     rows.append(sc.score_claim(claim, found[0][0], found[1][0],
                                                p.n_resamples, p.seed, p.confidence))
             # every system of the study, for "beyond matching"
-            systems = pd.read_csv(layout.fill(layout.TABLES, study=study, dataset=dataset) + ".csv")
-            for system, part in systems.groupby("system", sort=False):
-                method, featureset = layout.split_system_label(system)
-                per_query[(study, system)] = pd.read_csv(layout.fill(
-                    layout.METHOD_PER_QUERY, study=study, dataset=dataset, featureset=featureset, method=method))
-                every_fold_learned[(study, system)] = bool(part["learned"].all())
+            study_per_query, study_learned = scores.learned_per_query()
+            per_query.update({(study, system): frame for system, frame in study_per_query.items()})
+            every_fold_learned.update({(study, system): v for system, v in study_learned.items()})
             print(f"scorecard: {study} on {dataset}: {len(cells)} published cell(s)", flush=True)
     if not rows:
         raise ValueError("scorecard: no published cell or claim on data sets " + ", ".join(p.datasets)
