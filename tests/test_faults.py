@@ -4,7 +4,11 @@ before any job where it can be known."""
 from __future__ import annotations
 
 import errno
+import importlib.util
+import os
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +19,8 @@ from rankstudy.data import registry as datasets
 from rankstudy.data.folds import EmptySplitError, Fold, clean, load_fold
 from rankstudy.data.rankdata import RankData
 from rankstudy.pipeline.config import ConfigError, check_config
-from rankstudy.pipeline.jobs import job_logging, out_of_memory
+from rankstudy.pipeline.jobs import job_logging
+from rankstudy.util.memory import memory_symptom
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -93,11 +98,23 @@ def test_a_folder_the_job_cannot_write_gets_one_line_saying_so(tmp_path, capsys,
     assert "rankstudy train: cannot write results/runs/x/fold1/model.json: permission denied" in err
 
 
+def chained(outer: BaseException, inner: BaseException) -> BaseException:
+    """``outer`` raised while handling ``inner``, as llvmlite raises its 'Could not find/load'."""
+    try:
+        try:
+            raise inner
+        except type(inner):
+            raise outer
+    except type(outer) as exc:
+        return exc
+
+
 @pytest.mark.parametrize("exc", [MemoryError(), OSError(errno.ENOMEM, "Cannot allocate memory"),
                                  RuntimeError("can't start new thread"),
-                                 OSError("Could not find/load shared object file 'libllvmlite.so'")])
+                                 chained(OSError("Could not find/load shared object file 'libllvmlite.so'"),
+                                         OSError("libllvmlite.so: failed to map segment from shared object"))])
 def test_running_out_of_memory_says_so(exc, tmp_path, capsys, monkeypatch):
-    assert out_of_memory(exc)
+    assert memory_symptom(exc) is not None
     monkeypatch.setattr(sys, "stderr", sys.stderr)
     with pytest.raises(SystemExit):
         with job_logging(FakeJob(tmp_path), "train"):
@@ -105,8 +122,94 @@ def test_running_out_of_memory_says_so(exc, tmp_path, capsys, monkeypatch):
     assert "rankstudy train: out of memory" in capsys.readouterr().err
 
 
+def test_a_library_that_is_really_missing_is_not_called_out_of_memory():
+    assert memory_symptom(chained(OSError("Could not find/load shared object file 'libllvmlite.so'"),
+                                  OSError("libllvmlite.so: cannot open shared object file: No such file"))) is None
+
+
+# A job script as Snakemake runs it (its `snakemake` object in __main__), whose address space is
+# then limited to what it already uses plus HEADROOM_MB: too little to map numpy's or numba's
+# shared libraries.
+JOB_UNDER_A_LIMIT = """
+    import resource, types
+    snakemake = types.SimpleNamespace(rule="{rule}", log=[], wildcards={{}}, threads=1, config={{}},
+                                      resources=types.SimpleNamespace(mem_mb=1000))
+    {before}
+    vm_size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
+    resource.setrlimit(resource.RLIMIT_AS, (vm_size + {headroom_mb} * 2**20,) * 2)
+    {after}
+"""
+
+
+def run_job_under_a_limit(tmp_path, rule: str, before: str, after: str, headroom_mb: int):
+    script = tmp_path / f"{rule}.py"
+    script.write_text(textwrap.dedent(JOB_UNDER_A_LIMIT).format(rule=rule, before=before, after=after,
+                                                                headroom_mb=headroom_mb))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+
+
+def test_numba_failing_to_load_in_a_job_under_a_memory_limit_says_out_of_memory(tmp_path):
+    """What users saw as "Could not find/load shared object file 'libllvmlite.so'"."""
+    pytest.importorskip("numba")
+    job = run_job_under_a_limit(tmp_path, "train", before="from rankstudy.pipeline.jobs import job_logging",
+                                after='with job_logging(snakemake, "train"): from rankstudy.data import letor_numba',
+                                headroom_mb=64)
+    assert job.returncode == 1
+    assert "rankstudy train: out of memory: the train job failed with" in job.stderr
+    assert "address-space limit (ulimit -v)" in job.stderr and "--set-resources train:mem_mb=N" in job.stderr
+    assert "Traceback" not in job.stderr
+
+
+def test_numpy_failing_to_load_before_the_job_starts_says_out_of_memory(tmp_path):
+    """The imports at the top of a job script run before job_logging: rankstudy's first import
+    makes an uncaught memory error end with the message all the same."""
+    job = run_job_under_a_limit(tmp_path, "parse_fold", before="import rankstudy",
+                                after="from rankstudy.pipeline.jobs import job_logging", headroom_mb=16)
+    assert job.returncode == 1
+    last = job.stderr.strip().splitlines()[-1]
+    assert last.startswith("rankstudy parse_fold: out of memory: starting the parse_fold job failed with "
+                           "ImportError:") and "failed to map segment" in last
+    assert "limits in effect: address-space limit (ulimit -v)" in last and "mem_mb=1000" in last
+
+
+def test_memory_errors_outside_a_job_script_keep_pythons_own_report(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text("import rankstudy\nraise MemoryError\n")
+    job = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert job.stderr.strip().splitlines()[-1] == "MemoryError"
+
+
 def test_other_errors_keep_their_traceback(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stderr", sys.stderr)
     with pytest.raises(RuntimeError, match="a bug"):
         with job_logging(FakeJob(tmp_path), "train"):
             raise RuntimeError("a bug")
+
+
+def load_bootstrap():
+    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+    bootstrap = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bootstrap)
+    return bootstrap
+
+
+def test_the_bootstrap_says_a_thread_that_could_not_start_means_too_little_memory(capsys):
+    """A process that cannot start a thread under a small address-space limit, as Snakemake
+    could not ("RuntimeError: can't start new thread"): its output passes through, then the hint."""
+    starts_a_thread = textwrap.dedent("""
+        import resource, threading
+        vm_size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
+        resource.setrlimit(resource.RLIMIT_AS, (vm_size + 2**20,) * 2)  # less than a thread's stack
+        print("Building DAG of jobs...", flush=True)
+        threading.Thread(target=print).start()
+    """)
+    code = load_bootstrap().run_snakemake([sys.executable, "-c", starts_a_thread], dict(os.environ))
+    out = capsys.readouterr().out
+    assert code == 1 and "Building DAG of jobs..." in out and "can't start new thread" in out
+    assert "[bootstrap] snakemake could not start a thread: too little memory" in out and "CORES=1" in out
+
+
+def test_the_bootstrap_adds_no_hint_to_other_failures(capsys):
+    code = load_bootstrap().run_snakemake([sys.executable, "-c", "raise SystemExit('MissingInputException')"],
+                                          dict(os.environ))
+    assert code == 1 and "[bootstrap]" not in capsys.readouterr().out

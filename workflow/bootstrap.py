@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
 import sqlite3
 import subprocess
 import sys
@@ -107,6 +108,39 @@ def clear_stale_lock(workdir: Path, snakemake: str, args: list[str], env: dict |
     return True
 
 
+def _soft_limit(kind: int, unit: int = 1, suffix: str = "") -> str:
+    soft = resource.getrlimit(kind)[0]
+    return "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // unit}{suffix}"
+
+
+def thread_failure_hint(line: str) -> str | None:
+    """What to do when Snakemake itself could not start a thread: under a small memory or process
+    limit that is how running out shows, without a word about memory."""
+    if "can't start new thread" not in line:
+        return None
+    return (f"snakemake could not start a thread: too little memory or too many processes for the limits it "
+            f"runs under (ulimit -v {_soft_limit(resource.RLIMIT_AS, 2**20, ' MiB')}, ulimit -u "
+            f"{_soft_limit(resource.RLIMIT_NPROC)}, or the container's memory limit). Raise them, or run fewer "
+            f"jobs at once (CORES=1)")
+
+
+def run_snakemake(cmd: list[str], env: dict) -> int:
+    """Snakemake with its output passed through, and a hint at the end when it failed for want of threads."""
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    hint = None
+    try:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            hint = hint or thread_failure_hint(line)
+    except KeyboardInterrupt:  # Ctrl-C reached snakemake too: let it stop its jobs
+        pass
+    code = proc.wait()
+    if code and hint:
+        say(hint)
+    return code
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"run", "test", "ui", "setup"}:
         print(__doc__)
@@ -126,6 +160,8 @@ def main(argv: list[str]) -> int:
     else:
         return 0
     say(" ".join(cmd))
+    if argv[0] == "run":
+        return run_snakemake(cmd, env)
     return subprocess.call(cmd, cwd=REPO, env=env)
 
 

@@ -6,3 +6,9 @@ contract in pyproject.toml): ``util``, ``data``, ``features`` | ``evaluation``,
 """
 
 __version__ = "0.1.0"
+
+# A job script's first rankstudy import: from here on a memory error that ends it, even numpy
+# failing to load before the job's own error handling starts, is followed by a line saying so.
+from rankstudy.util.memory import explain_memory_errors_of_jobs  # noqa: E402
+
+explain_memory_errors_of_jobs()

@@ -5,13 +5,13 @@ Snakemake removes a failed job's outputs, so the next run redoes the job."""
 
 from __future__ import annotations
 
-import errno
 import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from rankstudy.pipeline.errors import USER_ERRORS
+from rankstudy.util.memory import memory_symptom, out_of_memory_message
 from rankstudy.util.threads import use_job_threads
 
 
@@ -43,10 +43,10 @@ def job_logging(snakemake, name: str):
         print(f"rankstudy {name}: {shown}", file=console)
         raise SystemExit(1) from None
     except (MemoryError, OSError, ImportError, RuntimeError) as exc:
-        if not out_of_memory(exc):
+        if memory_symptom(exc) is None:
             raise
-        message = (f"out of memory ({type(exc).__name__}: {exc}); give the job more memory "
-                   f"(--set-resources {name}:mem_mb=N, or raise the limit it runs under) and run again")
+        message = out_of_memory_message(f"the {name} job", exc, getattr(snakemake, "rule", name),
+                                        getattr(getattr(snakemake, "resources", None), "mem_mb", None))
         print(f"[{name}] error: {message}")
         print(f"rankstudy {name}: {message}", file=console)
         raise SystemExit(1) from None
@@ -54,15 +54,3 @@ def job_logging(snakemake, name: str):
         sys.stdout, sys.stderr = sys.__stdout__, console
         if log:
             log.close()
-
-
-# what running out of memory looks like besides MemoryError: a failed mmap or thread start, or a
-# shared library (numba's llvmlite) that cannot be mapped
-_OUT_OF_MEMORY = ("cannot allocate memory", "can't start new thread", "failed to map segment",
-                  "could not find/load shared object", "out of memory")
-
-
-def out_of_memory(exc: BaseException) -> bool:
-    if isinstance(exc, MemoryError) or getattr(exc, "errno", None) == errno.ENOMEM:
-        return True
-    return any(text in str(exc).lower() for text in _OUT_OF_MEMORY)
