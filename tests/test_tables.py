@@ -240,7 +240,7 @@ def test_ndcg_plot_gives_each_method_a_colour_and_each_featureset_a_line_style()
             for i, m in enumerate(methods) for f in ("first", "rho0.10") for q in range(3)]
     fig = ndcg_at_k_figure(pd.DataFrame(rows))
     ax = fig.axes[0]
-    lines = {line.get_label(): line for line in ax.get_lines()}
+    lines = {bars.get_label(): bars.lines[0] for bars in ax.containers}  # each system's data line
     assert len(lines) == 12
     colors = {m: {lines[f"{m} [{f}]"].get_color() for f in ("first", "rho0.10")} for m in methods}
     assert all(len(c) == 1 for c in colors.values())  # one colour per method

@@ -1,4 +1,4 @@
-"""Figures of the comparison: mean NDCG@k and P@k curves of every system.
+"""Figures of the comparison: mean NDCG@k and P@k curves of every system, with bars over folds.
 
 Figures are drawn on an explicit Agg canvas (no pyplot), so no global backend
 or figure state is touched and the functions are safe in headless workers.
@@ -33,6 +33,7 @@ def save_figure(fig: Figure, out_png: Path) -> Path:
 
 LINE_STYLES = ["-", "--", ":", "-.", (0, (5, 1, 1, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (8, 2))]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X"]
+FILL_STYLES = ["full", "none", "left", "bottom", "right", "top"]
 
 
 def method_colors(methods: list[str]) -> dict[str, tuple]:
@@ -48,41 +49,65 @@ def method_colors(methods: list[str]) -> dict[str, tuple]:
 
 
 AT_K_LABELS = {"ndcg": "NDCG@k", "p": "P@k"}
+# what the bars of an @k plot show: named on the axis, in the legend and in the report captions
+INTERVAL_TEXT = "bars: ± 1 std over folds"
+
+
+def fold_mean_std(per_query: pd.DataFrame, columns: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per system (input order) and column: the mean over folds of the per-fold query mean, and
+    the standard deviation (ddof=1) of those fold means, as the tables give them; NaN skipped,
+    the std NaN for one fold."""
+    fold_means = per_query.groupby(["system", "fold"], sort=False)[columns].mean()
+    by_system = fold_means.groupby(level="system", sort=False)
+    return by_system.mean(), by_system.std(ddof=1)
+
+
+def dodge_offsets(n: int, width: float = 0.6) -> np.ndarray:
+    """Horizontal offsets of ``n`` series around each x (spread over at most ``width``, at most
+    0.12 apart), so series with the same values sit side by side instead of on top of each other."""
+    step = min(0.12, width / max(n, 1))
+    return (np.arange(n) - (n - 1) / 2) * step
 
 
 def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10, metric: str = "ndcg") -> Figure:
-    """One line per system of the mean of ``metric``@k (``ndcg`` or ``p``) for k = 1..k_max
-    (cf. Huang & Frey 2008, Fig. 4): one colour per method, one line style (and marker) per
-    feature set, the legend outside the axes. Uses the ``method`` and ``featureset`` columns
-    when present, else each system is its own method."""
+    """One line per system of the mean over folds of ``metric``@k (``ndcg`` or ``p``) for
+    k = 1..k_max (cf. Huang & Frey 2008, Fig. 4), with bars of ± one standard deviation over
+    folds: one colour and marker shape per method, one line style and marker fill per feature
+    set, the legend outside the axes. Each system's points are shifted a little sideways (:func:`dodge_offsets`), so
+    systems with equal curves stay visible side by side. Uses the ``method`` and ``featureset``
+    columns when present, else each system is its own method."""
     columns = [f"{metric}@{k}" for k in range(1, k_max + 1)]
     missing = [c for c in columns if c not in per_query.columns]
     if missing:
         raise ValueError(f"a {metric}@k plot needs columns {missing}, absent from the per-query frame")
-    curves = mean_over_folds(per_query, columns)
+    means, stds = fold_mean_std(per_query, columns)
     if {"method", "featureset"} <= set(per_query.columns):
         parts = per_query.drop_duplicates("system").set_index("system")[["method", "featureset"]]
     else:
-        parts = pd.DataFrame({"method": curves.index, "featureset": ""}, index=curves.index)
-    methods = list(dict.fromkeys(parts.loc[curves.index, "method"]))
-    featuresets = list(dict.fromkeys(parts.loc[curves.index, "featureset"]))
+        parts = pd.DataFrame({"method": means.index, "featureset": ""}, index=means.index)
+    methods = list(dict.fromkeys(parts.loc[means.index, "method"]))
+    featuresets = list(dict.fromkeys(parts.loc[means.index, "featureset"]))
     colors = method_colors(methods)
     ks = np.arange(1, k_max + 1)
     fig = Figure(figsize=(7.5, 4.0))
     ax = fig.add_subplot()
-    for system, values in curves.iterrows():
+    for offset, (system, values) in zip(dodge_offsets(len(means)), means.iterrows()):
         method, featureset = parts.loc[system, "method"], parts.loc[system, "featureset"]
-        style = featuresets.index(featureset)
-        ax.plot(ks, values.to_numpy(), color=colors[method], linestyle=LINE_STYLES[style % len(LINE_STYLES)],
-                marker=MARKERS[style % len(MARKERS)], markersize=3, label=str(system))
+        m, style = methods.index(method), featuresets.index(featureset)
+        # thin bars with small caps and slightly see-through lines: crossing curves stay readable
+        ax.errorbar(ks + offset, values.to_numpy(), yerr=stds.loc[system].to_numpy(), color=colors[method],
+                    linestyle=LINE_STYLES[style % len(LINE_STYLES)], marker=MARKERS[m % len(MARKERS)],
+                    fillstyle=FILL_STYLES[style % len(FILL_STYLES)], markersize=4, linewidth=1.2, alpha=0.85, elinewidth=0.8, capsize=2.0, capthick=0.8,
+                    label=str(system))
     ax.set_xlabel("k")
-    ax.set_ylabel(f"mean {AT_K_LABELS.get(metric, metric + '@k')} (test)")
+    ax.set_ylabel(f"mean {AT_K_LABELS.get(metric, metric + '@k')} (test)\n{INTERVAL_TEXT}")
     ax.set_xticks(ks)
     ax.grid(True, alpha=0.3)
     if title:
         ax.set_title(title)
     # outside the axes, so it never hides a curve; bbox_inches="tight" keeps it in the file
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0,
+              title=INTERVAL_TEXT, title_fontsize="small")
     return fig
 
 

@@ -1,0 +1,93 @@
+"""The @k plots: bars over folds, and systems with equal curves still visible."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.container import ErrorbarContainer
+
+from rankstudy.reporting.plots import INTERVAL_TEXT, ndcg_at_k_figure
+
+K = 10
+
+
+def per_query_frame(systems: dict[str, float], n_folds: int = 3, n_queries: int = 7, seed: int = 0) -> pd.DataFrame:
+    """Per-query metrics of each system: its level plus noise that differs by fold, so the fold
+    means spread. Systems with the same level get the same values (an exact copy)."""
+    rng = np.random.default_rng(seed)
+    shared = {level: rng.uniform(-0.1, 0.1, size=(n_folds * n_queries, 2 * K)) for level in set(systems.values())}
+    fold_shift = np.repeat(np.linspace(-0.05, 0.05, n_folds), n_queries)[:, None]
+    frames = []
+    for system, level in systems.items():
+        values = np.clip(level + shared[level] + fold_shift, 0, 1)
+        frame = pd.DataFrame(values, columns=[f"ndcg@{k}" for k in range(1, K + 1)] + [f"p@{k}" for k in range(1, K + 1)])
+        frame.insert(0, "qid", np.arange(n_folds * n_queries))
+        frame.insert(0, "fold", np.repeat(np.arange(1, n_folds + 1), n_queries))
+        method, featureset = system.split(" [")
+        frame.insert(0, "featureset", featureset.rstrip("]"))
+        frame.insert(0, "method", method)
+        frame.insert(0, "system", system)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def errorbars(fig) -> dict[str, ErrorbarContainer]:
+    return {c.get_label(): c for c in fig.axes[0].containers if isinstance(c, ErrorbarContainer)}
+
+
+def hand_fold_stats(frame: pd.DataFrame, system: str, column: str) -> tuple[float, float]:
+    """Mean and std (ddof=1) over folds of the fold's mean over its queries, by plain loops."""
+    rows = frame[frame["system"] == system]
+    fold_means = [rows.loc[rows["fold"] == f, column].mean() for f in sorted(rows["fold"].unique())]
+    mean = sum(fold_means) / len(fold_means)
+    return mean, (sum((m - mean) ** 2 for m in fold_means) / (len(fold_means) - 1)) ** 0.5
+
+
+SYSTEMS = {"ranknet [first]": 0.5, "ranknet [rho0.10]": 0.5, "lambdamart [first]": 0.6, "pointwise [first]": 0.3}
+
+
+@pytest.mark.parametrize("metric", ["ndcg", "p"])
+def test_each_system_has_bars_of_one_std_over_folds(metric):
+    frame = per_query_frame(SYSTEMS)
+    bars = errorbars(ndcg_at_k_figure(frame, metric=metric))
+    assert set(bars) == set(SYSTEMS)
+    for system, container in bars.items():
+        data_line, _, (segments,) = container.lines
+        assert container.has_yerr and not container.has_xerr
+        for k, ((x_low, low), (x_high, high)), y in zip(range(1, K + 1), segments.get_segments(),
+                                                        data_line.get_ydata()):
+            mean, std = hand_fold_stats(frame, system, f"{metric}@{k}")
+            assert std > 0.005  # the fold shift spreads the fold means
+            assert y == pytest.approx(mean, abs=1e-12)
+            assert x_low == x_high and (low, high) == pytest.approx((mean - std, mean + std), abs=1e-12)
+
+
+def test_systems_with_equal_curves_sit_side_by_side_near_their_k():
+    """'ranknet [first]' and 'ranknet [rho0.10]' are exact copies: drawn at the same x, one
+    would hide the other."""
+    bars = errorbars(ndcg_at_k_figure(per_query_frame(SYSTEMS)))
+    xs = {system: c.lines[0].get_xdata() for system, c in bars.items()}
+    np.testing.assert_array_equal(bars["ranknet [first]"].lines[0].get_ydata(),
+                                  bars["ranknet [rho0.10]"].lines[0].get_ydata())
+    assert np.all(np.abs(xs["ranknet [first]"] - xs["ranknet [rho0.10]"]) > 0.02)
+    for x in xs.values():
+        assert np.all(np.abs(x - np.arange(1, K + 1)) < 0.3)  # still read as its k
+    # one marker shape per method, one marker fill per feature set: copies differ at a glance
+    markers = {s: c.lines[0].get_marker() for s, c in bars.items()}
+    assert markers["ranknet [first]"] == markers["ranknet [rho0.10]"] != markers["lambdamart [first]"]
+    fills = {s: c.lines[0].get_fillstyle() for s, c in bars.items()}
+    assert fills["ranknet [first]"] != fills["ranknet [rho0.10]"]
+
+
+def test_the_axis_and_legend_say_what_the_bars_are():
+    ax = ndcg_at_k_figure(per_query_frame(SYSTEMS)).axes[0]
+    assert INTERVAL_TEXT in ax.get_ylabel() and ax.get_legend().get_title().get_text() == INTERVAL_TEXT
+    assert "std over folds" in INTERVAL_TEXT
+
+
+def test_one_fold_draws_the_means_without_bars():
+    frame = per_query_frame(SYSTEMS, n_folds=1)
+    for container in errorbars(ndcg_at_k_figure(frame)).values():
+        assert np.isfinite(container.lines[0].get_ydata()).all()
+        assert all(len(segment) == 0 for segment in container.lines[2][0].get_segments())  # std NaN: no bar
