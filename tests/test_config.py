@@ -267,3 +267,66 @@ def test_numbers_inside_a_command_line_section_become_numbers():
     config = {"folds": [1], "report": {"n_resamples": "many"}}
     prepare_cli_values(config, schema)
     assert config["report"]["n_resamples"] == "many"  # left for the validation to name
+
+
+def validated(config: dict, **evaluation) -> dict:
+    """``config`` with ``evaluation`` merged over its section (as --config 'evaluation={...}' does),
+    the schema's defaults set and apply_defaults done, as the Snakefile does."""
+    from snakemake.utils import update_config
+
+    from rankstudy.pipeline.config import apply_defaults
+
+    update_config(config, {"evaluation": evaluation})
+    validate(config, SCHEMA)
+    apply_defaults(config)
+    return config
+
+
+def test_extra_metrics_join_the_computed_metrics_once(config):
+    written = list(config["evaluation"]["metrics"])
+    assert validated(copy.deepcopy(config))["evaluation"]["extra_metrics"] == []
+    config["report"].pop("metrics")
+    merged = validated(config, extra_metrics=["err@5", "map"])
+    assert merged["evaluation"]["metrics"] == written + ["err@5"]  # map is already there
+    assert merged["report"]["metrics"] == written  # the report's default is the list as written
+    merged["report"]["metrics"].append("err@5")  # an extra metric may be reported: it is computed
+    check_config(merged, REPO)
+
+
+def test_a_bad_extra_metric_fails_naming_its_key_and_value(config):
+    with pytest.raises(ConfigError, match=r"config key evaluation\.extra_metrics: unknown metric 'err@x'"):
+        validated(config, extra_metrics=["err@5", "err@x"])
+
+
+def test_evaluate_params_without_extra_metrics_are_the_section_as_before(config):
+    from rankstudy.pipeline.config import evaluate_params
+
+    before = copy.deepcopy(config["evaluation"])
+    assert repr(evaluate_params(validated(config)["evaluation"])) == repr(before)
+
+
+SAVED_WITH_ERR5 = {"metrics": ["map", "err@5"], "selection_metric": "ndcg@10", "rel_threshold": 1,
+                   "no_relevant": "zero", "extra_metrics": ["err@5"], "max_label": 2}
+
+
+@pytest.mark.parametrize("evaluation, keeps_saved", [
+    (dict(extra_metrics=[]), True),  # an extra metric dropped: nothing to compute
+    (dict(metrics=["map", "err@5"], extra_metrics=[]), True),  # made a metric of its own: the same columns
+    (dict(extra_metrics=["err@5"]), True),
+    (dict(extra_metrics=["mrr"]), False),  # a metric the outputs lack
+    (dict(extra_metrics=[], selection_metric="map"), False),  # another setting
+    (dict(metrics=["ndcg@3"], extra_metrics=["err@5"]), False),  # map, not an extra metric, dropped
+])
+def test_saved_outputs_with_dropped_extra_metrics_keep_their_params(evaluation, keeps_saved):
+    """Snakemake reruns a job whose params changed: params equal to the saved ones mean no rerun."""
+    from rankstudy.pipeline.config import evaluate_params
+
+    section = {"metrics": ["map"], "extra_metrics": [], "selection_metric": "ndcg@10", "rel_threshold": 1,
+               "no_relevant": "zero"}
+    section.update(evaluation)
+    section["metrics"] = list(dict.fromkeys(section["metrics"] + section["extra_metrics"]))  # as apply_defaults does
+    params = evaluate_params(section, SAVED_WITH_ERR5)
+    recorded = {k: v for k, v in SAVED_WITH_ERR5.items() if k != "max_label"}  # the saving job's params
+    assert (repr(params) == repr(recorded)) is keeps_saved
+    assert params == evaluate_params(section) or keeps_saved
+    assert evaluate_params(section, None) == evaluate_params(section)

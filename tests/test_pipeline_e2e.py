@@ -778,3 +778,21 @@ def test_a_scorecard_run_runs_its_studies_and_scores_every_published_cell(tmp_pa
     assert set(beyond["column"]) == {"NDCG@10", "MAP"} and beyond["paper_best_system"].eq("ranknet [first]").all()
     dry = snakemake(workdir, "--dry-run")
     assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
+
+
+def test_an_extra_metric_is_added_without_training_and_dropped_without_evaluating(tmp_path):
+    """evaluation.extra_metrics: adding one evaluates again (never trains) and its column appears
+    in the per-query files; dropping it again re-evaluates nothing."""
+    workdir = make_workdir(tmp_path, {
+        "folds": [1], "synthetic": {"n_queries": 60, "n_features": 17}, "features": {"normalization": "zscore"},
+        "methods": {m: {"kind": "linear", "params": {"loss": m}} for m in ("pointwise_mse", "ranknet")},
+        "report": {"baseline": "ranknet", "metrics": ["ndcg@10"], "n_resamples": 100}})
+    snakemake(workdir)
+    added = snakemake(workdir, "--config", "evaluation={extra_metrics: [err@5]}")
+    counts = job_counts(added.stdout + added.stderr)
+    assert "train" not in counts and counts["evaluate"] == 2
+    fold = pd.read_csv(run_dir(workdir, "ranknet", 1) / "metrics.per_query.test.csv")
+    method = pd.read_csv(run_dir(workdir, "ranknet", 1).parent / "metrics.per_query.test.csv")
+    assert fold["err@5"].between(0, 1).all() and "err@5" in method.columns
+    dropped = job_counts(snakemake(workdir, "--dry-run").stdout)
+    assert dropped == {"tables": 1, "all": 1}  # the tables job's params name the metrics; no fold is evaluated

@@ -1,10 +1,11 @@
 # Shared helpers: config checks that need the package, the protocol of each data set, wildcard
 # constraints, input functions and target lists. Every path comes from rankstudy.pipeline.layout.
+import json
 import re
 from pathlib import Path
 
 from rankstudy.pipeline import layout as L
-from rankstudy.pipeline.config import check_config, run_methods
+from rankstudy.pipeline.config import check_config, evaluate_params, run_methods
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.data.registry import source_settings
 
@@ -20,8 +21,9 @@ PROTOCOLS = {d: L.protocol(d, SETTINGS.registry[d], config) for d in DATASETS}
 DATASET_OF = {p.data: d for d, p in PROTOCOLS.items()}
 # The jobs' software: this environment (used with `--sdm conda`; otherwise the current one).
 ENV = "../../environment.yml"
-# What model selection needs: changing a report metric must not retrain.
-EVALUATION = config["evaluation"]
+# What model selection needs: changing a report metric must not retrain. EVALUATION: the
+# section as jobs see it (extra_metrics already in metrics, and named only when there are some).
+EVALUATION = evaluate_params(config["evaluation"])
 SELECTION = {k: EVALUATION[k] for k in ("selection_metric", "rel_threshold", "no_relevant")}
 # Default MLflow store beside the outputs; MLFLOW_TRACKING_URI still wins inside the jobs.
 MLFLOW = {"tracking_uri": config["mlflow"]["tracking_uri"], "experiment": config["mlflow"]["experiment"]}
@@ -97,6 +99,15 @@ def protocol_keys(w):
 
 def features_of(w, split):
     return L.fill(L.FEATURES, featureset=w.featureset, fold=w.fold, split=split, **protocol_keys(w))
+
+
+def evaluation_of(w):
+    """The evaluate job's params: EVALUATION, or the evaluation the fold's saved outputs were
+    made with when they differ only by extra metrics since dropped (evaluate_params)."""
+    resolved = Path(L.fill(f"{L.FOLD_DIR}/{L.EVALUATE_OUTPUTS['resolved']}", study=w.study, dataset=w.dataset,
+                           featureset=w.featureset, method=w.method, fold=w.fold))
+    saved = json.loads(resolved.read_text())["evaluation"] if resolved.exists() else None
+    return evaluate_params(config["evaluation"], saved)
 
 
 def fold_meta_of(w):

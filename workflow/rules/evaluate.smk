@@ -15,7 +15,8 @@ rule evaluate:
     output:
         **L.in_dir(L.FOLD_DIR, L.EVALUATE_OUTPUTS),
     params:
-        evaluation=EVALUATION,
+        # the metric set: adding a metric re-evaluates (never retrains), dropping an extra one does not
+        evaluation=evaluation_of,
     log:
         L.log("evaluate"),
     benchmark:

@@ -87,7 +87,8 @@ with job_logging(snakemake, "aggregate"):
         chosen_per_fold[fold] = chosen_settings(fit, inputs.model[i])
         per_query.append(pd.read_csv(inputs.per_query_test[i]).assign(fold=fold))
         timing.append(fold_timing(fit, history, selection))
-    names = sorted(folds[0].metrics)
+    # a metric some folds lack (an extra metric dropped, then a new fold) is left out, not averaged over a few
+    names = sorted(set.intersection(*(set(f.metrics) for f in folds)))
     values = {k: np.array([f.metrics[k] for f in folds], dtype=float) for k in names}
     method = MethodSummary(
         **identity, folds=list(snakemake.params.folds),
@@ -109,6 +110,7 @@ with job_logging(snakemake, "aggregate"):
               **({"rankstudy.not_learned_folds": ",".join(map(str, not_learned))} if not_learned else {})},
     )
     # every fold's test queries in one file: what the tables job reads
-    atomic.write_csv(pd.concat(per_query, ignore_index=True), snakemake.output.per_query, float_format="%.17g")
+    atomic.write_csv(pd.concat(per_query, ignore_index=True, join="inner"), snakemake.output.per_query,
+                     float_format="%.17g")
     method.write(snakemake.output.summary)
     print({k: round(v, 4) for k, v in method.mean.items() if k.startswith("test.")})

@@ -120,8 +120,37 @@ def _coerce(value, schema: dict):
 
 def apply_defaults(config: dict) -> None:
     """Defaults that depend on other keys, in place (the schema's own defaults are set when
-    Snakemake validates the config): report.metrics defaults to evaluation.metrics."""
-    config["report"].setdefault("metrics", list(config["evaluation"]["metrics"]))
+    Snakemake validates the config): report.metrics defaults to evaluation.metrics as written;
+    then evaluation.extra_metrics (checked here, so a bad one is named under its own key) join
+    evaluation.metrics, which from here on is every metric the evaluate job computes."""
+    evaluation = config["evaluation"]
+    config["report"].setdefault("metrics", list(evaluation["metrics"]))
+    for name in evaluation["extra_metrics"]:
+        check_metric("evaluation.extra_metrics", name)
+    evaluation["metrics"] = list(dict.fromkeys([*evaluation["metrics"], *evaluation["extra_metrics"]]))
+
+
+def evaluate_params(evaluation: dict, saved: dict | None = None) -> dict:
+    """The evaluate job's params (Snakemake reruns the job when they change): the evaluation
+    section as apply_defaults left it, with ``extra_metrics`` only when there are some, so a
+    config without them keeps the params it had before the key existed.
+
+    ``saved``: the evaluation a fold's outputs were made with (its config.resolved.json). When
+    they hold every metric asked for, differ only by extra metrics since dropped and agree on
+    the rest, ``saved`` is returned: the params look unchanged, and dropping an extra metric
+    re-evaluates nothing (the fold keeps its columns, also when it is evaluated again)."""
+    extras = list(evaluation["extra_metrics"])
+    wanted = {k: v for k, v in evaluation.items() if k != "extra_metrics"}
+    params = {**wanted, **({"extra_metrics": extras} if extras else {})}
+    if not saved or not all(k in saved for k in wanted):
+        return params
+    same_settings = all(saved[k] == v for k, v in wanted.items() if k != "metrics")
+    held, asked = set(saved["metrics"]), set(wanted["metrics"])
+    only_dropped_extras = asked <= held and held - asked <= set(saved.get("extra_metrics") or [])
+    if not (same_settings and only_dropped_extras):
+        return params
+    kept_extras = list(saved.get("extra_metrics") or [])
+    return {**{k: saved[k] for k in wanted}, **({"extra_metrics": kept_extras} if kept_extras else {})}
 
 
 def training_params(spec: dict, seed: int, rel_threshold: float) -> dict:
@@ -331,7 +360,7 @@ def check_reported_metrics_are_computed(config: dict) -> None:
         missing = sorted({m for m in names if m not in computed and m != "n_features"})
         if missing:
             raise ConfigError(f"config key {key}: {', '.join(missing)} not computed by the evaluate job; add "
-                              f"{'it' if len(missing) == 1 else 'them'} to evaluation.metrics (computed: "
+                              f"{'it' if len(missing) == 1 else 'them'} to evaluation.metrics or evaluation.extra_metrics (computed: "
                               f"{', '.join(config['evaluation']['metrics'])}, and ndcg@1..10, p@1..10)")
 
 
