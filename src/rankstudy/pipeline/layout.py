@@ -14,6 +14,7 @@ is rebuilt by hand or parsed back anywhere else. ::
       runs/{study}/{dataset}/{featureset}/{method}/             its fold means and per-query test metrics
       runs/{study}/{dataset}/complete.json                     a study a scorecard run ran to its end
       tables/{study}/{dataset}.*, plots/{study}/{dataset}.*
+      report/{study}/{dataset}.*.html                          the tables as pages of `snakemake --report`
       tables/scorecard.*                                        the reproduction scorecard over studies
       logs/{rule}/..., benchmarks/{rule}/...                    each job's, named as its outputs are
       mlflow.db, mlartifacts/                                   the default MLflow store
@@ -73,8 +74,13 @@ METHOD_PER_QUERY = f"{METHOD_DIR}/metrics.per_query.test.csv"
 TABLES = f"{RESULTS}/tables/{{study}}/{{dataset}}"
 # a scorecard run (config key scorecard): each member study run to its end, then the card over them
 STUDY_COMPLETE = f"{RESULTS}/runs/{{study}}/{{dataset}}/complete.json"
-SCORECARD = f"{RESULTS}/tables/scorecard"  # .md, .csv, .html, .conventions.csv
+SCORECARD = f"{RESULTS}/tables/scorecard"  # .md, .csv, .html, .conventions.csv, .beyond.csv
+# a protocol-forensics variant of a study: the config its run_study job runs (pipeline.forensics)
+STUDY_CONFIG = f"{RESULTS}/runs/{{study}}/study.config.yaml"
+FORENSICS = f"{RESULTS}/tables/forensics"  # .md, .csv (every variant's value per cell), .cells.csv, .html, .png
 PLOTS = f"{RESULTS}/plots/{{study}}/{{dataset}}"
+# each table file as an HTML page the Snakemake report can show (.csv.html, .md.html, ...)
+REPORT_PAGES = f"{RESULTS}/report/{{study}}/{{dataset}}"
 
 # each job's log and benchmark, keyed by the same wildcards as its outputs
 JOB_KEYS = {
@@ -87,6 +93,7 @@ JOB_KEYS = {
     "evaluate": "{study}/{dataset}/{featureset}/{method}/fold{fold}",
     "aggregate": "{study}/{dataset}/{featureset}/{method}",
     "scorecard": "scorecard",
+    "forensics": "forensics",
 }
 STUDY_JOB_KEY = "{study}/{dataset}"  # tables, paper_table, sweep_plot, delta_smear, run_study
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from rankstudy.pipeline import layout
@@ -52,6 +53,21 @@ class StudyScores:
                          for f in summary.folds}
                 self._cache[system] = (folds, not summary.not_learned)
         return self._cache[system]
+
+    def metric_values(self, system: str, metric: str) -> tuple[dict, bool] | None:
+        """A system's ``metric`` per test query by fold, as its evaluation wrote it, and whether
+        every fold learned; None for a system the study does not run."""
+        method, featureset = layout.split_system_label(system)
+        keys = dict(study=self.study, dataset=self.dataset, featureset=featureset, method=method)
+        path = Path(layout.fill(layout.METHOD_SUMMARY, **keys))
+        if not path.exists():
+            return None
+        frame = pd.read_csv(layout.fill(layout.METHOD_PER_QUERY, **keys))
+        if metric not in frame.columns:
+            raise ValueError(f"{layout.fill(layout.METHOD_PER_QUERY, **keys)} has no {metric!r} column "
+                             f"(study {self.study}'s evaluation.metrics)")
+        values = {int(f): part[metric].to_numpy(dtype=np.float64) for f, part in frame.groupby("fold")}
+        return values, not MethodSummary.read(path).not_learned
 
     def learned_per_query(self) -> tuple[dict[str, pd.DataFrame], dict[str, bool]]:
         """Every system of the study's table: its test metrics per query, and whether every fold
