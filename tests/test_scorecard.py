@@ -122,3 +122,22 @@ def test_beyond_matching_puts_our_best_system_beside_our_run_of_the_papers_best(
     assert row["diff"] == pytest.approx(per_query[("s", "b [first]")]["map"].groupby(np.repeat([1, 2], 40)).mean().mean()
                                         - per_query[("s", "a [first]")]["map"].groupby(np.repeat([1, 2], 40)).mean().mean())
     assert row["p_rand"] < 0.01
+
+
+def test_the_closest_protocol_variant_joins_its_cells_and_counts_in_the_summary():
+    card = pd.DataFrame([
+        {"kind": "cell", "paper": "p", "study": "s", "row": "A", "column": "MAP", "system": "A [first]",
+         "metric": "map", "published": 0.6, "ours": 0.5, "ours_std": 0.01, "ci_low": 0.48, "ci_high": 0.52,
+         "diff": -0.1, "verdict": "below", "closest_convention": "none closer", "closest_value": np.nan,
+         "closest_verdict": "", "n_queries": 100, "learned": True},
+        {"kind": "cell", "paper": "p", "study": "s", "row": "B", "column": "MAP", "system": "B [first]",
+         "metric": "map", "published": 0.5, "ours": 0.5, "ours_std": 0.01, "ci_low": 0.48, "ci_high": 0.52,
+         "diff": 0.0, "verdict": "reproduced", "closest_convention": "none closer", "closest_value": np.nan,
+         "closest_verdict": "", "n_queries": 100, "learned": True}])
+    explained = pd.DataFrame([{"study": "s", "row": "A", "column": "MAP", "closest": "side-bad",
+                               "closest_value": 0.59, "closest_verdict": "reproduced"}])
+    joined = sc.with_protocols(card, explained)
+    assert joined["closest_protocol"].tolist() == ["side-bad", ""]
+    assert joined.loc[0, "protocol_value"] == 0.59 and joined.loc[1, "protocol_verdict"] == ""
+    assert "of the 1 cells rerun under protocol variants, 1 more reproduced under one" in sc.summary_line(joined)
+    assert sc.display(joined)["closest protocol variant"].tolist() == ["side-bad: 0.5900 (reproduced)", ""]

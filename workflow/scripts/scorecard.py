@@ -51,6 +51,8 @@ with job_logging(snakemake, "scorecard"):
         raise ValueError("scorecard: no published cell or claim on data sets " + ", ".join(p.datasets)
                          + " in studies " + ", ".join(p.members))
     card = pd.DataFrame(rows, columns=sc.CSV_COLUMNS)
+    if snakemake.input.forensics:  # the protocol variant closest to the paper, per cell rerun
+        card = sc.with_protocols(card, pd.read_csv(snakemake.input.forensics[0]))
     title = "Reproduction scorecard: " + ", ".join(p.datasets)
     atomic.write_csv(card, snakemake.output.csv)
     atomic.write_csv(pd.DataFrame(variant_rows), snakemake.output.conventions)

@@ -247,6 +247,21 @@ BEYOND_NOTE = ("Beyond matching: per published column, the paper's best row and 
                "not adjusted for the choice of the best system, so read it as optimistic.")
 
 
+PROTOCOL_COLUMNS = ["closest_protocol", "protocol_value", "protocol_verdict"]
+
+
+def with_protocols(card: pd.DataFrame, explained: pd.DataFrame) -> pd.DataFrame:
+    """The card with, per cell the protocol forensics reran (rankstudy.reporting.forensics.explain),
+    the protocol variant closest to the paper, its number and verdict ("" where not rerun)."""
+    keys = ["study", "row", "column"]
+    found = explained.set_index(keys)[["closest", "closest_value", "closest_verdict"]]
+    found.columns = PROTOCOL_COLUMNS
+    out = card.drop(columns=[c for c in PROTOCOL_COLUMNS if c in card.columns]).join(found, on=keys)
+    out["closest_protocol"] = out["closest_protocol"].fillna("")
+    out["protocol_verdict"] = out["protocol_verdict"].fillna("")
+    return out
+
+
 def summary_line(card: pd.DataFrame) -> str:
     """"N of M cells reproduced ..." over cells and claims."""
     cells = card[(card["kind"] == "cell") & (card["verdict"] != "not run")]
@@ -258,6 +273,11 @@ def summary_line(card: pd.DataFrame) -> str:
     if len(cells):
         explained = int(((cells["verdict"] != "reproduced") & (cells["closest_verdict"] == "reproduced")).sum())
         line += f"; {explained} more reproduced under an evaluation convention the paper may have used"
+    if "protocol_verdict" in card.columns:
+        rerun = cells[cells["closest_protocol"] != ""]
+        by_protocol = int(((rerun["verdict"] != "reproduced") & (rerun["protocol_verdict"] == "reproduced")).sum())
+        line += (f"; of the {len(rerun)} cells rerun under protocol variants, {by_protocol} more reproduced under "
+                 f"one (results/tables/forensics.md)")
     if not_run_:
         line += f" ({not_run_} more cells of methods we do not run)"
     if len(claims):
@@ -287,6 +307,9 @@ def display(card: pd.DataFrame) -> pd.DataFrame:
         "closest convention": [f"{c}: {_fmt(v)} ({cv})" if cv else c for c, v, cv in
                                zip(card["closest_convention"], card["closest_value"], card["closest_verdict"])],
     })
+    if "closest_protocol" in card.columns:
+        out["closest protocol variant"] = [f"{c}: {_fmt(v)} ({pv})" if pv else c for c, v, pv in
+                                           zip(card["closest_protocol"], card["protocol_value"], card["protocol_verdict"])]
     return out
 
 
@@ -297,7 +320,9 @@ def notes() -> str:
             f"its interval lies above 0. Closest convention: the evaluation convention (NDCG's gain and discount, "
             f"the relevant label; rankstudy.evaluation.conventions) that brings our number nearest the paper, "
             f"applied to the same written scores without retraining (scorecard.conventions.csv lists every "
-            f"one). ⚠: the system did not learn in some fold (its summary.json says why).")
+            f"one). Closest protocol variant (when the protocol forensics ran): the rerun of the study with one open "
+            f"choice of its protocol changed whose number is nearest the paper (forensics.md says how far each "
+            f"choice moves the cell). ⚠: the system did not learn in some fold (its summary.json says why).")
 
 
 def to_markdown(card: pd.DataFrame, title: str, beyond_table: pd.DataFrame | None = None) -> str:
