@@ -7,7 +7,8 @@ import pytest
 from scipy import stats
 
 from rankstudy.reporting import significance
-from rankstudy.reporting.significance import holm, paired_ttest, randomization_test, randomization_tests
+from rankstudy.reporting.significance import (holm, mean_difference_intervals, paired_ttest, randomization_test,
+                                              randomization_tests, randomization_tests_of_differences)
 
 
 def exact_sign_flip_pvalue(a: np.ndarray, b: np.ndarray) -> float:
@@ -131,6 +132,45 @@ def test_randomization_tests_of_many_systems_equal_one_test_per_system():
     expected = [randomization_test(columns[:, j], b, n_resamples=3000, seed=9) for j in range(3)]
     assert list(p[:3]) == expected and np.isnan(p[3])
     assert p[2] < 0.01 < p[0]  # the tests are informative
+
+
+def test_randomization_tests_of_differences_equal_the_paired_form():
+    """Differences of any pairs (here each column against another column, NaN where either is
+    missing) give the p-values of the tests of the pairs themselves."""
+    rng = np.random.default_rng(10)
+    values = rng.uniform(size=(70, 3)) + np.array([0.0, 0.02, 0.3])
+    values[[4, 8], 1] = np.nan
+    pairs = [(1, 0), (2, 0), (2, 1)]
+    diff = np.column_stack([values[:, a] - values[:, b] for a, b in pairs])
+    p = randomization_tests_of_differences(diff, n_resamples=2000, seed=4)
+    assert list(p) == [randomization_test(values[:, a], values[:, b], n_resamples=2000, seed=4) for a, b in pairs]
+    assert p[1] < 0.01 < p[0]
+    with pytest.raises(ValueError):
+        randomization_tests_of_differences(diff[:, 0], n_resamples=10)
+
+
+# ---------------------------------------------------------------- interval of the mean difference
+
+
+def test_mean_difference_intervals_match_scipy():
+    rng = np.random.default_rng(12)
+    a = rng.uniform(size=(40, 3))
+    b = a + rng.normal(0.02, 0.1, size=(40, 3))
+    a[[1, 7, 30], 0] = np.nan
+    out = mean_difference_intervals(b - a, confidence=0.9)
+    for j in range(3):
+        keep = np.isfinite(a[:, j])
+        ref = stats.ttest_rel(b[keep, j], a[keep, j])
+        interval = ref.confidence_interval(0.9)
+        assert out["n"][j] == keep.sum()
+        assert out["mean"][j] == pytest.approx(np.mean(b[keep, j] - a[keep, j]), abs=1e-14)
+        assert (out["lo"][j], out["hi"][j]) == pytest.approx((interval.low, interval.high), abs=1e-12)
+    # one pair: a mean and no interval; none: nothing; a constant difference: a zero-width interval
+    edge = mean_difference_intervals(np.array([[0.3, np.nan, 0.1], [np.nan, np.nan, 0.1]]))
+    assert edge["n"].tolist() == [1, 0, 2]
+    assert edge["mean"][0] == 0.3 and np.isnan(edge["lo"][0]) and np.isnan(edge["hi"][0])
+    assert np.isnan(edge["mean"][1])
+    assert edge["lo"][2] == pytest.approx(0.1) and edge["hi"][2] == pytest.approx(0.1)
 
 
 # ---------------------------------------------------------------- Holm

@@ -63,23 +63,53 @@ def randomization_tests(a_columns, b, n_resamples: int = 10000, seed: int = 0) -
     ``b``. Columns whose finite pairs are the same queries share each sign matrix in one matrix
     product: the same seed draws the same matrix for each of them anyway, and drawing it is most
     of the cost (31.5k queries x 10,000 resamples per test)."""
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
     a = np.asarray(a_columns, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     if a.ndim != 2 or b.ndim != 1 or a.shape[0] != b.shape[0]:
         raise ValueError(f"paired tests need a (queries, systems) array and a 1-d array of as many queries, "
                          f"got {a.shape} and {b.shape}")
-    finite = np.isfinite(a) & np.isfinite(b)[:, None]
+    return randomization_tests_of_differences(a - b[:, None], n_resamples=n_resamples, seed=seed)
+
+
+def randomization_tests_of_differences(differences, n_resamples: int = 10000, seed: int = 0) -> np.ndarray:
+    """:func:`randomization_test` of each column of per-query ``differences`` (queries x tests;
+    NaN where a pair is missing), e.g. every pair of several systems at once. Columns with the
+    same finite queries share each sign matrix in one matrix product."""
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+    diff = np.asarray(differences, dtype=np.float64)
+    if diff.ndim != 2:
+        raise ValueError(f"differences must be a (queries, tests) array, got shape {diff.shape}")
+    finite = np.isfinite(diff)
     groups: dict[bytes, list[int]] = {}
-    for column in range(a.shape[1]):
+    for column in range(diff.shape[1]):
         groups.setdefault(finite[:, column].tobytes(), []).append(column)
-    pvalues = np.full(a.shape[1], np.nan)  # NaN where no pair is finite
+    pvalues = np.full(diff.shape[1], np.nan)  # NaN where no pair is finite
     for columns in groups.values():
         keep = finite[:, columns[0]]
         if keep.any():
-            pvalues[columns] = _sign_flip_pvalues(a[keep][:, columns] - b[keep, None], n_resamples, seed)
+            pvalues[columns] = _sign_flip_pvalues(diff[keep][:, columns], n_resamples, seed)
     return pvalues
+
+
+def mean_difference_intervals(differences, confidence: float = 0.95) -> dict[str, np.ndarray]:
+    """Per column of per-query ``differences`` (queries x tests, NaN where a pair is missing):
+    ``n`` finite pairs, their ``mean`` and the two-sided ``confidence`` t-interval ``lo``..``hi``
+    of the mean (mean +- t_{n-1} sd / sqrt(n), the interval the paired t-test inverts).
+    Fewer than two pairs give a NaN interval; no pair gives a NaN mean."""
+    diff = np.asarray(differences, dtype=np.float64)
+    if diff.ndim != 2:
+        raise ValueError(f"differences must be a (queries, tests) array, got shape {diff.shape}")
+    finite = np.isfinite(diff)
+    n = finite.sum(axis=0)
+    values = np.where(finite, diff, 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):  # n = 0 or 1: NaN by design
+        mean = values.sum(axis=0) / n
+        squares = np.where(finite, diff - mean, 0.0) ** 2
+        sd = np.sqrt(squares.sum(axis=0) / (n - 1))
+        half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n)
+    half = np.where(n >= 2, half, np.nan)
+    return {"n": n, "mean": mean, "lo": mean - half, "hi": mean + half}
 
 
 def _sign_flip_pvalues(diff: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
