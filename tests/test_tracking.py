@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from rankstudy.tracking import runs as tracking
+from rankstudy.tracking.relocate import relocate_artifacts
 from rankstudy.tracking.runs import (
     fold_runs,
     log_fold_run,
@@ -32,7 +34,8 @@ from mlflow import MlflowClient  # noqa: E402  (after rankstudy.tracking set its
 from mlflow.entities import ViewType  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "src"
 EXPERIMENT = "rankstudy-test"
 PARENT_KEY = "main/MQ2008/all/lambdamart"
 
@@ -254,6 +257,76 @@ def test_study_run_is_replaced_on_rerun(sqlite_uri, artifacts):
     assert live.data.tags["rankstudy.key"] == "study/main/MQ2008"
     assert [item.path for item in client.list_artifacts(second)] == ["scores.tsv"]
     assert set(rows_of_run(sqlite_uri, first).values()) == {0}  # purged
+
+
+def move_results(tmp_path: Path) -> tuple[Path, str]:
+    """Move the results folder (database and artifacts) elsewhere, as a user moving a project."""
+    shutil.move(tmp_path / "results", tmp_path / "moved")
+    db = tmp_path / "moved" / "mlflow.db"
+    return db, f"sqlite:///{db}"
+
+
+def artifact_text(uri: str, run_id: str, name: str, dst: Path) -> str:
+    dst.mkdir(exist_ok=True)
+    return Path(MlflowClient(uri).download_artifacts(run_id, name, str(dst))).read_text()
+
+
+def experiment_locations(db: Path) -> dict[str, str]:
+    with sqlite3.connect(db) as con:
+        return dict(con.execute("SELECT name, artifact_location FROM experiments"))
+
+
+def test_a_moved_sqlite_store_finds_its_artifacts_after_the_ui_repairs_it(sqlite_uri, artifacts, tmp_path):
+    run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, artifacts=artifacts))
+    db, uri = move_results(tmp_path)
+    others = {k: v for k, v in experiment_locations(db).items() if k != EXPERIMENT}
+    with pytest.raises(Exception):  # the links name the old folder
+        artifact_text(uri, run_id, "scores.tsv", tmp_path / "before")
+
+    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+    bootstrap = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bootstrap)
+    command = bootstrap.ui_command(["--port", "5001"], db=db)  # what `bootstrap.py ui` starts, after its repair
+
+    assert command[-4:] == ["--backend-store-uri", uri, "--port", "5001"]
+    assert artifact_text(uri, run_id, "scores.tsv", tmp_path / "after") == artifacts[0].read_text()
+    client = MlflowClient(uri)
+    assert client.get_run(run_id).info.artifact_uri == (tmp_path / "moved" / "mlartifacts" / run_id / "artifacts").as_uri()
+    assert experiment_locations(db) == {**others, EXPERIMENT: (tmp_path / "moved" / "mlartifacts").as_uri()}
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_documented_command_repairs_a_copied_store_and_leaves_the_original_alone(sqlite_uri, artifacts, tmp_path):
+    run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, artifacts=artifacts))
+    shutil.copytree(tmp_path / "results", tmp_path / "copy")
+    (tmp_path / "copy" / "mlartifacts" / run_id / "artifacts" / "scores.tsv").write_text("the copy's\n")
+    db = tmp_path / "copy" / "mlflow.db"
+    done = subprocess.run([sys.executable, "-m", "rankstudy.tracking.relocate", str(db)],
+                          capture_output=True, text=True, check=True)
+    assert "mlartifacts ->" in done.stdout
+    assert artifact_text(f"sqlite:///{db}", run_id, "scores.tsv", tmp_path / "a") == "the copy's\n"
+    assert artifact_text(sqlite_uri, run_id, "scores.tsv", tmp_path / "b") == artifacts[0].read_text()
+    again = subprocess.run([sys.executable, "-m", "rankstudy.tracking.relocate", str(db)],
+                           capture_output=True, text=True, check=True)
+    assert again.stdout == ""  # nothing moved since
+
+
+def test_the_next_logging_job_after_a_move_logs_beside_the_moved_store(sqlite_uri, artifacts, tmp_path):
+    first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, artifacts=artifacts))
+    db, uri = move_results(tmp_path)
+    second = log_fold_run(uri, EXPERIMENT, **fold_kwargs(2, artifacts=artifacts))
+    assert not (tmp_path / "results").exists()  # nothing written to the old folder
+    assert (tmp_path / "moved" / "mlartifacts" / second / "artifacts" / "scores.tsv").exists()
+    assert artifact_text(uri, first, "model.txt", tmp_path / "dl") == "tree\n"
+
+
+def test_a_store_copied_without_its_artifacts_keeps_its_links(sqlite_uri, artifacts, tmp_path):
+    run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, artifacts=artifacts))
+    (tmp_path / "alone").mkdir()
+    shutil.copyfile(tmp_path / "results" / "mlflow.db", tmp_path / "alone" / "mlflow.db")
+    assert relocate_artifacts(tmp_path / "alone" / "mlflow.db") == []
+    assert artifact_text(f"sqlite:///{tmp_path / 'alone' / 'mlflow.db'}", run_id, "scores.tsv",
+                         tmp_path / "dl") == artifacts[0].read_text()
 
 
 def test_fold_runs_of_a_missing_experiment_is_empty(sqlite_uri):

@@ -69,10 +69,11 @@ def runs_url(db: Path, port: str, experiment: str = "rankstudy") -> str:
     return f"{base}#/experiments/{row[0]}/runs?workflowType=machine_learning"
 
 
-def ui_command(args: list[str]) -> list[str]:
-    db = REPO / "results" / "mlflow.db"
+def ui_command(args: list[str], db: Path = REPO / "results" / "mlflow.db") -> list[str]:
     if not db.exists():
         sys.exit(f"{db} does not exist yet: run the pipeline first (python3 workflow/bootstrap.py run)")
+    # MLflow recorded the artifacts' absolute folder: after results/ moved, point it at the new one
+    subprocess.run([str(BIN / "python"), "-m", "rankstudy.tracking.relocate", str(db)], check=True)
     port = args[args.index("--port") + 1] if "--port" in args[:-1] else "5000"
     say(f"open {runs_url(db, port)}")
     return [str(BIN / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}", *args]

@@ -53,7 +53,9 @@ server on its database, named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI``
 (``workflow/cluster/mlflow-server.sh start`` prints it), its artifacts through the
 server. Without that variable the runs stay soft-deleted until ``mlflow-server.sh gc``
 (``mlflow gc``) purges them. A purge that fails is only a warning. Everything here uses
-MLflow's public client API and its ``gc`` command, nothing of its internals.
+MLflow's public client API and its ``gc`` command, nothing of its internals, except where
+MLflow has no API: the artifact locations of an SQLite store that moved
+(:mod:`rankstudy.tracking.relocate`).
 
 A server that does not answer: MLflow's HTTP client retries a request for minutes by
 default; here a request gives up after about 20 s (``MLFLOW_HTTP_REQUEST_*`` below, unless
@@ -101,6 +103,7 @@ from mlflow.entities import Metric, Param, RunStatus, RunTag, ViewType  # noqa: 
 from mlflow.exceptions import MlflowException  # noqa: E402
 
 from rankstudy.tracking.errors import TrackingUnavailable  # noqa: E402
+from rankstudy.tracking.relocate import artifact_root, moved, relocate_artifacts  # noqa: E402
 
 # MLflow logs every schema migration step at INFO; warnings and errors still show.
 for _name in ("mlflow", "alembic"):
@@ -337,9 +340,7 @@ def _artifact_location(uri: str) -> str | None:
     Servers choose their own location (None): with ``--serve-artifacts`` that is
     ``mlflow-artifacts:/``, which every client reaches through the server."""
     db = sqlite_path(uri)
-    if db is None:
-        return None
-    return (db.resolve().parent / "mlartifacts").as_uri()
+    return None if db is None else artifact_root(db)
 
 
 def _check_artifact_location(uri: str, experiment) -> None:
@@ -368,6 +369,11 @@ def _experiment_id(client: MlflowClient, uri: str, name: str) -> str:
     if experiment.lifecycle_stage == "deleted":
         log.warning("restoring deleted MLflow experiment %r", name)
         client.restore_experiment(experiment.experiment_id)
+    db = sqlite_path(uri)
+    if db is not None and moved(experiment.artifact_location, artifact_root(db)):
+        # the store moved with its folder: its runs follow it (MLflow recorded the old absolute path)
+        for old, new in relocate_artifacts(db):
+            log.warning("MLflow store %s moved: artifact locations %s -> %s", db, old, new)
     _check_artifact_location(uri, experiment)
     return experiment.experiment_id
 
