@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.image import imread
+from scipy import stats
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from rankstudy.reporting.plots import ndcg_at_k_figure, ndcg_at_k_plot
-from rankstudy.reporting.significance import paired_ttest, randomization_test
+from rankstudy.reporting import tables
+from rankstudy.reporting.significance import holm, paired_ttest, randomization_test
 from rankstudy.reporting.tables import STATS, comparison_table, mean_std_text, write_tables
 
 METRICS = [f"ndcg@{k}" for k in range(1, 11)] + ["map", "p@10"]
@@ -161,6 +164,39 @@ def test_single_fold_has_no_std():
 # ---------------------------------------------------------------- writers
 
 
+def assert_latex_clean(tex: str, n_columns: int) -> None:
+    """What would stop pdflatex, or print other glyphs than meant, in a .tex file: unescaped
+    specials, text-mode < > | (other glyphs in OT1), an odd number of $ on a line, unbalanced
+    braces, rows with the wrong number of &, and symbols plain LaTeX has no glyph for."""
+    lines = tex.splitlines()
+    assert lines[0].startswith("% ")  # the only comment
+    for line in lines[1:]:
+        plain = re.sub(r"\\[\\&%$#_{}]", "", line)  # escaped specials and row ends
+        assert plain.count("$") % 2 == 0, line
+        text = re.sub(r"\$[^$]*\$", "", plain)  # outside math
+        assert not re.search(r"[%#_^<>|~&]", text.replace(" & ", "")), line
+        depth = 0
+        for ch in plain:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            assert depth >= 0, line
+        assert depth == 0, line
+        if line.endswith(r"\\"):
+            assert plain.count("&") == n_columns - 1, line
+        assert all(ch.isascii() or ch.isalpha() for ch in line), line  # accented letters are fine
+    assert "$>$=" not in tex and "$<$=" not in tex
+
+
+def tiny_frame(n_queries: int, shifts: dict[str, float], seed: int = 3, noise: float = 0.01) -> pd.DataFrame:
+    """One fold of ``n_queries``; each system is base + its shift + a little noise, on 'map'."""
+    rng = np.random.default_rng(seed)
+    base = rng.uniform(0.2, 0.6, n_queries)
+    return pd.concat([pd.DataFrame({"system": name, "fold": 1, "qid": np.arange(n_queries),
+                                    "map": base + shift + (rng.normal(0, noise, n_queries) if shift else 0.0)})
+                      for name, shift in shifts.items()], ignore_index=True)
+
+
+
+
 def best_cell(table: pd.DataFrame, metric: str) -> str:
     return f"{table.loc[BEST, (metric, 'mean')]:.4f} ± {table.loc[BEST, (metric, 'std')]:.4f}"
 
@@ -172,39 +208,254 @@ def test_writers_produce_all_files_with_caption_and_best_cell(table, tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(p.name for p in paths)  # no temp leftovers
     csv, md, tex, html = (p.read_text(encoding="utf-8") for p in paths)
     cell = best_cell(table, "map")
-    worse_cell = f"{table.loc[ODD_NAME, ('map', 'mean')]:.4f}"
+    worse_cell = f"{table.loc[ODD_NAME, ('map', 'mean')]:.4f} ± {table.loc[ODD_NAME, ('map', 'std')]:.4f}"
+    tied_cell = f"{table.loc['tied', ('map', 'mean')]:.4f} ± {table.loc['tied', ('map', 'std')]:.4f}"
 
-    # Markdown: caption ('_' escaped), bold best cell followed by both marks, legend
+    # Markdown: caption ('_' escaped), bold best cell with the up arrow and both marks, the
+    # significantly worse system with the down arrow, the tied one unmarked, legend
     assert CAPTION.replace("_", "\\_") in md
-    assert f"**{cell}**\\*†" in md
+    assert f"**{cell}** ▲\\*†" in md
+    assert f"{worse_cell} ▼\\*†" in md
+    assert f" {tied_cell} |" in md  # no marks after it
     assert f"**{worse_cell}" not in md
     assert "rank\\_net [rho0.10]" in md
-    assert "Holm" in md and "paired t-test" in md
+    assert "Holm" in md and "paired t-test" in md and "▲/▼: better/worse than the baseline base" in md
+    # the differences with their intervals and the p-values, in tables of their own
+    diff = table.loc[BEST, ("map", "diff")]
+    lo, hi = table.loc[BEST, ("map", "diff_lo")], table.loc[BEST, ("map", "diff_hi")]
+    assert f"{diff:+.4f} [{lo:+.4f}, {hi:+.4f}]" in md
+    assert f"{table.loc[ODD_NAME, ('map', 'p_ttest_holm')]:.3g} / " in md or "<0.001 / " in md
+    assert "Warning" not in md  # no validation counts given
 
-    # LaTeX: booktabs, escaped caption, bold best cell with marks, no unescaped specials
+    # LaTeX: booktabs, said so on the first line, escaped caption, bold best cell with marks
+    assert tex.splitlines()[0].startswith("%") and r"\usepackage{booktabs}" in tex.splitlines()[0]
     assert r"\toprule" in tex and r"\midrule" in tex and r"\bottomrule" in tex
     assert r"\caption{" + CAPTION.replace("%", r"\%") + "}" in tex
-    assert r"\textbf{" + cell.replace("±", r"$\pm$") + r"}$^{*\dagger}$" in tex
+    assert r"\textbf{" + cell.replace("±", r"$\pm$") + r"}$\uparrow^{*\dagger}$" in tex
+    assert worse_cell.replace("±", r"$\pm$") + r"$\downarrow^{*\dagger}$" in tex
     assert r"rank\_net {[}rho0.10{]}" in tex
     assert r"p@10" in tex
-    assert not re.search(r"(?<!\\)[_%#]", tex), "unescaped LaTeX special character"
-    assert "<" not in tex.replace("$<$", "") and "$^{*}$: p $<$ 0.05" in tex  # legend
-    body_rows = [line for line in tex.splitlines() if line.endswith(r"\\")]
-    assert all(line.count("&") == len(metrics) for line in body_rows)
+    assert_latex_clean(tex, n_columns=len(metrics) + 1)
+    assert "$^{*}$ the paired t-test" in tex and "p $<$ 0.05" in tex  # legend
 
-    # HTML: caption in <caption>, best in <b>
+    # HTML: styled, caption in <caption>, best in <b>, marks in a fixed-width box, sup without leading
+    assert "<style>" in html and "line-height: 0" in html and "nth-child(even)" in html
     assert f"<caption>{CAPTION}</caption>" in html
-    assert f"<b>{cell}</b><sup>*†</sup>" in html
+    assert f'<b>{cell}</b><span class="marks"><span class="better">▲</span><sup>*†</sup></span>' in html
+    assert f'{worse_cell}<span class="marks"><span class="worse">▼</span><sup>*†</sup></span>' in html
     assert "rank_net [rho0.10]" in html
 
     # CSV: every number, long form, readable back
     numbers = pd.read_csv(paths[0])
     assert len(numbers) == len(metrics) * len(table)
     row = numbers[(numbers["metric"] == "map") & (numbers["system"] == BEST)].iloc[0]
-    assert bool(row["best"]) and bool(row["sig_rand"])
+    assert bool(row["best"]) and bool(row["sig_rand"]) and row["direction"] == "better"
     assert row["mean"] == pytest.approx(table.loc[BEST, ("map", "mean")], rel=1e-12)
+    assert row["diff"] == pytest.approx(diff, rel=1e-12) and row["diff_lo"] < row["diff"] < row["diff_hi"]
+    directions = numbers[numbers["metric"] == "map"].set_index("system")["direction"]
+    assert directions.to_dict() == {"base": "none", "tied": "none", BEST: "better", ODD_NAME: "worse"}
     assert numbers.loc[numbers["is_baseline"], "system"].unique().tolist() == ["base"]
-    assert "p_ttest_holm" in csv.splitlines()[0]
+    assert "p_ttest_holm" in csv.splitlines()[0] and "too_few_queries" in csv.splitlines()[0]
+
+
+def test_differences_and_intervals_match_scipy(per_query, table):
+    for system in ("tied", BEST, ODD_NAME):
+        a, b = matched(per_query, system, "base", "ndcg@5")
+        interval = stats.ttest_rel(a, b).confidence_interval(0.95)
+        part = table.loc[system, "ndcg@5"]
+        assert part["diff"] == pytest.approx(np.mean(a - b), abs=1e-12)
+        assert part["diff_lo"] == pytest.approx(interval.low, abs=1e-12)
+        assert part["diff_hi"] == pytest.approx(interval.high, abs=1e-12)
+    assert table.loc[ODD_NAME, ("ndcg@5", "direction")] == "worse"  # base - 0.02: significantly worse
+    assert np.isnan(table.loc["base", ("ndcg@5", "diff")]) and table.loc["base", ("ndcg@5", "direction")] == "none"
+
+
+def test_too_few_queries_print_a_warning_mark_instead_of_significance(tmp_path):
+    frame = tiny_frame(8, {"base": 0.0, "up": 0.2, "down": -0.2})
+    few = comparison_table(frame, ["map"], "base", n_resamples=500)  # min_queries 20 by default
+    part = few["map"]
+    assert part.loc["up", "p_ttest_holm"] < 0.05  # the test alone would call it significant
+    assert part["too_few_queries"].tolist() == [True, True, True]
+    assert not part["sig_ttest"].any() and not part["sig_rand"].any()
+    assert part["direction"].tolist() == ["none", "none", "none"]
+    md, tex, html = (p.read_text(encoding="utf-8") for p in write_tables(few, ["map"], tmp_path / "few", "c")[1:])
+    assert "▲" not in md.split("\n\n")[1] and "▼" not in md.split("\n\n")[1]  # the main table
+    up_cell = f"{part.loc['up', 'mean']:.4f}"
+    assert f"**{up_cell}** §" in md and r"$^{\S}$" in tex and "<sup>§</sup>" in html
+    assert "§: only n = 8 paired test queries, fewer than 20 (report.min\\_queries)" in md
+    # with a lower threshold the same data is marked
+    enough = comparison_table(frame, ["map"], "base", n_resamples=500, min_queries=5)
+    assert enough.loc["up", ("map", "direction")] == "better" and enough.loc["down", ("map", "direction")] == "worse"
+    md = write_tables(enough, ["map"], tmp_path / "enough", "c")[1].read_text(encoding="utf-8")
+    assert f"**{up_cell}** ▲\\*" in md and "§" not in md
+
+
+def test_few_validation_queries_are_warned_about(table, tmp_path):
+    warned = tables.mark_validation_queries(table.copy(), {1: 12, 2: 40, 3: 19})
+    md, tex, html = (p.read_text(encoding="utf-8") for p in write_tables(warned, ["map"], tmp_path / "w", "c")[1:])
+    sentence = "fewer than 20 validation queries in fold 1 (12 queries), fold 3 (19 queries)"
+    assert f"**Warning:** model selection chose on {sentence}" in md
+    assert r"\textbf{Warning:}" in tex and sentence in tex
+    assert '<p class="warning">' in html and sentence in html
+    assert_latex_clean(tex, n_columns=2)
+    fine = tables.mark_validation_queries(table.copy(), {1: 20, 2: 40})
+    assert "Warning" not in write_tables(fine, ["map"], tmp_path / "f", "c")[1].read_text(encoding="utf-8")
+
+
+def test_latex_escapes_every_special_character(tmp_path):
+    hostile = "a_b%c&d#e$f{g}h~i^j\\k<l>m|n [x]"
+    frame = tiny_frame(30, {"base": 0.0, hostile: 0.1, "Müller-Öl": -0.1})
+    table = comparison_table(frame, ["map"], "base", n_resamples=200)
+    tables.mark_not_learned(table, {hostile: {1: ["no fall"]}})
+    caption = "labels >= 1 and <= 4; mean ± std – † marks; 5% of queries & # dropped ⚠ (x ≥ y)"
+    paths = write_tables(table, ["map"], tmp_path / "t", caption)
+    tex = paths[2].read_text(encoding="utf-8")
+    assert_latex_clean(tex, n_columns=2)
+    assert (r"a\_b\%c\&d\#e\$f\{g\}h\textasciitilde{}i\textasciicircum{}j\textbackslash{}k$<$l$>$m$|$n {[}x{]} (!)"
+            in tex)
+    assert r"labels $\geq$ 1 and $\leq$ 4; mean $\pm$ std -- $^{\dagger}$ marks; 5\% of queries \& \# dropped" in tex
+    pairs = tables.all_pairs_comparison(frame, ["map"], list(table.index), n_resamples=200)
+    tex = write_tables(table, ["map"], tmp_path / "p", caption, pairs=pairs, compare="all_pairs")[2]
+    assert_latex_clean(tex.read_text(encoding="utf-8"), n_columns=3)
+
+
+# ---------------------------------------------------------------- all pairs
+
+PAIR_METRICS = ["map", "ndcg@10"]
+ALPHA = 0.05
+
+
+@pytest.fixture(scope="module")
+def five_systems() -> pd.DataFrame:
+    """2 folds x 40 queries, five systems far apart or close together, so that every Holm-adjusted
+    p-value is far from alpha and the marks do not depend on resampling noise."""
+    rng = np.random.default_rng(11)
+    folds = np.repeat([1, 2], 40)
+    qid = folds * 100 + np.tile(np.arange(40), 2)
+    base = rng.uniform(0.2, 0.6, size=(80, len(PAIR_METRICS)))
+    frames = []
+    for name, shift in {"s1": 0.0, "s2": 0.004, "s3": 0.12, "s4": 0.25, "s5": -0.12}.items():
+        values = base + shift + rng.normal(0, 0.05, size=base.shape)
+        frames.append(pd.DataFrame({"system": name, "fold": folds, "qid": qid,
+                                    **dict(zip(PAIR_METRICS, values.T))}).sample(frac=1.0, random_state=len(frames)))
+    return pd.concat(frames, ignore_index=True)
+
+
+def ranx_letters(frame: pd.DataFrame, stat_test: str) -> dict[tuple[str, str], str]:
+    """ranx's compare marks of every (system, metric), from ranx's own tests on the same
+    per-query values, Holm-adjusted over all pairs of a metric (ranx itself does not adjust)."""
+    from ranx.data_structures import Report
+    from ranx.data_structures.report import chars, super_chars
+    from ranx.statistical_tests import compute_statistical_significance
+
+    names = list(pd.unique(frame["system"]))
+    ordered = frame.sort_values(["fold", "qid"], kind="stable")
+    scores = {s: {m: ordered.loc[ordered["system"] == s, m].to_numpy() for m in PAIR_METRICS} for s in names}
+    comparisons = compute_statistical_significance(names, scores, stat_test=stat_test, n_permutations=4000,
+                                                   max_p=ALPHA, random_seed=42)
+    for metric in PAIR_METRICS:
+        pairs = list(itertools.combinations(names, 2))
+        adjusted = holm([comparisons[a, b][metric]["p_value"] for a, b in pairs])
+        for (a, b), p in zip(pairs, adjusted):
+            comparisons[a, b][metric]["significant"] = bool(p < ALPHA)
+    means = {s: {m: float(np.mean(scores[s][m])) for m in PAIR_METRICS} for s in names}
+    report = Report(model_names=names, results=means, comparisons=comparisons, metrics=PAIR_METRICS, max_p=ALPHA,
+                    win_tie_loss={}, stat_test=stat_test)
+    return {(s, m): "".join(chars[super_chars.index(c)] for c in report.get_superscript_for_table(s, m))
+            for s in names for m in PAIR_METRICS}, comparisons
+
+
+def our_letters(pairs: pd.DataFrame, systems: list[str]) -> dict[tuple[str, str], str]:
+    letters = tables.system_letters(systems)
+    return {(s, m): "".join(letters[o] for o in beaten) for m in PAIR_METRICS
+            for s, beaten in tables.beaten_systems(pairs, m, systems).items()}
+
+
+@pytest.mark.parametrize("decided_by, stat_test", [("ttest", "student"), ("rand", "fisher")])
+def test_all_pairs_marks_match_ranx(five_systems, decided_by, stat_test):
+    systems = ["s1", "s2", "s3", "s4", "s5"]
+    pairs = tables.all_pairs_comparison(five_systems, PAIR_METRICS, systems, n_resamples=4000, alpha=ALPHA,
+                                        decided_by=decided_by)
+    assert len(pairs) == 10 * len(PAIR_METRICS) and (pairs["decided_by"] == decided_by).all()
+    adjusted = pairs[f"p_{decided_by}_holm"]
+    assert ((adjusted < ALPHA / 5) | (adjusted > ALPHA * 2)).all()  # no borderline pair
+    expected, comparisons = ranx_letters(five_systems, stat_test)
+    assert our_letters(pairs, systems) == expected
+    assert expected[("s4", "map")] == "abce" and expected[("s1", "map")] == "e"  # informative
+    raw = pairs.set_index(["metric", "system", "other"])[f"p_{decided_by}"]
+    for (metric, a, b), p in raw.items():
+        ranx_p = comparisons[a, b][metric]["p_value"]
+        if stat_test == "student":
+            assert p == pytest.approx(ranx_p, rel=1e-9)
+        else:  # both Monte Carlo, 4000 resamples each
+            assert p == pytest.approx(ranx_p, abs=0.04)
+
+
+def test_all_pairs_pvalues_match_scipy_and_holm_over_all_pairs(five_systems):
+    systems = ["s1", "s2", "s3", "s4", "s5"]
+    pairs = tables.all_pairs_comparison(five_systems, PAIR_METRICS, systems, n_resamples=500)
+    part = pairs[pairs["metric"] == "ndcg@10"]
+    for row in part.itertuples():
+        a, b = matched(five_systems, row.system, row.other, "ndcg@10")
+        assert row.p_ttest == pytest.approx(stats.ttest_rel(a, b).pvalue, rel=1e-9)
+        assert row.diff == pytest.approx(np.mean(a - b), abs=1e-12)
+        assert row.n_pairs == 80
+    np.testing.assert_allclose(part["p_ttest_holm"], holm(part["p_ttest"]))
+    assert (part["p_ttest_holm"] >= part["p_ttest"]).all()
+    winners = set(part["winner"]) - {""}
+    assert winners and winners <= set(systems)
+
+
+def loop_sign_flip_pvalue(diff: np.ndarray) -> float:
+    """Two-sided p over every sign flip, one flip at a time (small n only)."""
+    n, observed, count = len(diff), abs(diff.mean()), 0
+    for flips in range(2**n):
+        signs = np.array([1.0 if (flips >> i) & 1 else -1.0 for i in range(n)])
+        count += abs((signs * diff).mean()) >= observed - 1e-12
+    return count / 2**n
+
+
+def test_all_pairs_randomization_matches_an_exact_loop_on_a_tiny_case():
+    frame = tiny_frame(10, {"x": 0.0, "y": 0.01, "z": 0.03}, noise=0.03)
+    pairs = tables.all_pairs_comparison(frame, ["map"], ["x", "y", "z"], n_resamples=20000, min_queries=1)
+    wide = frame.pivot(index="qid", columns="system", values="map")
+    exact = [loop_sign_flip_pvalue((wide[a] - wide[b]).to_numpy()) for a, b in zip(pairs["system"], pairs["other"])]
+    assert any(0.05 < p < 0.95 for p in exact)  # informative
+    se = np.sqrt(np.array(exact) * (1 - np.array(exact)) / 20000)
+    assert (np.abs(pairs["p_rand"].to_numpy() - exact) < 4 * se + 1 / 20001).all()
+
+
+def test_all_pairs_tables_show_letters_and_write_the_pairs(five_systems, tmp_path):
+    systems = ["s1", "s2", "s3", "s4", "s5"]
+    table = comparison_table(five_systems, PAIR_METRICS, "s1", n_resamples=500)
+    pairs = tables.all_pairs_comparison(five_systems, PAIR_METRICS, systems, n_resamples=500)
+    paths = write_tables(table, PAIR_METRICS, tmp_path / "ap", "caption", pairs=pairs, compare="all_pairs")
+    assert [p.name for p in paths] == [f"ap.{ext}" for ext in ("csv", "md", "tex", "html", "pairs.csv")]
+    md, tex, html = (p.read_text(encoding="utf-8") for p in paths[1:4])
+    s4 = f"{table.loc['s4', ('map', 'mean')]:.4f} ± {table.loc['s4', ('map', 'std')]:.4f}"
+    assert f"| d   | s4       | **{s4}** ᵃᵇᶜᵉ |" in md
+    assert "▲" not in md and "Holm-corrected over all 10 pairs" in md and "randomization test" in md
+    assert r"\textbf{" + s4.replace("±", r"$\pm$") + r"}$^{\mathrm{abce}}$" in tex
+    assert f"<b>{s4}</b><span class=\"marks\"><sup>abce</sup></span>" in html
+    assert_latex_clean(tex, n_columns=len(PAIR_METRICS) + 2)
+    written = pd.read_csv(paths[4], keep_default_na=False)
+    assert list(written.columns) == list(tables.PAIR_COLUMNS) and len(written) == 20
+    # few queries: no letters, the warning mark instead
+    few = tables.all_pairs_comparison(five_systems[five_systems["qid"] < 105], PAIR_METRICS, systems,
+                                      n_resamples=200)
+    assert few["too_few_queries"].all() and (few["winner"] == "").all()
+    md = write_tables(table, PAIR_METRICS, tmp_path / "few", "c", pairs=few, compare="all_pairs")[1]
+    assert "ᵃ" not in md.read_text(encoding="utf-8") and "§: only n = 5 paired" in md.read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="all_pairs"):
+        write_tables(table, PAIR_METRICS, tmp_path / "x", "c", compare="all_pairs")
+
+
+def test_baseline_pairs_are_the_tables_tests(table):
+    pairs = tables.baseline_pairs(table, ["map"])
+    assert list(pairs.columns) == list(tables.PAIR_COLUMNS)
+    assert pairs["system"].tolist() == ["tied", BEST, ODD_NAME] and (pairs["other"] == "base").all()
+    assert pairs["winner"].tolist() == ["", BEST, "base"]
+    np.testing.assert_array_equal(pairs["p_rand_holm"], table["map"].loc[["tied", BEST, ODD_NAME], "p_rand_holm"])
 
 
 def test_writer_failure_leaves_no_files(table, tmp_path):

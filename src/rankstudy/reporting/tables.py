@@ -1,25 +1,31 @@
-"""Comparison tables of systems against a baseline, and their CSV/Markdown/LaTeX/HTML files.
+"""Comparison tables of systems, and their CSV/Markdown/LaTeX/HTML files.
 
 Input is the long per-query frame of TEST metrics of one data set: columns
 ``system``, ``fold``, ``qid`` and one float column per metric. NaN metric values
 (queries dropped by the no-relevant-document policy) are excluded pairwise.
 
 The table has one row per system (baseline first, then input order) and
-two-level columns ``(metric, stat)`` with the stats in :data:`STATS`. Every
-metric is taken as higher-is-better when marking the best system.
+two-level columns ``(metric, stat)`` with the stats in :data:`STATS`: each system
+against the baseline. :func:`all_pairs_comparison` tests every pair of systems
+instead (``report.compare: all_pairs``), one row per pair in :data:`PAIR_COLUMNS`.
+Every metric is taken as higher-is-better when marking the best system.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+import itertools
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from rankstudy.util import atomic
-from rankstudy.reporting.significance import holm, paired_ttest, randomization_tests
+from rankstudy.reporting.significance import (holm, mean_difference_intervals, paired_ttest,
+                                              randomization_tests_of_differences)
 
 KEY_COLUMNS = ("system", "fold", "qid")
 STATS = (
@@ -27,18 +33,37 @@ STATS = (
     "std",  # sample std (ddof=1) over folds of the per-fold means
     "n_folds",  # folds with at least one non-NaN value
     "n_pairs",  # queries matched with the baseline on (fold, qid), both non-NaN
+    "diff",  # mean over those queries of system - baseline
+    "diff_lo",  # its CONFIDENCE t-interval (the one the paired t-test inverts)
+    "diff_hi",
     "p_ttest",  # raw paired t-test p vs baseline
     "p_rand",  # raw randomization-test p vs baseline
     "p_ttest_holm",  # Holm-adjusted across the non-baseline systems of this metric
     "p_rand_holm",
-    "sig_ttest",  # p_ttest_holm < alpha
-    "sig_rand",  # p_rand_holm < alpha
+    "too_few_queries",  # n_pairs < min_queries: no test is taken as significant
+    "sig_ttest",  # p_ttest_holm < alpha and not too_few_queries
+    "sig_rand",  # p_rand_holm < alpha and not too_few_queries
+    "direction",  # better / worse than the baseline where a test is significant, else none
     "best",  # highest mean for this metric (ties all marked)
 )
+# One row per pair of systems and metric (the .pairs.csv file): diff is system - other;
+# winner is the significantly better one by the test named in decided_by ('' if neither).
+PAIR_COLUMNS = ("metric", "system", "other", "n_pairs", "diff", "diff_lo", "diff_hi", "p_ttest", "p_rand",
+                "p_ttest_holm", "p_rand_holm", "too_few_queries", "sig_ttest", "sig_rand", "winner", "decided_by")
+COMPARE_MODES = ("baseline", "all_pairs")
+# Fewer paired test queries than this and no significance mark is printed (report.min_queries).
+DEFAULT_MIN_QUERIES = 20
+CONFIDENCE = 0.95  # of the interval of the mean paired difference
+# The test whose Holm-adjusted p decides "beats" between all pairs by default: the randomization
+# test assumes nothing about the shape of per-query differences (Smucker et al., CIKM 2007).
+PAIRS_TEST = "rand"
+TEST_NAMES = {"ttest": "paired t-test", "rand": "paired sign-flip randomization test"}
 # Relative slack when comparing means for "best", so rounding noise does not break ties.
 _BEST_TOLERANCE = 1e-12
 # after a system whose chosen model did not learn in some fold (rankstudy.evaluation.learning)
 NOT_LEARNED_MARK = "⚠"
+FEW_QUERIES_MARK = "§"  # instead of significance marks, where the test queries are too few
+BETTER_MARK, WORSE_MARK = "▲", "▼"
 
 
 # --------------------------------------------------------------------------- table
@@ -84,6 +109,43 @@ def best_mask(means: pd.Series) -> pd.Series:
     return means >= top - _BEST_TOLERANCE * max(1.0, abs(top))
 
 
+def pair_tests(
+    wide: pd.DataFrame,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    n_resamples: int,
+    alpha: float,
+    seed: int,
+    min_queries: int,
+) -> pd.DataFrame:
+    """One row per ``(system, other)`` of ``pairs``: the mean paired difference system - other
+    over their common queries with its interval, both tests' p-values, Holm-adjusted over
+    ``pairs``, and which are significant (never with fewer than ``min_queries`` pairs)."""
+    first = wide[[a for a, _ in pairs]].to_numpy(dtype=np.float64)
+    second = wide[[b for _, b in pairs]].to_numpy(dtype=np.float64)
+    differences = first - second  # NaN where either value is missing
+    interval = mean_difference_intervals(differences, CONFIDENCE)
+    # a loop over pairs, not queries: each t-test is vectorised over the queries
+    p_ttest = np.array([paired_ttest(first[:, j], second[:, j]) for j in range(len(pairs))], dtype=np.float64)
+    p_rand = randomization_tests_of_differences(differences, n_resamples=n_resamples, seed=seed)
+    out = pd.DataFrame({
+        "system": [a for a, _ in pairs], "other": [b for _, b in pairs], "n_pairs": interval["n"].astype(int),
+        "diff": interval["mean"], "diff_lo": interval["lo"], "diff_hi": interval["hi"],
+        "p_ttest": p_ttest, "p_rand": p_rand, "p_ttest_holm": holm(p_ttest), "p_rand_holm": holm(p_rand),
+    })
+    out["too_few_queries"] = out["n_pairs"] < min_queries
+    # NaN < alpha is False, so untestable pairs are never significant.
+    out["sig_ttest"] = (out["p_ttest_holm"] < alpha) & ~out["too_few_queries"]
+    out["sig_rand"] = (out["p_rand_holm"] < alpha) & ~out["too_few_queries"]
+    return out
+
+
+def direction(diff, significant) -> np.ndarray:
+    """``better`` / ``worse`` where ``significant`` (by the sign of the paired difference), else ``none``."""
+    diff, significant = np.asarray(diff, dtype=np.float64), np.asarray(significant, dtype=bool)
+    return np.select([significant & (diff > 0), significant & (diff < 0)], ["better", "worse"], "none")
+
+
 def metric_comparison(
     per_query: pd.DataFrame,
     metric: str,
@@ -92,27 +154,20 @@ def metric_comparison(
     n_resamples: int,
     alpha: float,
     seed: int,
+    min_queries: int = DEFAULT_MIN_QUERIES,
 ) -> pd.DataFrame:
     """The :data:`STATS` of one metric, one row per system; ``systems[0]`` is the baseline."""
     baseline, others = systems[0], list(systems[1:])
     out = fold_mean_and_std(per_query, metric).reindex(systems)
     wide = by_query(per_query, metric)
-    base_values = wide[baseline].to_numpy()
-    n_pairs, p_ttest = [], []
-    for system in others:  # a handful of systems; the tests themselves are vectorised
-        values = wide[system].to_numpy()
-        n_pairs.append(int(np.count_nonzero(np.isfinite(values) & np.isfinite(base_values))))
-        p_ttest.append(paired_ttest(values, base_values))
-    p_rand = list(randomization_tests(wide[others].to_numpy(), base_values, n_resamples=n_resamples, seed=seed))
-    base_n = int(np.count_nonzero(np.isfinite(base_values)))
-    out["n_pairs"] = [base_n] + n_pairs
-    out["p_ttest"] = [np.nan] + p_ttest
-    out["p_rand"] = [np.nan] + p_rand
-    out["p_ttest_holm"] = np.concatenate([[np.nan], holm(p_ttest)])
-    out["p_rand_holm"] = np.concatenate([[np.nan], holm(p_rand)])
-    # NaN < alpha is False, so the baseline and untestable systems are never significant.
-    out["sig_ttest"] = out["p_ttest_holm"] < alpha
-    out["sig_rand"] = out["p_rand_holm"] < alpha
+    tests = pair_tests(wide, [(s, baseline) for s in others], n_resamples=n_resamples, alpha=alpha, seed=seed,
+                       min_queries=min_queries).set_index("system").drop(columns="other")
+    base_n = int(np.count_nonzero(np.isfinite(wide[baseline].to_numpy(dtype=np.float64))))
+    base_row = pd.DataFrame({"n_pairs": base_n, "too_few_queries": base_n < min_queries,
+                             "sig_ttest": False, "sig_rand": False}, index=[baseline])
+    out = out.join(pd.concat([base_row, tests]).reindex(systems))
+    out["n_pairs"] = out["n_pairs"].astype(int)
+    out["direction"] = direction(out["diff"], out["sig_ttest"] | out["sig_rand"])
     out["best"] = best_mask(out["mean"])
     return out[list(STATS)]
 
@@ -125,38 +180,77 @@ def comparison_table(
     n_resamples: int = 10000,
     alpha: float = 0.05,
     seed: int = 0,
+    min_queries: int = DEFAULT_MIN_QUERIES,
 ) -> pd.DataFrame:
     """One row per system (baseline first), columns ``(metric, stat)`` for ``stat`` in STATS.
 
     Tests compare each system with the baseline over queries matched on (fold, qid);
     p-values are Holm-corrected across the non-baseline systems, per metric.
-    ``table.attrs`` records baseline, alpha, n_resamples and metrics for the writers.
+    ``table.attrs`` records baseline, alpha, n_resamples, min_queries and metrics for the writers.
     """
     metrics = list(metrics)
     check_per_query(per_query, metrics)
     systems = ordered_systems(per_query, baseline)
     per_metric = {
-        metric: metric_comparison(
-            per_query, metric, systems, n_resamples=n_resamples, alpha=alpha, seed=seed
-        )
+        metric: metric_comparison(per_query, metric, systems, n_resamples=n_resamples, alpha=alpha, seed=seed,
+                                  min_queries=min_queries)
         for metric in metrics
     }
     table = pd.concat(per_metric, axis=1, names=["metric", "stat"])
     table.index.name = "system"
-    table.attrs.update(baseline=baseline, alpha=alpha, n_resamples=n_resamples, metrics=metrics)
+    table.attrs.update(baseline=baseline, alpha=alpha, n_resamples=n_resamples, metrics=metrics,
+                       min_queries=min_queries, compare="baseline")
     return table
 
 
-# --------------------------------------------------------------------------- writing
+def all_pairs_comparison(
+    per_query: pd.DataFrame,
+    metrics: Sequence[str],
+    systems: Sequence[str],
+    *,
+    n_resamples: int = 10000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    min_queries: int = DEFAULT_MIN_QUERIES,
+    decided_by: str = PAIRS_TEST,
+) -> pd.DataFrame:
+    """Every pair of ``systems`` (in their order) per metric, as ranx's ``compare`` does: the
+    :data:`PAIR_COLUMNS`, p-values Holm-adjusted over all pairs of the metric; ``winner`` is the
+    system with the higher mean paired difference where test ``decided_by`` (a key of
+    :data:`TEST_NAMES`) is significant."""
+    if decided_by not in TEST_NAMES:
+        raise ValueError(f"decided_by must be one of {list(TEST_NAMES)}, got {decided_by!r}")
+    metrics = list(metrics)
+    check_per_query(per_query, metrics)
+    pairs = list(itertools.combinations(systems, 2))
+    frames = []
+    for metric in metrics:
+        tests = pair_tests(by_query(per_query, metric), pairs, n_resamples=n_resamples, alpha=alpha, seed=seed,
+                           min_queries=min_queries)
+        tests["winner"] = winners(tests, decided_by)
+        tests["decided_by"] = decided_by
+        tests.insert(0, "metric", metric)
+        frames.append(tests)
+    columns = list(PAIR_COLUMNS)
+    return pd.concat(frames, ignore_index=True)[columns] if frames else pd.DataFrame(columns=columns)
 
 
-def mean_std_text(mean: float, std: float) -> str:
-    """``0.4523 ± 0.0121``; just the mean with one fold (std undefined); ``–`` if no value."""
-    if np.isnan(mean):
-        return "–"
-    if np.isnan(std):
-        return f"{mean:.4f}"
-    return f"{mean:.4f} ± {std:.4f}"
+def baseline_pairs(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
+    """The table's tests as :data:`PAIR_COLUMNS` rows (system, baseline), so the .pairs.csv file
+    holds every tested pair in either mode; ``winner`` by :data:`PAIRS_TEST`."""
+    long = long_numbers(table, metrics)
+    long = long[~long["is_baseline"]].copy()
+    long["other"] = table.attrs.get("baseline", table.index[0])
+    long["winner"] = winners(long, PAIRS_TEST)
+    long["decided_by"] = PAIRS_TEST
+    return long[list(PAIR_COLUMNS)].reset_index(drop=True)
+
+
+def winners(pairs: pd.DataFrame, test: str) -> np.ndarray:
+    """Per pair row, the system that is significantly better by ``test``, or ''."""
+    won = direction(pairs["diff"], pairs[f"sig_{test}"])
+    return np.select([won == "better", won == "worse"],
+                     [pairs["system"].to_numpy(dtype=object), pairs["other"].to_numpy(dtype=object)], "")
 
 
 def mark_not_learned(table: pd.DataFrame, not_learned: dict[str, dict[int, list[str]]]) -> pd.DataFrame:
@@ -166,60 +260,11 @@ def mark_not_learned(table: pd.DataFrame, not_learned: dict[str, dict[int, list[
     return table
 
 
-def shown_system(table: pd.DataFrame, system: str) -> str:
-    return f"{system} {NOT_LEARNED_MARK}" if system in table.attrs.get("not_learned", {}) else str(system)
-
-
-def not_learned_text(table: pd.DataFrame) -> str:
-    """The legend's sentence on systems that did not learn, or ''."""
-    flagged = table.attrs.get("not_learned", {})
-    if not flagged:
-        return ""
-    parts = [f"{system}: fold(s) {', '.join(map(str, sorted(folds)))} ({next(iter(folds.values()))[0]})"
-             for system, folds in flagged.items()]
-    return (f" {NOT_LEARNED_MARK}: the chosen model did not learn (its training objective did not fall "
-            f"clearly below its start, or it was no better than a random ranking): " + "; ".join(parts) + ".")
-
-
-def legend_text(table: pd.DataFrame, escape=str, pm: str = "±", t_mark: str = "*", r_mark: str = "†") -> str:
-    """The legend of the marks; ``escape`` is applied to the prose only, not to the given marks."""
-    alpha = table.attrs.get("alpha", 0.05)
-    n_resamples = table.attrs.get("n_resamples", "?")
-    baseline = table.attrs.get("baseline", table.index[0])
-    return (
-        escape("Mean ") + pm + escape(" std over folds of the per-fold test means. Bold: best per metric. ")
-        + t_mark
-        + escape(f": p < {alpha:g} vs baseline {baseline} (paired t-test, Holm-corrected across systems); ")
-        + r_mark
-        + escape(
-            f": p < {alpha:g} vs baseline (paired sign-flip randomization test, {n_resamples} resamples, "
-            "Holm-corrected)."
-        )
-        + escape(not_learned_text(table))
-    )
-
-
-def cell_fields(table: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Per system: the ``mean ± std`` text, and the best / t-test / randomization flags."""
-    part = table[metric]
-    return pd.DataFrame(
-        {
-            "text": [mean_std_text(m, s) for m, s in zip(part["mean"], part["std"])],
-            "best": part["best"].astype(bool),
-            "sig_ttest": part["sig_ttest"].astype(bool),
-            "sig_rand": part["sig_rand"].astype(bool),
-        },
-        index=table.index,
-    )
-
-
-def formatted_cells(table: pd.DataFrame, metrics: Sequence[str], fmt) -> pd.DataFrame:
-    """String frame (systems x metrics) with ``fmt(text, best, sig_ttest, sig_rand)`` per cell."""
-    columns = {}
-    for metric in metrics:
-        fields = cell_fields(table, metric)
-        columns[metric] = [fmt(*row) for row in fields.itertuples(index=False)]
-    return pd.DataFrame(columns, index=table.index)
+def mark_validation_queries(table: pd.DataFrame, vali_queries: dict[int, int]) -> pd.DataFrame:
+    """Record the number of validation queries per fold ({fold: n}): the writers warn where it
+    is below the table's ``min_queries``, since model selection then chose on too few."""
+    table.attrs["vali_queries"] = {int(f): int(n) for f, n in vali_queries.items()}
+    return table
 
 
 def long_numbers(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
@@ -235,6 +280,268 @@ def long_numbers(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     return long
 
 
+# --------------------------------------------------------------------------- cell texts
+
+
+def mean_std_text(mean: float, std: float) -> str:
+    """``0.4523 ± 0.0121``; just the mean with one fold (std undefined); ``–`` if no value."""
+    if np.isnan(mean):
+        return "–"
+    if np.isnan(std):
+        return f"{mean:.4f}"
+    return f"{mean:.4f} ± {std:.4f}"
+
+
+def diff_text(diff: float, lo: float, hi: float) -> str:
+    """``+0.0213 [+0.0102, +0.0324]``; without the interval under two pairs; ``–`` if no pair."""
+    if np.isnan(diff):
+        return "–"
+    if np.isnan(lo):
+        return f"{diff:+.4f}"
+    return f"{diff:+.4f} [{lo:+.4f}, {hi:+.4f}]"
+
+
+def p_text(p: float) -> str:
+    """Three significant digits, so a p just under alpha does not print as alpha; ``<0.001`` below."""
+    if np.isnan(p):
+        return "–"
+    return "<0.001" if p < 0.001 else f"{p:.3g}"
+
+
+def system_letters(systems: Sequence[str]) -> dict[str, str]:
+    """Each system's label in all-pairs mode, in table order: a, b, ..., z, aa, ab, ..."""
+    def label(i: int) -> str:
+        text = ""
+        i += 1
+        while i:
+            i, rest = divmod(i - 1, 26)
+            text = chr(ord("a") + rest) + text
+        return text
+
+    return {system: label(i) for i, system in enumerate(systems)}
+
+
+def beaten_systems(pairs: pd.DataFrame, metric: str, systems: Sequence[str]) -> dict[str, list[str]]:
+    """Per system, the systems it beats on ``metric`` (the pairs' ``winner``), in table order."""
+    beaten: dict[str, set[str]] = {s: set() for s in systems}
+    part = pairs[pairs["metric"] == metric]
+    for system, other, winner in zip(part["system"], part["other"], part["winner"]):
+        if winner == system:
+            beaten[system].add(other)
+        elif winner == other:
+            beaten[other].add(system)
+    return {s: [o for o in systems if o in beaten[s]] for s in systems}
+
+
+def few_query_systems(pairs: pd.DataFrame, metric: str) -> set[str]:
+    """The systems with a pair on ``metric`` that has too few queries to be tested."""
+    part = pairs[(pairs["metric"] == metric) & pairs["too_few_queries"].astype(bool)]
+    return set(part["system"]) | set(part["other"])
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What one (system, metric) cell of the main table shows, before markup."""
+
+    text: str  # mean ± std
+    best: bool
+    direction: str = "none"  # better / worse than the baseline (baseline mode)
+    sig_ttest: bool = False
+    sig_rand: bool = False
+    too_few: bool = False  # too few paired queries: no significance is marked
+    beats: tuple[str, ...] | None = None  # all-pairs mode: labels of the systems it beats
+
+
+def main_cells(table: pd.DataFrame, metrics: Sequence[str], pairs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Cells (systems x metrics); ``pairs`` given: all-pairs mode, else against the baseline."""
+    baseline = table.attrs.get("baseline", table.index[0])
+    systems = list(table.index)
+    letters = system_letters(systems)
+    columns = {}
+    for metric in metrics:
+        part = table[metric]
+        beaten = beaten_systems(pairs, metric, systems) if pairs is not None else None
+        few = few_query_systems(pairs, metric) if pairs is not None else set()
+        cells = []
+        for system, row in part.iterrows():  # a handful of systems
+            text = mean_std_text(row["mean"], row["std"])
+            if beaten is not None:
+                cells.append(Cell(text, bool(row["best"]), too_few=system in few,
+                                  beats=tuple(letters[s] for s in beaten[system])))
+            elif system == baseline:
+                cells.append(Cell(text, bool(row["best"])))
+            else:
+                cells.append(Cell(text, bool(row["best"]), str(row["direction"]), bool(row["sig_ttest"]),
+                                  bool(row["sig_rand"]), bool(row["too_few_queries"])))
+        columns[metric] = cells
+    return pd.DataFrame(columns, index=table.index)
+
+
+# --------------------------------------------------------------------------- markup
+
+
+@dataclass(frozen=True)
+class Style:
+    """How one output format writes text and marks."""
+
+    escape: Callable[[str], str]
+    bold: Callable[[str], str]
+    arrows: dict[str, str]  # better / worse
+    symbols: dict[str, str]  # ttest / rand / few, as superscript content
+    letters: Callable[[str], str]  # a label string as superscript content
+    marks: Callable[[str, str], str]  # (arrow, superscript content) -> the marks as written
+    cell: Callable[[str, str], str]  # (body, marks) -> the cell as written
+
+    def mark(self, arrow: str = "", *symbols: str) -> str:
+        """Marks alone, e.g. for the legend: ``style.mark("better", "ttest")``."""
+        return self.marks(self.arrows.get(arrow, ""), "".join(self.symbols[s] for s in symbols))
+
+
+def cell_text(cell: Cell, style: Style, labels_joiner: str) -> str:
+    body = style.escape(cell.text)
+    if cell.best:
+        body = style.bold(body)
+    if cell.too_few:
+        return style.cell(body, style.mark("", "few"))
+    if cell.beats is not None:
+        marks = style.marks("", style.letters(labels_joiner.join(cell.beats))) if cell.beats else ""
+        return style.cell(body, marks)
+    if cell.direction == "none":
+        return style.cell(body, "")
+    tests = [name for name, on in (("ttest", cell.sig_ttest), ("rand", cell.sig_rand)) if on]
+    return style.cell(body, style.mark(cell.direction, *tests))
+
+
+def shown_system(table: pd.DataFrame, system: str) -> str:
+    return f"{system} {NOT_LEARNED_MARK}" if system in table.attrs.get("not_learned", {}) else str(system)
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A table ready for one format: header, rows of written cells, alignment per column."""
+
+    header: list[str]
+    rows: list[list[str]]
+    align: list[str]  # "l" or "r"
+    separate_first: bool = False  # the baseline row, set apart
+
+
+def main_grid(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.DataFrame | None) -> Grid:
+    cells = main_cells(table, metrics, pairs)
+    letters = system_letters(list(table.index))
+    joiner = "" if all(len(label) == 1 for label in letters.values()) else ","
+    lead = ["#", "system"] if pairs is not None else ["system"]
+    rows = []
+    for system in table.index:
+        names = [style.escape(shown_system(table, system))]
+        if pairs is not None:
+            names.insert(0, letters[system])
+        rows.append(names + [cell_text(cells.loc[system, m], style, joiner) for m in metrics])
+    return Grid([style.escape(h) for h in (*lead, *metrics)], rows, ["l"] * len(lead) + ["r"] * len(metrics),
+                separate_first=pairs is None)
+
+
+def baseline_detail_grids(table: pd.DataFrame, metrics: Sequence[str], style: Style) -> dict[str, Grid]:
+    """The differences from the baseline and the p-values, each with its heading."""
+    baseline = table.attrs.get("baseline", table.index[0])
+    others = [s for s in table.index if s != baseline]
+    few = style.mark("", "few")
+
+    def grid(text_of) -> Grid:
+        rows = []
+        for system in others:
+            row = [style.escape(shown_system(table, system))]
+            for metric in metrics:
+                part = table.loc[system, metric]
+                row.append(style.cell(style.escape(text_of(part)), few if part["too_few_queries"] else ""))
+            rows.append(row)
+        return Grid([style.escape(h) for h in ("system", *metrics)], rows, ["l"] + ["r"] * len(metrics))
+
+    confidence = f"{CONFIDENCE:.0%}"
+    return {
+        f"Difference from the baseline {baseline}: mean over paired test queries of system - baseline "
+        f"[{confidence} t-interval].": grid(lambda part: diff_text(part["diff"], part["diff_lo"], part["diff_hi"])),
+        f"Holm-adjusted p-values vs the baseline {baseline}: paired t-test / randomization test.":
+            grid(lambda part: f"{p_text(part['p_ttest_holm'])} / {p_text(part['p_rand_holm'])}"),
+    }
+
+
+# --------------------------------------------------------------------------- legend
+
+
+def not_learned_text(table: pd.DataFrame) -> str:
+    """The legend's sentence on systems that did not learn, or ''."""
+    flagged = table.attrs.get("not_learned", {})
+    if not flagged:
+        return ""
+    parts = [f"{system}: fold(s) {', '.join(map(str, sorted(folds)))} ({next(iter(folds.values()))[0]})"
+             for system, folds in flagged.items()]
+    return (f" {NOT_LEARNED_MARK}: the chosen model did not learn (its training objective did not fall "
+            f"clearly below its start, or it was no better than a random ranking): " + "; ".join(parts) + ".")
+
+
+def few_query_counts(table: pd.DataFrame, metrics: Sequence[str], pairs: pd.DataFrame | None) -> list[int]:
+    """The paired query counts below ``min_queries`` that the table marks."""
+    if pairs is not None:
+        part = pairs[pairs["metric"].isin(list(metrics)) & pairs["too_few_queries"].astype(bool)]
+        return sorted(set(part["n_pairs"].astype(int)))
+    baseline = table.attrs.get("baseline", table.index[0])
+    long = long_numbers(table, metrics)
+    long = long[(long["system"] != baseline) & long["too_few_queries"].astype(bool)]
+    return sorted(set(long["n_pairs"].astype(int)))
+
+
+def few_queries_text(table: pd.DataFrame, metrics: Sequence[str], pairs: pd.DataFrame | None) -> str:
+    counts = few_query_counts(table, metrics, pairs)
+    if not counts:
+        return ""
+    n = str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+    return (f": only n = {n} paired test queries, fewer than {table.attrs.get('min_queries')} "
+            f"(report.min_queries), too few for a test to mean much: no significance is marked.")
+
+
+def validation_warning(table: pd.DataFrame) -> str:
+    """The warning on folds whose validation split is smaller than ``min_queries``, or ''."""
+    threshold = table.attrs.get("min_queries", DEFAULT_MIN_QUERIES)
+    few = {f: n for f, n in sorted(table.attrs.get("vali_queries", {}).items()) if n < threshold}
+    if not few:
+        return ""
+    folds = ", ".join(f"fold {f} ({n} queries)" for f, n in few.items())
+    return (f"model selection chose on fewer than {threshold} validation queries in {folds}: the chosen "
+            f"hyper-parameters (and early stopping) may follow noise.")
+
+
+def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.DataFrame | None,
+           pm: str = "±") -> str:
+    """The legend of the main table; ``style.escape`` applies to the prose, not to the marks."""
+    e = style.escape
+    alpha = table.attrs.get("alpha", 0.05)
+    n_resamples = table.attrs.get("n_resamples", "?")
+    text = e("Mean ") + pm + e(" std over folds of the per-fold test means; bold: best per metric. ")
+    if pairs is not None:
+        n_pairs = len(pairs[pairs["metric"] == metrics[0]]) if len(metrics) else 0
+        text += e("Superscript letters")
+        test = pairs["decided_by"].iloc[0] if len(pairs) else PAIRS_TEST
+        resamples = f" ({n_resamples} resamples)" if test == "rand" else ""
+        text += e(f": the systems (by column #) this one beats, with a higher mean over paired test queries "
+                  f"and p < {alpha:g} by the {TEST_NAMES[test]}{resamples}, Holm-corrected "
+                  f"over all {n_pairs} pairs of systems of the metric (like ranx's compare). Every pair's "
+                  f"difference, interval and both tests' p-values are in the .pairs.csv file.")
+    else:
+        baseline = table.attrs.get("baseline", table.index[0])
+        text += (style.mark("better") + e("/") + style.mark("worse")
+                 + e(f": better/worse than the baseline {baseline} (sign of the mean paired difference), "
+                     f"significantly by ") + style.mark("", "ttest")
+                 + e(f" the paired t-test and/or ") + style.mark("", "rand")
+                 + e(f" the paired sign-flip randomization test ({n_resamples} resamples), each Holm-corrected "
+                     f"across the {len(table) - 1} systems compared with it, p < {alpha:g}. Differences with "
+                     f"their {CONFIDENCE:.0%} t-intervals and the adjusted p-values follow below."))
+    few = few_queries_text(table, metrics, pairs)
+    if few:
+        text += " " + style.mark("", "few") + e(few)
+    return text + e(not_learned_text(table))
+
+
 # Markdown ------------------------------------------------------------------
 
 
@@ -242,26 +549,45 @@ def markdown_escape(text: str) -> str:
     return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("*", "\\*").replace("_", "\\_")
 
 
-def markdown_cell(text: str, best: bool, sig_ttest: bool, sig_rand: bool) -> str:
-    body = f"**{text}**" if best else text
-    return body + ("\\*" if sig_ttest else "") + ("†" if sig_rand else "")
+_SUPERSCRIPTS = dict(zip("abcdefghijklmnopqrstuvwxyz,", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ˒"))
+
+MARKDOWN = Style(
+    escape=markdown_escape,
+    bold=lambda body: f"**{body}**",
+    arrows={"better": BETTER_MARK, "worse": WORSE_MARK},
+    symbols={"ttest": "\\*", "rand": "†", "few": FEW_QUERIES_MARK},
+    letters=lambda labels: "".join(_SUPERSCRIPTS.get(ch, ch) for ch in labels),
+    marks=lambda arrow, sup: arrow + sup,
+    cell=lambda body, marks: f"{body} {marks}" if marks else body,
+)
 
 
-def markdown_document(table: pd.DataFrame, metrics: Sequence[str], caption: str) -> str:
-    cells = formatted_cells(table, metrics, markdown_cell)
-    cells.index = [markdown_escape(shown_system(table, s)) for s in cells.index]
-    cells.index.name = "system"
-    cells.columns = [markdown_escape(m) for m in metrics]
-    body = cells.to_markdown(colalign=("left",) + ("right",) * len(metrics))
-    legend = legend_text(table, escape=markdown_escape, t_mark="\\*")
-    return f"{markdown_escape(caption)}\n\n{body}\n\n{legend}\n"
+def markdown_grid(grid: Grid) -> str:
+    align = {"l": "left", "r": "right"}
+    frame = pd.DataFrame(grid.rows, columns=grid.header)
+    return frame.to_markdown(index=False, colalign=[align[a] for a in grid.align])
+
+
+def markdown_document(table: pd.DataFrame, metrics: Sequence[str], caption: str,
+                      pairs: pd.DataFrame | None = None) -> str:
+    style = MARKDOWN
+    parts = [markdown_escape(caption)]
+    warning = validation_warning(table)
+    if warning:
+        parts.append(f"**Warning:** {markdown_escape(warning)}")
+    parts += [markdown_grid(main_grid(table, metrics, style, pairs)), legend(table, metrics, style, pairs)]
+    if pairs is None:
+        for heading, grid in baseline_detail_grids(table, metrics, style).items():
+            parts += [markdown_escape(heading), markdown_grid(grid)]
+    return "\n\n".join(parts) + "\n"
 
 
 # LaTeX ---------------------------------------------------------------------
 
 # '[' and ']' are braced so a row starting with '[' is not read as the optional
 # argument of the previous '\\'. '@' needs no escape in body text (it is special
-# only in column specs and under \makeatletter), so it is left as is.
+# only in column specs and under \makeatletter), so it is left as is. Text-mode
+# '<', '>' and '|' print as other glyphs in the OT1 encoding, hence math mode.
 _LATEX_ESCAPES = {
     "\\": r"\textbackslash{}",
     "&": r"\&",
@@ -275,106 +601,190 @@ _LATEX_ESCAPES = {
     "^": r"\textasciicircum{}",
     "[": "{[}",
     "]": "{]}",
+    "<": r"$<$",
+    ">": r"$>$",
+    "<=": r"$\leq$",
+    ">=": r"$\geq$",
+    "|": r"$|$",
     "±": r"$\pm$",
     "†": r"$^{\dagger}$",
     "–": "--",
-    "<": r"$<$",  # text-mode < and > print as other glyphs in the OT1 encoding
-    ">": r"$>$",
+    "—": "---",
+    "−": r"$-$",
+    "≤": r"$\leq$",
+    "≥": r"$\geq$",
+    "×": r"$\times$",
+    "…": r"\ldots{}",
+    FEW_QUERIES_MARK: r"\S{}",
+    BETTER_MARK: r"$\uparrow$",
+    WORSE_MARK: r"$\downarrow$",
     NOT_LEARNED_MARK: r"(!)",
 }
+_LATEX_TOKEN = re.compile(r"<=|>=|.", re.S)
 
 
 def latex_escape(text: str) -> str:
-    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in str(text))
+    return _LATEX_TOKEN.sub(lambda m: _LATEX_ESCAPES.get(m.group(0), m.group(0)), str(text))
 
 
-def latex_cell(text: str, best: bool, sig_ttest: bool, sig_rand: bool) -> str:
-    body = latex_escape(text)
-    if best:
-        body = rf"\textbf{{{body}}}"
-    marks = ("*" if sig_ttest else "") + (r"\dagger" if sig_rand else "")
-    return body + (f"$^{{{marks}}}$" if marks else "")
+def _latex_marks(arrow: str, sup: str) -> str:
+    # one math group per cell: "$a$$b$" would risk being read as display math
+    if not arrow and not sup:
+        return ""
+    return "$" + arrow + (f"^{{{sup}}}" if sup else "") + "$"
 
 
-def latex_document(table: pd.DataFrame, metrics: Sequence[str], caption: str) -> str:
-    """A ``table`` float holding a booktabs ``tabular`` (needs \\usepackage{booktabs})."""
-    cells = formatted_cells(table, metrics, latex_cell)
-    header = " & ".join(["System", *(latex_escape(m) for m in metrics)]) + r" \\"
-    rows = [
-        " & ".join([latex_escape(shown_system(table, system)), *cells.loc[system].tolist()]) + r" \\"
-        for system in cells.index
-    ]
-    lines = [
-        r"\begin{table}[t]",
-        r"\centering",
-        rf"\caption{{{latex_escape(caption)}}}",
-        r"\begin{tabular}{l" + "r" * len(metrics) + "}",
-        r"\toprule",
-        header,
-        r"\midrule",
-        rows[0],  # the baseline, set apart from the systems compared with it
-        r"\midrule",
-        *rows[1:],
-        r"\bottomrule",
-        r"\end{tabular}",
-        r"\par\smallskip{\footnotesize "
-        + legend_text(table, escape=latex_escape, pm=r"$\pm$", t_mark="$^{*}$", r_mark=r"$^{\dagger}$")
-        + "}",
-        r"\end{table}",
-    ]
+LATEX = Style(
+    escape=latex_escape,
+    bold=lambda body: rf"\textbf{{{body}}}",
+    arrows={"better": r"\uparrow", "worse": r"\downarrow"},
+    symbols={"ttest": "*", "rand": r"\dagger", "few": r"\S"},
+    letters=lambda labels: rf"\mathrm{{{labels}}}",
+    marks=_latex_marks,
+    cell=lambda body, marks: body + marks,
+)
+LATEX_PREAMBLE_NOTE = r"% Needs \usepackage{booktabs} in the preamble (\toprule, \midrule, \bottomrule)."
+
+
+def latex_tabular(grid: Grid) -> list[str]:
+    rows = [" & ".join(row) + r" \\" for row in grid.rows]
+    if grid.separate_first and rows:
+        rows = [rows[0], r"\midrule", *rows[1:]]  # the baseline, set apart from the systems compared with it
+    return [r"\begin{tabular}{" + "".join(grid.align) + "}", r"\toprule", " & ".join(grid.header) + r" \\",
+            r"\midrule", *rows, r"\bottomrule", r"\end{tabular}"]
+
+
+def latex_document(table: pd.DataFrame, metrics: Sequence[str], caption: str,
+                   pairs: pd.DataFrame | None = None) -> str:
+    """A ``table`` float holding booktabs ``tabular``s; the first line says it needs booktabs."""
+    style = LATEX
+    lines = [LATEX_PREAMBLE_NOTE, r"\begin{table}[t]", r"\centering", rf"\caption{{{latex_escape(caption)}}}"]
+    warning = validation_warning(table)
+    if warning:
+        lines.append(r"{\footnotesize\textbf{Warning:} " + latex_escape(warning) + r"\par}\smallskip")
+    lines += latex_tabular(main_grid(table, metrics, style, pairs))
+    # \par inside the group, so the small text gets its own line spacing
+    lines.append(r"\par\smallskip{\footnotesize " + legend(table, metrics, style, pairs, pm=r"$\pm$") + r"\par}")
+    if pairs is None:
+        for heading, grid in baseline_detail_grids(table, metrics, style).items():
+            lines += [r"\par\medskip{\footnotesize " + latex_escape(heading) + r"\par}\smallskip",
+                      *latex_tabular(grid)]
+    lines.append(r"\end{table}")
     return "\n".join(lines) + "\n"
 
 
 # HTML ----------------------------------------------------------------------
 
+HTML_STYLE = """<style>
+body { font-family: sans-serif; }
+table.comparison { border-collapse: collapse; margin: 0.8em 0; font-variant-numeric: tabular-nums; }
+table.comparison caption { caption-side: top; text-align: left; padding-bottom: 0.4em; max-width: 70em; }
+table.comparison th, table.comparison td { border: 1px solid #bbb; padding: 0.25em 0.6em; }
+table.comparison thead th { background: #e8e8e8; }
+table.comparison tbody tr:nth-child(even) { background: #f5f5f5; }
+table.comparison td { text-align: right; white-space: nowrap; }
+table.comparison th[scope=row] { text-align: left; font-weight: normal; white-space: nowrap; }
+table.comparison tr.baseline { border-bottom: 3px double #888; }
+/* marks in a box of fixed width, so the numbers stay aligned; sup does not move the line */
+.marks { display: inline-block; min-width: MARKS_WIDTH; text-align: left; padding-left: 0.2em; }
+sup { line-height: 0; vertical-align: super; font-size: 75%; }
+.better { color: #1a7f37; }
+.worse { color: #c62828; }
+p.legend { font-size: 90%; max-width: 70em; }
+p.warning { background: #fff3cd; border: 1px solid #e0a800; padding: 0.4em 0.6em; max-width: 70em; }
+</style>"""
 
-def html_cell(text: str, best: bool, sig_ttest: bool, sig_rand: bool) -> str:
-    body = html.escape(text)
-    if best:
-        body = f"<b>{body}</b>"
-    marks = ("*" if sig_ttest else "") + ("†" if sig_rand else "")
-    return body + (f"<sup>{marks}</sup>" if marks else "")
+
+def _html_marks(arrow: str, sup: str) -> str:
+    return arrow + (f"<sup>{sup}</sup>" if sup else "")
 
 
-def html_document(table: pd.DataFrame, metrics: Sequence[str], caption: str) -> str:
-    cells = formatted_cells(table, metrics, html_cell)
-    legend = legend_text(table, escape=html.escape, t_mark="<sup>*</sup>", r_mark="<sup>†</sup>")
-    head = "".join(f"<th>{html.escape(m)}</th>" for m in ["system", *metrics])
-    rows = "\n".join(
-        "<tr><th>"
-        + html.escape(shown_system(table, system))
-        + "</th>"
-        + "".join(f'<td style="text-align:right">{c}</td>' for c in cells.loc[system])
-        + "</tr>"
-        for system in cells.index
-    )
+HTML = Style(
+    escape=html.escape,
+    bold=lambda body: f"<b>{body}</b>",
+    arrows={"better": f'<span class="better">{BETTER_MARK}</span>',
+            "worse": f'<span class="worse">{WORSE_MARK}</span>'},
+    symbols={"ttest": "*", "rand": "†", "few": FEW_QUERIES_MARK},
+    letters=html.escape,
+    marks=_html_marks,
+    cell=lambda body, marks: f'{body}<span class="marks">{marks}</span>',
+)
+
+
+def html_table(grid: Grid, caption: str) -> str:
+    head = "".join(f"<th>{h}</th>" for h in grid.header)
+    rows = []
+    for i, row in enumerate(grid.rows):
+        attr = ' class="baseline"' if grid.separate_first and i == 0 else ""
+        n_names = grid.align.index("r") if "r" in grid.align else len(row)
+        names = "".join(f'<th scope="row">{c}</th>' for c in row[:n_names])
+        values = "".join(f"<td>{c}</td>" for c in row[n_names:])
+        rows.append(f"<tr{attr}>{names}{values}</tr>")
+    body = "\n".join(rows)
+    return (f'<table class="comparison">\n<caption>{caption}</caption>\n<thead><tr>{head}</tr></thead>\n'
+            f"<tbody>\n{body}\n</tbody>\n</table>")
+
+
+def html_marks_width(table: pd.DataFrame, pairs: pd.DataFrame | None) -> str:
+    """Room for the widest marks: an arrow and two marks, or every other system's letter."""
+    if pairs is None:
+        return "2.2em"
+    letters = system_letters(list(table.index))
+    widest = sum(len(label) + 1 for label in letters.values()) - max(len(label) for label in letters.values())
+    return f"{max(1.0, 0.55 * widest):.1f}em"
+
+
+def html_document(table: pd.DataFrame, metrics: Sequence[str], caption: str,
+                  pairs: pd.DataFrame | None = None) -> str:
+    style = HTML
+    parts = []
+    warning = validation_warning(table)
+    if warning:
+        parts.append(f'<p class="warning"><b>Warning:</b> {html.escape(warning)}</p>')
+    parts += [html_table(main_grid(table, metrics, style, pairs), html.escape(caption)),
+              f'<p class="legend">{legend(table, metrics, style, pairs)}</p>']
+    if pairs is None:
+        parts += [html_table(grid, html.escape(heading))
+                  for heading, grid in baseline_detail_grids(table, metrics, style).items()]
+    css = HTML_STYLE.replace("MARKS_WIDTH", html_marks_width(table, pairs))
+    body = "\n".join(parts)
     return (
         "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\">"
-        f"<title>{html.escape(caption)}</title></head>\n<body>\n"
-        f"<table>\n<caption>{html.escape(caption)}</caption>\n"
-        f"<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody>\n</table>\n"
-        f"<p>{legend}</p>\n</body>\n</html>\n"
+        f"<title>{html.escape(caption)}</title>\n{css}\n</head>\n<body>\n{body}\n</body>\n</html>\n"
     )
 
 
-def write_tables(table: pd.DataFrame, metrics: Sequence[str], out_prefix: Path, caption: str) -> list[Path]:
-    """Write ``out_prefix`` + ``.csv`` / ``.md`` / ``.tex`` / ``.html``; return the paths.
+# --------------------------------------------------------------------------- files
 
-    The CSV holds every number in long form (one row per metric and system) and,
-    to stay machine-readable, no caption; the other three hold the caption, the
-    ``mean ± std`` cells with the best in bold, significance marks and a legend.
+
+def write_tables(table: pd.DataFrame, metrics: Sequence[str], out_prefix: Path, caption: str,
+                 pairs: pd.DataFrame | None = None, compare: str = "baseline") -> list[Path]:
+    """Write ``out_prefix`` + ``.csv`` / ``.md`` / ``.tex`` / ``.html`` (and ``.pairs.csv``
+    with ``pairs``); return the paths.
+
+    The CSVs hold every number in long form (one row per metric and system, or per metric and
+    pair) and, to stay machine-readable, no caption; the other three hold the caption, the
+    ``mean ± std`` cells with the best in bold, significance marks as ``compare`` says
+    (``baseline``, or ``all_pairs`` from ``pairs``) and a legend.
     """
+    if compare not in COMPARE_MODES:
+        raise ValueError(f"compare must be one of {COMPARE_MODES}, got {compare!r}")
+    if compare == "all_pairs" and pairs is None:
+        raise ValueError("compare='all_pairs' needs the pairs (all_pairs_comparison)")
     metrics = list(metrics)
     out_prefix = Path(out_prefix)
+    shown_pairs = pairs if compare == "all_pairs" else None
     # Render everything before writing anything, so a formatting error leaves no files.
     numbers = long_numbers(table, metrics)
     documents = {
-        ".md": markdown_document(table, metrics, caption),
-        ".tex": latex_document(table, metrics, caption),
-        ".html": html_document(table, metrics, caption),
+        ".md": markdown_document(table, metrics, caption, shown_pairs),
+        ".tex": latex_document(table, metrics, caption, shown_pairs),
+        ".html": html_document(table, metrics, caption, shown_pairs),
     }
     csv_path = out_prefix.with_name(out_prefix.name + ".csv")
     written = [atomic.write_csv(numbers, csv_path)]
     for suffix, text in documents.items():
         written.append(atomic.write_text(out_prefix.with_name(out_prefix.name + suffix), text))
+    if pairs is not None:
+        written.append(atomic.write_csv(pairs, out_prefix.with_name(out_prefix.name + ".pairs.csv")))
     return written
