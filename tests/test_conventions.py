@@ -88,5 +88,52 @@ def test_unknown_keys_and_values_are_named():
 
 def test_which_variants_move_which_metric():
     assert "binary gain" in conventions.moves("ndcg@10") and "relevant = label 2" not in conventions.moves("ndcg@10")
-    assert conventions.moves("map") == ["ours", "relevant = label 2"]
-    assert conventions.moves("err@10") == ["ours"]
+    assert "ties: relevant last" in conventions.moves("ndcg@10")
+    assert conventions.moves("map") == ["ours", "relevant = label 2", "ties: relevant last", "ties: relevant first"]
+    assert conventions.moves("err@10") == ["ours", "ties: relevant last", "ties: relevant first"]
+
+
+def loop_tied(scores, labels, offsets, metric_of_order, ties):
+    """Per query: the metric of the order a loop builds, ties broken as ``ties`` says."""
+    out = []
+    for q in range(len(offsets) - 1):
+        s, y = scores[offsets[q]:offsets[q + 1]], labels[offsets[q]:offsets[q + 1]]
+        tie = {"file": np.zeros(len(y)), "pessimistic": y, "optimistic": -y}[ties]
+        order = sorted(range(len(y)), key=lambda i: (-s[i], tie[i], i))
+        out.append(metric_of_order(y[order]))
+    return np.array(out)
+
+
+def average_precision(y):
+    hits = np.cumsum(y >= 1)
+    return float(np.sum((y >= 1) * hits / np.arange(1, len(y) + 1)) / max(1, (y >= 1).sum()))
+
+
+@pytest.mark.parametrize("ties", ["file", "pessimistic", "optimistic"])
+def test_ties_are_broken_as_the_convention_says(ties):
+    scores, labels, offsets = random_queries(5)
+    scores = np.round(scores)  # few distinct scores: many ties
+    ours = conventions.per_query(scores, labels, offsets, "map", {"ties": ties})
+    relevant = np.add.reduceat((labels >= 1).astype(int), offsets[:-1])
+    expected = loop_tied(scores, labels, offsets, average_precision, ties)
+    np.testing.assert_allclose(ours[relevant > 0], expected[relevant > 0], rtol=0, atol=1e-12)
+    k = 10
+    dcg = lambda g: float(np.sum(g[:k] / np.log2(np.arange(2, min(k, len(g)) + 2))))
+    ndcg = lambda y: dcg(2.0 ** y - 1) / dcg(np.sort(2.0 ** y - 1)[::-1]) if y.max() > 0 else 0.0
+    np.testing.assert_allclose(conventions.per_query(scores, labels, offsets, "ndcg@10", {"ties": ties}),
+                               loop_tied(scores, labels, offsets, ndcg, ties), rtol=0, atol=1e-12)
+    worst = conventions.per_query(scores, labels, offsets, "ndcg@10", {"ties": "pessimistic"})
+    best = conventions.per_query(scores, labels, offsets, "ndcg@10", {"ties": "optimistic"})
+    assert np.all(worst <= best + 1e-12) and np.any(worst < best)
+
+
+def test_the_ideal_dcg_over_all_documents():
+    scores, labels, offsets = random_queries(6)
+    k = 5
+    dcg = lambda g, depth: float(np.sum(g[:depth] / np.log2(np.arange(2, min(depth, len(g)) + 2))))
+    ndcg_all = lambda y: dcg(2.0 ** y - 1, k) / dcg(np.sort(2.0 ** y - 1)[::-1], len(y)) if y.max() > 0 else 0.0
+    ours = conventions.per_query(scores, labels, offsets, "ndcg@5", {"ideal": "all"})
+    np.testing.assert_allclose(ours, loop_tied(scores, labels, offsets, ndcg_all, "file"), rtol=0, atol=1e-12)
+    assert np.all(ours <= conventions.per_query(scores, labels, offsets, "ndcg@5", {}) + 1e-12)
+    with pytest.raises(ValueError, match="ties 'random'"):
+        conventions.resolve({"ties": "random"})

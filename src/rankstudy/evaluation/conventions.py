@@ -11,6 +11,10 @@ Keys (missing keys take our pipeline's defaults):
     gain: "exp" (2^label - 1, ours) | "linear" (label) | "binary" (1 if label >= rel_threshold)
     discount: "log2" (1/log2(1 + rank), ours) | "jarvelin" (1 for ranks 1-2, then 1/log2(rank))
     rel_threshold: the smallest relevant label for MAP, MRR, P@k, AUC and the binary gain
+    ideal: "cutoff" (NDCG@k's ideal DCG over the ideal ranking's top k, ours) | "all" (over all of
+        the query's documents, which some code does: it lowers NDCG@k of queries with many relevant)
+    ties: "file" (documents with equal scores keep the file's order, ours) | "pessimistic"
+        (relevant ones last) | "optimistic" (relevant ones first); acts on every metric
 """
 
 from __future__ import annotations
@@ -20,10 +24,13 @@ import numpy as np
 from rankstudy.evaluation import metrics
 from rankstudy.evaluation.ranking import rank_flat
 
-DEFAULTS = {"gain": "exp", "discount": "log2", "rel_threshold": 1.0}
+DEFAULTS = {"gain": "exp", "discount": "log2", "rel_threshold": 1.0, "ideal": "cutoff", "ties": "file"}
 GAINS = ("exp", "linear", "binary")
 BINARY_RELEVANCE = ("map", "mrr", "p", "auc")
 DISCOUNTS = ("log2", "jarvelin")
+IDEALS = ("cutoff", "all")
+TIES = ("file", "pessimistic", "optimistic")
+NDCG_ONLY = {"gain", "discount", "ideal"}  # keys that act on NDCG alone
 
 # the variants the scorecard tries, each one choice away from ours, and the joint one
 # Chakrabarti et al. describe (binary gain with their cited discount)
@@ -34,6 +41,9 @@ VARIANTS: dict[str, dict] = {
     "Jarvelin discount": {"discount": "jarvelin"},
     "binary gain + Jarvelin discount": {"gain": "binary", "discount": "jarvelin"},
     "relevant = label 2": {"rel_threshold": 2.0},
+    "ideal DCG over all documents": {"ideal": "all"},
+    "ties: relevant last": {"ties": "pessimistic"},
+    "ties: relevant first": {"ties": "optimistic"},
 }
 
 
@@ -46,7 +56,22 @@ def resolve(convention: dict) -> dict:
         raise ValueError(f"evaluation convention: gain {out['gain']!r} is not one of {GAINS}")
     if out["discount"] not in DISCOUNTS:
         raise ValueError(f"evaluation convention: discount {out['discount']!r} is not one of {DISCOUNTS}")
+    if out["ideal"] not in IDEALS:
+        raise ValueError(f"evaluation convention: ideal {out['ideal']!r} is not one of {IDEALS}")
+    if out["ties"] not in TIES:
+        raise ValueError(f"evaluation convention: ties {out['ties']!r} is not one of {TIES}")
     return out
+
+
+def tie_order(scores, labels, offsets, ties: str) -> np.ndarray:
+    """A permutation of the documents, within each query, that puts tied documents in the order
+    ``ties`` says: our ranking keeps the order of ties (a stable sort), so permuting first is
+    enough. Relevant last (pessimistic) = labels ascending before the stable score sort."""
+    if ties == "file":
+        return np.arange(len(scores))
+    query = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
+    labels = np.asarray(labels, dtype=np.float64)
+    return np.lexsort((labels if ties == "pessimistic" else -labels, query))
 
 
 def discounts(discount: str, k: int) -> np.ndarray:
@@ -79,7 +104,8 @@ def ndcg(scores, labels, offsets, k: int | None, convention: dict) -> np.ndarray
     # the ideal ranking: each query's gains sorted descending, padding (gain 0) last
     g = np.zeros_like(ranking.labels)
     g[ranking.mask] = gains(ranking.labels[ranking.mask], c["gain"], c["rel_threshold"])
-    ideal = -np.sort(-g, axis=1)[:, :cutoff] @ d
+    ideal_depth = width if c["ideal"] == "all" else cutoff
+    ideal = -np.sort(-g, axis=1)[:, :ideal_depth] @ discounts(c["discount"], ideal_depth)
     return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
 
 
@@ -87,6 +113,8 @@ def per_query(scores, labels, offsets, metric: str, convention: dict) -> np.ndar
     """One metric (any name :func:`metrics.parse_metric` takes) per query under ``convention``."""
     c = resolve(convention)
     base, k = metrics.parse_metric(metric)
+    order = tie_order(scores, labels, offsets, c["ties"])
+    scores, labels = np.asarray(scores, dtype=np.float64)[order], np.asarray(labels, dtype=np.float64)[order]
     if base == "ndcg":
         return ndcg(scores, labels, offsets, k, c)
     return metrics.per_query(scores, labels, offsets, [metric], rel_threshold=c["rel_threshold"])[metric]
@@ -97,7 +125,9 @@ def moves(metric: str) -> list[str]:
     NDCG only; the threshold on every metric of binary relevance)."""
     base, _ = metrics.parse_metric(metric)
     if base == "ndcg":
-        return [name for name, v in VARIANTS.items() if not v or set(v) - {"rel_threshold"}]
-    if base in BINARY_RELEVANCE:
-        return [name for name, v in VARIANTS.items() if set(v) <= {"rel_threshold"}]
-    return ["ours"]
+        acting = NDCG_ONLY | {"ties"}
+    elif base in BINARY_RELEVANCE:
+        acting = {"rel_threshold", "ties"}
+    else:
+        acting = {"ties"}
+    return [name for name, v in VARIANTS.items() if not v or (set(v) <= acting and set(v) & acting)]
