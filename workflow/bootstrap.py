@@ -9,7 +9,8 @@
 Each creates (or reuses) ./.venv, installs rankstudy with its test and cluster extras when
 pyproject.toml changed since the last install, then runs the command inside it
 (`run` is snakemake with --cores $CORES, default 2, and --rerun-incomplete; it first removes
-the lock a killed run left behind, when no snakemake runs here). Only the standard library is used
+the lock a killed run left behind, when no snakemake runs here, and adds an estimate of the time
+left after each of snakemake's progress lines). Only the standard library is used
 here, because nothing else is installed yet. Afterwards `. .venv/bin/activate` puts
 snakemake, pytest and mlflow on PATH for the commands of the README.
 """
@@ -18,10 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import resource
+import signal
 import sqlite3
 import subprocess
 import sys
+import time
 import venv
 from pathlib import Path
 
@@ -125,18 +129,58 @@ def thread_failure_hint(line: str) -> str | None:
             f"jobs at once (CORES=1)")
 
 
-def run_snakemake(cmd: list[str], env: dict) -> int:
-    """Snakemake with its output passed through, and a hint at the end when it failed for want of threads."""
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def duration(seconds: float) -> str:
+    """``45s``, ``3m05s``, ``2h07m``."""
+    seconds = round(seconds)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
+
+
+def progress_estimate(done: int, total: int, elapsed: float) -> str:
+    """The line added after Snakemake's "N of M steps done": the time so far and the remaining
+    steps at the mean pace of those done (steps differ in length, hence "about")."""
+    so_far = f"{done} of {total} steps done in {duration(elapsed)}"
+    if done <= 0 or done >= total:
+        return so_far
+    pace = elapsed / done
+    return f"{so_far} ({pace:.1f} s per step): about {duration(pace * (total - done))} left"
+
+
+PROGRESS = re.compile(r"\b(\d+) of (\d+) steps \([\d.]+%\) done")
+
+
+def relay(lines, out, elapsed) -> str | None:
+    """Write every line to ``out`` as it comes, each progress line followed by an estimate
+    (``elapsed()``: seconds since the run started). Returns the hint for a thread failure, if any."""
     hint = None
+    for line in lines:
+        out.write(line)
+        progress = PROGRESS.search(line)
+        if progress:
+            out.write(f"[bootstrap] {progress_estimate(int(progress[1]), int(progress[2]), elapsed())}\n")
+        out.flush()
+        hint = hint or thread_failure_hint(line)
+    return hint
+
+
+def run_snakemake(cmd: list[str], env: dict) -> int:
+    """Snakemake with its output passed through line by line, an estimate of the time left after
+    each progress line, and a hint at the end when it failed for want of threads."""
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace")
+    # Ctrl-C reaches snakemake from the terminal (same process group): keep relaying what it
+    # says while it stops its jobs, and end with its exit code (ignored only here, after the
+    # start, as a child would inherit the ignoring)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        for line in proc.stdout:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-            hint = hint or thread_failure_hint(line)
-    except KeyboardInterrupt:  # Ctrl-C reached snakemake too: let it stop its jobs
-        pass
-    code = proc.wait()
+        hint = relay(proc.stdout, sys.stdout, lambda: time.monotonic() - started)
+        code = proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if code and hint:
         say(hint)
     return code
