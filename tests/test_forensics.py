@@ -28,7 +28,7 @@ def test_a_variant_keeps_the_named_methods_and_merges_its_fragment():
             "each_method": {"grid": {"C": [0.01, 100.0]}}}
     config = pf.variant_config(BASE, ["SVMmap", "McRank"], "side-bad", spec, "scorecard.forensics.bases.paper-fig1")
     assert config["study"] == "paper-fig1.side-bad"
-    assert list(config["methods"]) == ["SVMmap", "McRank"]
+    assert list(config["methods"]) == config["run_methods"] == ["SVMmap", "McRank"]
     assert config["cleaning"] == {"chakrabarti": ["train", "vali", "test"], "drop_no_relevant": ["train"],
                                   "near_duplicates": {"side": "bad"}}
     assert config["methods"]["SVMmap"]["grid"] == {"C": [0.01, 100.0]}

@@ -45,6 +45,7 @@ def variant_config(base: dict, methods: list[str], variant: str, spec: dict, whe
                          f"(it has {sorted(base.get('methods', {}))})")
     config = copy.deepcopy({k: v for k, v in base.items() if k not in ("paper", "datasets")})
     config["methods"] = {m: base["methods"][m] for m in methods}
+    config["run_methods"] = list(methods)  # the defaults' methods merge in beside a study's own
     for key in ("sweep", "delta_smear"):
         config.get("report", {}).pop(key, None)
     config = merged(config, spec.get("set", {}))
