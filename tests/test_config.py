@@ -257,11 +257,13 @@ def test_a_method_value_that_would_fail_at_fit_is_refused_naming_its_key(spec, m
 def test_numbers_inside_a_command_line_section_become_numbers():
     """`--config 'report={n_resamples: 1000}'` hands Snakemake's config the string '1000'."""
     schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
-    config = {"folds": ["1"], "report": {"n_resamples": "1000", "alpha": "0.1", "baseline": "ranknet"},
+    config = {"folds": ["1"], "report": {"n_resamples": "1000", "alpha": "0.1", "baseline": "ranknet",
+                                         "min_queries": "12", "compare": "all_pairs"},
               "features": {"first_order": "false", "rho": ["0.2"], "normalization": "zscore"},
               "evaluation": {"rel_threshold": "2"}}
     prepare_cli_values(config, schema)
-    assert config["report"] == {"n_resamples": 1000, "alpha": 0.1, "baseline": "ranknet"}
+    assert config["report"] == {"n_resamples": 1000, "alpha": 0.1, "baseline": "ranknet", "min_queries": 12,
+                                "compare": "all_pairs"}
     assert config["features"] == {"first_order": False, "rho": [0.2], "normalization": "zscore"}
     assert config["evaluation"]["rel_threshold"] == 2
     config = {"folds": [1], "report": {"n_resamples": "many"}}

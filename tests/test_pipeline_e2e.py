@@ -166,6 +166,11 @@ def test_tables_plots_and_runs_exist(tiny_run):
     table = pd.read_csv(workdir / "results/tables/default/synthetic.csv")
     # long format: one row per (metric, system); 3 methods x 2 feature sets, 3 metrics
     assert table["system"].nunique() == 6 and len(table) == 18
+    # every system against the baseline, per metric; the 12 validation queries of each fold are warned about
+    pairs = pd.read_csv(workdir / "results/tables/default/synthetic.pairs.csv", keep_default_na=False)
+    assert len(pairs) == 5 * 3 and (pairs["other"] == "ranknet [first]").all()
+    md = (workdir / "results/tables/default/synthetic.md").read_text()
+    assert "fewer than 20 validation queries in fold 1 (12 queries), fold 2 (12 queries)" in md
     run = run_dir(workdir, "ranknet", 2, "rho0.10")
     for name in ("model.json", "fit.json", "scores.test.tsv", "run.test.trec", "qrels.test.txt",
                  "metrics.per_query.test.csv", "metrics.per_query.vali.csv", "summary.json", "history.json",

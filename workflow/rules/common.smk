@@ -155,6 +155,11 @@ def dataset_summaries(w):
     return [L.fill(L.METHOD_SUMMARY, study=w.study, dataset=w.dataset, **s) for s in study_systems()]
 
 
+def dataset_fold_metas(w):
+    """meta.json of every fold (FOLDS order): the cleaned splits' sizes, validation included."""
+    return [L.fill(L.FOLD_META, fold=f, **protocol_keys(w)) for f in FOLDS]
+
+
 def dataset_transforms(w):
     """transform.json of every (feature set, fold): {feature set: [per fold]}."""
     return {f"transform_{fs}": [L.fill(L.TRANSFORM, featureset=fs, fold=f, **protocol_keys(w)) for f in FOLDS]

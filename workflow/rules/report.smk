@@ -6,10 +6,12 @@ rule tables:
     input:
         per_query=dataset_per_query,
         summaries=dataset_summaries,
+        fold_meta=dataset_fold_metas,  # validation split sizes: the tables warn when they are small
     output:
         csv=report(f"{L.TABLES}.csv", caption="../report/table.rst", category="Tables", subcategory="{dataset}"),
         md=f"{L.TABLES}.md",
         tex=f"{L.TABLES}.tex",
+        pairs=f"{L.TABLES}.pairs.csv",  # every tested pair (report.compare)
         html=report(f"{L.TABLES}.html", caption="../report/table.rst", category="Tables", subcategory="{dataset}"),
         plot=report(f"{L.PLOTS}.ndcg_at_k.png", caption="../report/ndcg_at_k.rst", category="Plots",
                     subcategory="{dataset}"),

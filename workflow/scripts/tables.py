@@ -8,6 +8,7 @@ import pandas as pd
 from rankstudy.reporting import chosen, plots, tables, timing
 from rankstudy.tracking import runs as tracking
 from rankstudy.pipeline import results
+from rankstudy.pipeline.records import FoldMeta
 from rankstudy.pipeline.jobs import job_logging
 
 NO_RELEVANT = {"zero": "count as 0 (LETOR evaluation tool)", "one": "count as 1 (LightGBM convention)",
@@ -28,6 +29,15 @@ def cleaning_text(cleaning: dict) -> str:
     return f" Cleaning: {'; '.join(parts)}." if parts else " No cleaning."
 
 
+def significance_text(compare: str, baseline: str, alpha: float) -> str:
+    """What the marks test, in the caption's words (the legend says the rest)."""
+    if compare == "all_pairs":
+        return (f"significance between every pair of systems over paired test queries (randomization test, "
+                f"Holm-corrected over all pairs, alpha {alpha})")
+    return (f"significance vs baseline {baseline} over paired test queries (paired t-test *, randomization "
+            f"test †, Holm-corrected, alpha {alpha})")
+
+
 with job_logging(snakemake, "tables"):
     w, p = snakemake.wildcards, snakemake.params
     per_query = results.test_per_query(snakemake.input.per_query, p.systems)
@@ -38,18 +48,25 @@ with job_logging(snakemake, "tables"):
     per_query["system"] = per_query["system"].astype(str)
     report, evaluation = p.report, p.evaluation
     metric_names = report["metrics"]
+    # .get: a run whose workflow was read before report.compare and report.min_queries existed
+    # has neither key, nor the fold_meta input
+    compare = report.get("compare", "baseline")
+    tests = dict(n_resamples=report["n_resamples"], alpha=report["alpha"], seed=0,
+                 min_queries=report.get("min_queries", tables.DEFAULT_MIN_QUERIES))
     summaries = results.summaries(snakemake.input.summaries, p.systems)
-    table = tables.comparison_table(per_query, metric_names, p.baseline,
-                                    n_resamples=report["n_resamples"], alpha=report["alpha"], seed=0)
+    table = tables.comparison_table(per_query, metric_names, p.baseline, **tests)
     tables.mark_not_learned(table, results.not_learned(summaries))
+    fold_metas = [FoldMeta.read(path) for path in snakemake.input.get("fold_meta", [])]
+    tables.mark_validation_queries(table, {m.fold: m.sizes["vali.n_queries"] for m in fold_metas})
+    pairs = (tables.all_pairs_comparison(per_query, metric_names, list(table.index), **tests)
+             if compare == "all_pairs" else tables.baseline_pairs(table, metric_names))
     caption = (f"{w.dataset}, study {w.study}: test split, mean ± std over {len(p.folds)} fold(s) "
-               f"{p.folds}; significance vs baseline {p.baseline} over queries (paired t-test *, "
-               f"randomization test †, Holm-corrected, alpha {report['alpha']}). "
+               f"{p.folds}; {significance_text(compare, p.baseline, report['alpha'])}. "
                f"Score ties are broken by input order; queries without a relevant document "
                f"(label >= {evaluation['rel_threshold']}) {NO_RELEVANT[evaluation['no_relevant']]}."
                + cleaning_text(p.cleaning))
     prefix = Path(snakemake.output.csv).with_suffix("")
-    written = tables.write_tables(table, metric_names, prefix, caption)
+    written = tables.write_tables(table, metric_names, prefix, caption, pairs=pairs, compare=compare)
     plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k")
     plot_p = plots.ndcg_at_k_plot(per_query, snakemake.output.plot_p, title=f"{w.dataset}: test P@k", metric="p")
     timing_written = timing.write_timing(
