@@ -519,20 +519,19 @@ def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.
     n_resamples = table.attrs.get("n_resamples", "?")
     text = e("Mean ") + pm + e(" std over folds of the per-fold test means; bold: best per metric. ")
     if pairs is not None:
-        n_pairs = len(pairs[pairs["metric"] == metrics[0]]) if len(metrics) else 0
-        text += e("Superscript letters")
+        n_tested = len(pairs[pairs["metric"] == metrics[0]]) if len(metrics) else 0
         test = pairs["decided_by"].iloc[0] if len(pairs) else PAIRS_TEST
         resamples = f" ({n_resamples} resamples)" if test == "rand" else ""
-        text += e(f": the systems (by column #) this one beats, with a higher mean over paired test queries "
-                  f"and p < {alpha:g} by the {TEST_NAMES[test]}{resamples}, Holm-corrected "
-                  f"over all {n_pairs} pairs of systems of the metric (like ranx's compare). Every pair's "
+        text += e(f"Superscript letters: the systems (by column #) this one beats, with a higher mean over paired "
+                  f"test queries and p < {alpha:g} by the {TEST_NAMES[test]}{resamples}, Holm-corrected "
+                  f"over all {n_tested} pairs of systems of the metric (like ranx's compare). Every pair's "
                   f"difference, interval and both tests' p-values are in the .pairs.csv file.")
     else:
         baseline = table.attrs.get("baseline", table.index[0])
         text += (style.mark("better") + e("/") + style.mark("worse")
                  + e(f": better/worse than the baseline {baseline} (sign of the mean paired difference), "
                      f"significantly by ") + style.mark("", "ttest")
-                 + e(f" the paired t-test and/or ") + style.mark("", "rand")
+                 + e(" the paired t-test and/or ") + style.mark("", "rand")
                  + e(f" the paired sign-flip randomization test ({n_resamples} resamples), each Holm-corrected "
                      f"across the {len(table) - 1} systems compared with it, p < {alpha:g}. Differences with "
                      f"their {CONFIDENCE:.0%} t-intervals and the adjusted p-values follow below."))
@@ -725,13 +724,15 @@ def html_table(grid: Grid, caption: str) -> str:
             f"<tbody>\n{body}\n</tbody>\n</table>")
 
 
-def html_marks_width(table: pd.DataFrame, pairs: pd.DataFrame | None) -> str:
-    """Room for the widest marks: an arrow and two marks, or every other system's letter."""
+def html_marks_width(table: pd.DataFrame, metrics: Sequence[str], pairs: pd.DataFrame | None) -> str:
+    """Room for the widest marks of the table: an arrow and two marks, or the longest list of letters."""
     if pairs is None:
         return "2.2em"
     letters = system_letters(list(table.index))
-    widest = sum(len(label) + 1 for label in letters.values()) - max(len(label) for label in letters.values())
-    return f"{max(1.0, 0.55 * widest):.1f}em"
+    joiner = 0 if all(len(label) == 1 for label in letters.values()) else 1
+    widest = max((sum(len(letters[s]) + joiner for s in beaten) for metric in metrics
+                  for beaten in beaten_systems(pairs, metric, list(table.index)).values()), default=0)
+    return f"{0.45 * widest + 0.3:.1f}em"  # superscript letters are about 0.45em wide
 
 
 def html_document(table: pd.DataFrame, metrics: Sequence[str], caption: str,
@@ -746,7 +747,7 @@ def html_document(table: pd.DataFrame, metrics: Sequence[str], caption: str,
     if pairs is None:
         parts += [html_table(grid, html.escape(heading))
                   for heading, grid in baseline_detail_grids(table, metrics, style).items()]
-    css = HTML_STYLE.replace("MARKS_WIDTH", html_marks_width(table, pairs))
+    css = HTML_STYLE.replace("MARKS_WIDTH", html_marks_width(table, metrics, pairs))
     body = "\n".join(parts)
     return (
         "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\">"
