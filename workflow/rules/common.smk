@@ -1,5 +1,6 @@
 # Shared helpers: config checks that need the package, the protocol of each data set, wildcard
 # constraints, input functions and target lists. Every path comes from rankstudy.pipeline.layout.
+import asyncio
 import json
 import re
 from pathlib import Path
@@ -8,6 +9,7 @@ from rankstudy.pipeline import layout as L
 from rankstudy.pipeline.config import check_config, evaluate_params, run_methods
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.data.registry import source_settings
+from snakemake.exceptions import NestedCoroutineError
 
 SETTINGS = check_config(config, workdir=Path(workflow.basedir))
 FEATURESETS = SETTINGS.featuresets  # name -> FeatureSet
@@ -38,16 +40,29 @@ MLFLOW = {"tracking_uri": config["mlflow"]["tracking_uri"], "experiment": config
 # growing by at most 1.5 MB per MB of input), and the longest script took 25 s. mem_mb and
 # runtime (minutes) double on the second attempt (--retries) and triple on the third, so a job
 # killed for memory or time asks for more.
+def input_size_mb(input):
+    """input.size_mb, refused inside a running event loop as Snakemake itself would refuse it.
+    `snakemake --report` evaluates resources inside one: there input.size_mb makes a coroutine
+    that Snakemake cannot run (NestedCoroutineError, which it takes as "to be determined") and
+    never closes, so Python warns "coroutine ... was never awaited" (Snakemake 9.27). Raising
+    the same error before the coroutine exists gives the same result without the warning."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # no loop: the normal case, in the scheduler and in jobs
+        return input.size_mb
+    raise NestedCoroutineError("input sizes are not read inside a running event loop")
+
+
 def job_mem_mb(base=1000, per_input_mb=0.0):
     def mem_mb(wildcards, input, attempt):
-        return int(base + per_input_mb * input.size_mb) * attempt
+        return int(base + per_input_mb * input_size_mb(input)) * attempt
 
     return mem_mb
 
 
 def job_runtime(base=10, per_input_mb=0.0):
     def runtime(wildcards, input, attempt):
-        return int(base + per_input_mb * input.size_mb) * attempt
+        return int(base + per_input_mb * input_size_mb(input)) * attempt
 
     return runtime
 
