@@ -27,8 +27,9 @@ ENV = "../../environment.yml"
 # section as jobs see it (extra_metrics already in metrics, and named only when there are some).
 EVALUATION = evaluate_params(config["evaluation"])
 SELECTION = {k: EVALUATION[k] for k in ("selection_metric", "rel_threshold", "no_relevant")}
-# Default MLflow store beside the outputs; MLFLOW_TRACKING_URI still wins inside the jobs.
-MLFLOW = {"tracking_uri": config["mlflow"]["tracking_uri"], "experiment": config["mlflow"]["experiment"]}
+# The MLflow settings (config key mlflow) are no job's params: the logging jobs (aggregate,
+# tables) read them from the config, so a changed store reruns nothing and no store path is
+# shown in the report. MLFLOW_TRACKING_URI still wins inside the jobs.
 
 
 # What one job asks a scheduler for (SLURM through workflow/profiles/slurm; locally only `threads`

@@ -40,7 +40,6 @@ rule aggregate:
     params:
         folds=FOLDS,
         spec=training_spec,
-        mlflow=MLFLOW,
     log:
         L.log("aggregate"),
     benchmark:

@@ -22,13 +22,14 @@ rule tables:
         params_csv=f"{L.TABLES}.params.csv",
         params_md=f"{L.TABLES}.params.md",
     params:
+        # no MLflow settings: where the job logs to is not what it computes, so it is read from
+        # the config (a changed store reruns nothing, and no path shows in the report's params)
         systems=study_systems(),  # in the order of input.per_query and input.summaries
         folds=FOLDS,
         baseline=SETTINGS.baseline,
         report=config["report"],
         evaluation=EVALUATION,
         cleaning=config["cleaning"],
-        mlflow=MLFLOW,
     log:
         L.log("tables"),
     benchmark:

@@ -54,7 +54,8 @@ def learning_tags(summary: FoldSummary) -> dict:
 
 
 with job_logging(snakemake, "aggregate"):
-    w, inputs, mlflow = snakemake.wildcards, snakemake.input, snakemake.params.mlflow
+    # the MLflow settings are not params: where to log is not what the job computes
+    w, inputs, mlflow = snakemake.wildcards, snakemake.input, snakemake.config["mlflow"]
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
     identity = dict(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method)
     folds, per_query, timing, fold_runs, learned, chosen_per_fold = [], [], [], {}, {}, {}

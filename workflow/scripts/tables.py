@@ -78,7 +78,7 @@ with job_logging(snakemake, "tables"):
         f"{evaluation['selection_metric']} (selection_score), what training settled itself (best_iteration: "
         f"LambdaMART's trees kept by early stopping; chosen_restart), and whether the model learned.")
     print(Path(snakemake.output.md).read_text())
-    mlflow = p.mlflow
+    mlflow = snakemake.config["mlflow"]  # not a param: where to log is not what the job computes
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
     tracking.log_study_run(uri, mlflow["experiment"], study=w.study, dataset=w.dataset,
                            artifacts=[*map(Path, written), *timing_written, *chosen_written, Path(plot), Path(plot_p)],
