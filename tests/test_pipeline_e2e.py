@@ -256,6 +256,37 @@ def test_lint_reports_no_error(tiny_run):
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+TABLE_FILES = ("csv", "md", "tex", "pairs.csv", "timing.csv", "timing.md", "params.csv", "params.md")
+
+
+def test_the_report_holds_every_table_and_builds_without_a_warning(tiny_run):
+    """`snakemake --report`: every table file as a page its viewer shows (it opens a CSV,
+    Markdown or LaTeX file empty), no RuntimeWarning, and no path of this machine in the job
+    params it shows (the MLflow store is no param)."""
+    import zipfile
+
+    workdir, _ = tiny_run
+    out = snakemake(workdir, "--report", "report.zip")
+    assert "RuntimeWarning" not in out.stdout + out.stderr and "never awaited" not in out.stderr, out.stderr
+    with zipfile.ZipFile(workdir / "report.zip") as archive:
+        files = {Path(name).name: archive.read(name) for name in archive.namelist()}
+    pages = {suffix: files[f"synthetic.{suffix}.html"].decode() for suffix in TABLE_FILES}
+    tables = workdir / "results/tables/default"
+    for suffix in ("csv", "pairs.csv", "timing.csv", "params.csv"):  # every row, as a table
+        rows = pd.read_csv(tables / f"synthetic.{suffix}")
+        assert pages[suffix].count("<tr") == len(rows) + 1 and all(f"<th>{c}</th>" in pages[suffix] for c in rows)
+    for suffix in ("md", "timing.md", "params.md"):  # rendered, not as text
+        assert "<table>" in pages[suffix] and "| system" not in pages[suffix] and "ranknet [first]" in pages[suffix]
+    assert "tabular" in pages["tex"]
+    assert "synthetic.html" in files and "synthetic.ndcg_at_k.png" in files
+    report = files["report.html"].decode()
+    for suffix in TABLE_FILES:  # shown as HTML, labelled by table and file
+        assert f'"file": "{suffix}"' in report
+    assert '"mime_type": "text/csv"' not in report
+    assert str(workdir) not in report and str(workdir.resolve()) not in report
+    assert "mlflow=" not in report and "tracking_uri=" not in report
+
+
 def test_a_new_commit_plans_nothing(tiny_run):
     workdir, _ = tiny_run
     (workdir / "README.md").write_text("a change that is not code\n")

@@ -188,6 +188,19 @@ def delta_smear_train(w):
     return L.fill(L.CLEANED, fold=fold, split="train", **protocol_keys(w))
 
 
+def table_in_report(path, table, file, caption):
+    """``path`` in `snakemake --report`, under Tables > data set, labelled by its table and the
+    file it shows (the labels name the entries, instead of their paths)."""
+    return report(path, caption=f"../report/{caption}", category="Tables", subcategory="{dataset}",
+                  labels={"table": table, "file": file})
+
+
+def table_page(table, caption, suffix):
+    """The page of the table file ``{L.TABLES}.{suffix}`` in the report (rankstudy.reporting.pages:
+    the report's viewer shows HTML, while a CSV, Markdown or LaTeX file would open empty)."""
+    return table_in_report(f"{L.REPORT_PAGES}.{suffix}.html", table, suffix, caption)
+
+
 def all_targets():
     if config.get("scorecard"):  # the member studies' own targets are theirs to name
         return [f"{L.SCORECARD}.md", f"{L.SCORECARD}.html"]

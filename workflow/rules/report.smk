@@ -8,11 +8,11 @@ rule tables:
         summaries=dataset_summaries,
         fold_meta=dataset_fold_metas,  # validation split sizes: the tables warn when they are small
     output:
-        csv=report(f"{L.TABLES}.csv", caption="../report/table.rst", category="Tables", subcategory="{dataset}"),
+        csv=f"{L.TABLES}.csv",
         md=f"{L.TABLES}.md",
         tex=f"{L.TABLES}.tex",
         pairs=f"{L.TABLES}.pairs.csv",  # every tested pair (report.compare)
-        html=report(f"{L.TABLES}.html", caption="../report/table.rst", category="Tables", subcategory="{dataset}"),
+        html=table_in_report(f"{L.TABLES}.html", "comparison", "html", "table.rst"),
         plot=report(f"{L.PLOTS}.ndcg_at_k.png", caption="../report/ndcg_at_k.rst", category="Plots",
                     subcategory="{dataset}"),
         plot_p=report(f"{L.PLOTS}.p_at_k.png", caption="../report/p_at_k.rst", category="Plots",
@@ -21,6 +21,15 @@ rule tables:
         timing_md=f"{L.TABLES}.timing.md",
         params_csv=f"{L.TABLES}.params.csv",
         params_md=f"{L.TABLES}.params.md",
+        # page_<name>: the page of output <name> (the script writes one per page_ output)
+        page_csv=table_page("comparison", "table.rst", "csv"),
+        page_md=table_page("comparison", "table.rst", "md"),
+        page_tex=table_page("comparison", "table.rst", "tex"),
+        page_pairs=table_page("pairs", "pairs.rst", "pairs.csv"),
+        page_timing_csv=table_page("timing", "timing.rst", "timing.csv"),
+        page_timing_md=table_page("timing", "timing.rst", "timing.md"),
+        page_params_csv=table_page("params", "params.rst", "params.csv"),
+        page_params_md=table_page("params", "params.rst", "params.md"),
     params:
         # no MLflow settings: where the job logs to is not what it computes, so it is read from
         # the config (a changed store reruns nothing, and no path shows in the report's params)
@@ -52,8 +61,7 @@ rule paper_table:
     output:
         md=f"{L.TABLES}.paper.md",
         csv=f"{L.TABLES}.paper.csv",
-        html=report(f"{L.TABLES}.paper.html", caption="../report/paper_table.rst", category="Tables",
-                    subcategory="{dataset}"),
+        html=table_in_report(f"{L.TABLES}.paper.html", "paper", "paper.html", "paper_table.rst"),
     params:
         systems=study_systems(),
         featuresets=list(FEATURESETS),

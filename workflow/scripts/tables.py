@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankstudy.reporting import chosen, plots, tables, timing
+from rankstudy.reporting import chosen, pages, plots, tables, timing
 from rankstudy.tracking import runs as tracking
 from rankstudy.pipeline import results
 from rankstudy.pipeline.records import FoldMeta
@@ -77,6 +77,9 @@ with job_logging(snakemake, "tables"):
         f"{w.dataset}, study {w.study}: the hyper-parameters chosen per fold on validation "
         f"{evaluation['selection_metric']} (selection_score), what training settled itself (best_iteration: "
         f"LambdaMART's trees kept by early stopping; chosen_restart), and whether the model learned.")
+    for name in snakemake.output.keys():  # report.smk: page_<name> is the report's page of output <name>
+        if name.startswith("page_"):
+            pages.write_table_page(snakemake.output[name.removeprefix("page_")], snakemake.output[name])
     print(Path(snakemake.output.md).read_text())
     mlflow = snakemake.config["mlflow"]  # not a param: where to log is not what the job computes
     uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
