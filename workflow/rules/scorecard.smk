@@ -106,7 +106,7 @@ if FORENSICS:
             [L.fill(L.STUDY_COMPLETE, study=v, dataset=spec["dataset"]) for v, spec in VARIANTS.items()],
         output:
             md=f"{L.FORENSICS}.md",
-            csv=report(f"{L.FORENSICS}.csv", caption="../report/forensics.rst", category="Scorecard"),
+            csv=f"{L.FORENSICS}.csv",  # the report shows the html (a CSV would open empty there)
             cells=f"{L.FORENSICS}.cells.csv",
             html=report(f"{L.FORENSICS}.html", caption="../report/forensics.rst", category="Scorecard"),
             png=report(f"{L.FORENSICS}.png", caption="../report/forensics.rst", category="Scorecard"),
@@ -135,7 +135,7 @@ rule scorecard:
         forensics=[f"{L.FORENSICS}.cells.csv"] if FORENSICS else [],
     output:
         md=f"{L.SCORECARD}.md",
-        csv=report(f"{L.SCORECARD}.csv", caption="../report/scorecard.rst", category="Scorecard"),
+        csv=f"{L.SCORECARD}.csv",  # the report shows the html (a CSV would open empty there)
         html=report(f"{L.SCORECARD}.html", caption="../report/scorecard.rst", category="Scorecard"),
         conventions=f"{L.SCORECARD}.conventions.csv",
         beyond=f"{L.SCORECARD}.beyond.csv",

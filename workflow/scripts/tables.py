@@ -16,13 +16,22 @@ NO_RELEVANT = {"zero": "count as 0 (LETOR evaluation tool)", "one": "count as 1 
 
 
 
+def near_duplicates_text(options: dict) -> str:
+    """How the Chakrabarti cleaning read its open choices (cleaning.near_duplicates)."""
+    zero = "all-zero feature vectors and " if options.get("zero_vectors", True) else ""
+    side = "both documents of" if options.get("side", "both") == "both" else "the non-relevant document of"
+    scope = {"query": "within a query", "split": "across each split's queries",
+             "fold": "across the fold's three splits (before the split)"}[options.get("scope", "query")]
+    return f"{zero}{side} each good/bad pair {scope} with cosine similarity > {options.get('cosine', 0.99):g}"
+
+
 def cleaning_text(cleaning: dict) -> str:
     """What the data went through before training, in the caption's words."""
     parts = []
     if cleaning.get("drop_no_relevant"):
         parts.append(f"queries without a relevant document dropped from {', '.join(cleaning['drop_no_relevant'])}")
     if cleaning.get("chakrabarti"):
-        parts.append(f"all-zero feature vectors and good/bad pairs with cosine similarity > 0.99 dropped from "
+        parts.append(f"{near_duplicates_text(cleaning.get('near_duplicates') or {})} dropped from "
                      f"{', '.join(cleaning['chakrabarti'])} (Chakrabarti et al. 2008, Section 4.1)")
     if cleaning.get("binarize"):
         parts.append(f"labels binarised (1 if label >= rel_threshold, else 0) in {', '.join(cleaning['binarize'])}")
