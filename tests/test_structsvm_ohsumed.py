@@ -28,7 +28,7 @@ FIG9_CLEANING = {"drop_no_relevant": ["train"], "chakrabarti": ["train", "vali",
 # the study's structural SVMs; the *-literal ones are the paper's recipes, shown beside them, which
 # stay at w = 0 (test_literal_recipes_stay_at_w_zero_on_ohsumed_shaped_data)
 STRUCTSVM = [name for name in FIG9["run_methods"]
-             if FIG9["methods"][name]["kind"] == "structsvm" and not name.endswith("-literal")]
+             if FIG9["methods"].get(name, {}).get("kind") == "structsvm" and not name.endswith("-literal")]
 
 
 def mean_metric(scores, data, name):
