@@ -156,11 +156,28 @@ def test_binarize_labels_at_the_threshold():
     rng = np.random.default_rng(0)
     data = make_data(rng, [4, 6, 3])
     data.y[:] = rng.integers(0, 5, len(data.y))
-    binary, changed = cleaning.binarize_labels(data, rel_threshold=2)
-    np.testing.assert_array_equal(binary.y, (data.y >= 2).astype(float))
+    binary, changed = cleaning.binarize_labels(data, rel_threshold=1)
+    np.testing.assert_array_equal(binary.y, (data.y >= 1).astype(float))
     assert changed == int(np.count_nonzero(binary.y != data.y))
     np.testing.assert_array_equal(binary.X, data.X)
     np.testing.assert_array_equal(binary.offsets, data.offsets)
+
+
+def test_binarised_labels_stay_relevant_under_a_threshold_above_one():
+    """With relevant = label 2 a binarised relevant document keeps label 2, so MAP at that
+    threshold finds it (labels of 1 would make every query score 0), and NDCG is binary NDCG."""
+    from rankstudy.evaluation.metrics import per_query
+    rng = np.random.default_rng(1)
+    data = make_data(rng, [8, 6, 9])
+    data.y[:] = [2, 1, 0, 0, 2, 1, 0, 1, 2, 0, 0, 0, 1, 2, 0, 0, 0, 1, 2, 2, 0, 1, 0]
+    binary, _ = cleaning.binarize_labels(data, rel_threshold=2)
+    np.testing.assert_array_equal(binary.y, np.where(data.y >= 2, 2.0, 0.0))
+    scores = rng.normal(size=len(data.y))
+    at_two = per_query(scores, binary.y, binary.offsets, ["map", "ndcg@5"], rel_threshold=2)
+    ones = per_query(scores, (data.y >= 2).astype(float), data.offsets, ["map", "ndcg@5"], rel_threshold=1)
+    np.testing.assert_allclose(at_two["map"], ones["map"])
+    np.testing.assert_allclose(at_two["ndcg@5"], ones["ndcg@5"])
+    assert (at_two["map"] > 0).all()
 
 
 def brute_clashes(X, y, rel: float, cosine: float, same_group) -> tuple[list[bool], list[bool]]:

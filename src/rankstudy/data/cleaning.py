@@ -29,11 +29,19 @@ def drop_queries_without_relevant(data: RankData, rel_threshold: float = 1.0) ->
 
 
 def binarize_labels(data: RankData, rel_threshold: float = 1.0) -> tuple[RankData, int]:
-    """Labels become 1 (label >= ``rel_threshold``) or 0, as papers that use binary relevance
-    did (Dubey et al. 2009); count = documents whose label changed."""
-    binary = (data.y >= rel_threshold).astype(np.float64)
+    """Labels become relevant (label >= ``rel_threshold``) or 0, as papers that use binary
+    relevance did (Dubey et al. 2009); count = documents whose label changed. A relevant label
+    is ``binary_label(rel_threshold)``: 1, or the threshold when it is above 1, so the run's
+    threshold still finds the relevant documents (MAP, MRR, the rankers) and NDCG, whose gains
+    are then all equal, is binary NDCG."""
+    binary = np.where(data.y >= rel_threshold, binary_label(rel_threshold), 0.0)
     changed = int(np.count_nonzero(binary != data.y))
     return dataclasses.replace(data, y=binary), changed
+
+
+def binary_label(rel_threshold: float) -> float:
+    """The label of a relevant document after binarisation (binarize_labels)."""
+    return max(1.0, float(rel_threshold))
 
 
 def drop_zero_vectors(data: RankData) -> tuple[RankData, int]:

@@ -166,7 +166,7 @@ def clean(fold: Fold, rules: dict, rel_threshold: float) -> None:
             fold.splits[s], fold.dropped[f"{s}.labels_binarized"] = cleaning.binarize_labels(
                 fold.splits[s], rel_threshold=rel_threshold)
     if "test" in rules.get("binarize", []):
-        fold.max_label = 1.0  # ERR's top grade on the reported labels
+        fold.max_label = cleaning.binary_label(rel_threshold)  # ERR's top grade on the reported labels
     emptied = [s for s in SPLITS if fold.splits[s].n_queries == 0]
     if emptied:
         removed = {k: v for k, v in fold.dropped.items() if v and k.split(".")[0] in emptied}
