@@ -67,3 +67,13 @@ def test_chakrabarti_cleaning_before_the_split_looks_across_splits():
     assert len(before.splits["test"].y) == sizes["test"] and "test.near_duplicates" not in before.dropped
     assert "vali.zero_vectors" not in before.dropped and within.dropped["vali.zero_vectors"] == 1
     assert len(before.splits["vali"].y) == sizes["vali"] - before.dropped["vali.near_duplicates"]
+
+
+def test_fold_meta_records_the_near_duplicate_options_as_given():
+    from types import SimpleNamespace
+
+    from rankstudy.pipeline.records import FoldMeta
+    fold = load_fold("synthetic", {"source": "synthetic", "seed": 0, "n_queries": 40, "n_features": 17}, 1)
+    rules = {"chakrabarti": ["train"], "near_duplicates": {"side": "bad", "cosine": 0.9}}
+    meta = FoldMeta.of(SimpleNamespace(dataset="synthetic", fold=1, files={}), fold, rules, 1.0)
+    assert meta.cleaning == {"chakrabarti": ["train"], "near_duplicates": {"side": "bad", "cosine": 0.9}}

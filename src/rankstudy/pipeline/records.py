@@ -89,14 +89,14 @@ class FoldMeta(Record):
     fingerprint: str  # of the cleaned splits
     files: dict[str, str]
     sizes: dict[str, int]
-    cleaning: dict[str, list[str]]
+    cleaning: dict  # rule -> its splits; near_duplicates -> its options
     rel_threshold: float
     dropped: dict[str, int]  # what each cleaning step removed, per split
 
     @classmethod
     def of(cls, parsed: ParsedFold, fold, cleaning: dict, rel_threshold: float) -> "FoldMeta":
         return cls(parsed.dataset, parsed.fold, float(fold.max_label), int(fold.n_features), fold.fingerprint(),
-                   dict(parsed.files), _sizes(fold.splits), {k: list(v) for k, v in (cleaning or {}).items()},
+                   dict(parsed.files), _sizes(fold.splits), {k: dict(v) if isinstance(v, dict) else list(v) for k, v in (cleaning or {}).items()},
                    float(rel_threshold), dict(fold.dropped))
 
     def to_dict(self) -> dict:
