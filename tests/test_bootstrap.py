@@ -66,7 +66,9 @@ def test_run_keeps_the_output_and_the_exit_code(capsys):
 def test_ctrl_c_reaches_snakemake_and_its_last_words_and_exit_code_come_through():
     """Ctrl-C signals the terminal's whole process group: the bootstrap keeps relaying while the
     stand-in stops (writing more than a pipe holds), then ends with its exit code."""
-    child = ("import sys, time\n"
+    # a shell's background job starts with SIGINT ignored, and Python then raises no
+    # KeyboardInterrupt: the stand-in takes Ctrl-C as Snakemake in a terminal does
+    child = ("import signal, sys, time\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
              "try:\n    print('ready', flush=True)\n    time.sleep(60)\n"
              "except KeyboardInterrupt:\n"
              "    print('stopping\\n' * 20000, end='', flush=True)\n    sys.exit(130)\n")
