@@ -789,8 +789,11 @@ def test_a_scorecard_run_runs_its_studies_and_scores_every_published_cell(tmp_pa
                         "columns": {"NDCG@10": "ndcg@10", "MAP": "map", "ERR": "err"}, "system": "{row} [first]"}}
     (workdir / "member.yaml").write_text(yaml.safe_dump(member))
     config = yaml.safe_load((workdir / "test.yaml").read_text())
+    # protocol forensics: ranknet rerun with another normalisation, as a study of its own
+    forensics = {"bases": {"member": ["ranknet"]},
+                 "variants": {"querylevel": {"choice": "normalisation", "set": {"features": {"normalization": "querylevel"}}}}}
     config.update({"study": "card", "scorecard": {"studies": ["member.yaml"], "claims": {"member": "claims.csv"},
-                                                  "n_resamples": 500}})
+                                                  "n_resamples": 500, "forensics": forensics}})
     (workdir / "test.yaml").write_text(yaml.safe_dump(config))
     snakemake(workdir)
     card = pd.read_csv(workdir / "results/tables/scorecard.csv")
@@ -813,6 +816,16 @@ def test_a_scorecard_run_runs_its_studies_and_scores_every_published_cell(tmp_pa
     assert "of 2 published cells reproduced" in (workdir / "results/tables/scorecard.md").read_text()
     beyond = pd.read_csv(workdir / "results/tables/scorecard.beyond.csv")
     assert set(beyond["column"]) == {"NDCG@10", "MAP"} and beyond["paper_best_system"].eq("ranknet [first]").all()
+    # the forensics: ours as configured is the card's number, the variant's is its own study's table
+    moves = pd.read_csv(workdir / "results/tables/forensics.csv").set_index(["variant", "column"])
+    variant = pd.read_csv(workdir / "results/tables/member.querylevel/synthetic.csv").set_index(["metric", "system"])
+    assert member["features"]["normalization"] != "querylevel"
+    for column, metric in (("NDCG@10", "ndcg@10"), ("MAP", "map")):
+        assert moves.loc[("as-study", column), "ours"] == pytest.approx(cells.loc[column, "ours"], abs=1e-12)
+        assert moves.loc[("querylevel", column), "ours"] == pytest.approx(
+            variant.loc[(metric, "ranknet [first]"), "mean"], abs=1e-12)
+    assert set(cells["closest_protocol"]) <= {"querylevel", "none closer"}
+    assert (workdir / "results/tables/forensics.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     dry = snakemake(workdir, "--dry-run")
     assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
 
