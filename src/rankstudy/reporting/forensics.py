@@ -75,14 +75,14 @@ def explain(frame: pd.DataFrame) -> pd.DataFrame:
         closer = part[part["gap"] < part["base_gap"]]
         best = closer.sort_values(["verdict", "gap"], key=lambda c: c != "reproduced" if c.name == "verdict" else c)
         row = {**dict(zip(CELL_KEYS, key)), "published": b["published"], "as_study": b["ours"],
-               "as_study_verdict": b["verdict"]}
+               "as_study_verdict": b["verdict"], "as_study_queries": b["n_queries"]}
         if len(best):
             top = best.iloc[0]
             row.update(closest=top["variant"], closest_label=top["label"], closest_value=top["ours"],
-                       closest_move=top["move"], closest_verdict=top["verdict"])
+                       closest_move=top["move"], closest_verdict=top["verdict"], closest_queries=top["n_queries"])
         else:
             row.update(closest="none closer", closest_label="", closest_value=np.nan, closest_move=np.nan,
-                       closest_verdict="")
+                       closest_verdict="", closest_queries=0)
         largest = part.loc[part.groupby("choice", sort=False)["move"].apply(lambda m: m.abs().idxmax())]
         row["moves"] = "; ".join(f"{r.choice}: {r.move:+.3f} ({r.variant})" for r in largest.itertuples())
         rows.append(row)
@@ -105,11 +105,13 @@ def display(explained: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "paper": explained["paper"], "cell": explained["row"] + " / " + explained["column"],
         "published": [f(v) for v in explained["published"]],
-        "ours as configured": [f"{f(v)} ({verdict})" for v, verdict in zip(explained["as_study"],
-                                                                            explained["as_study_verdict"])],
-        "closest variant": [c if c == "none closer" else f"{c}: {f(v)} ({f(m, signed=True)}, {verdict})"
-                            for c, v, m, verdict in zip(explained["closest"], explained["closest_value"],
-                                                        explained["closest_move"], explained["closest_verdict"])],
+        "ours as configured": [f"{f(v)} ({verdict}; {n} queries)" for v, verdict, n in zip(
+            explained["as_study"], explained["as_study_verdict"], explained["as_study_queries"])],
+        # the test queries too: a variant that cleans most queries away wins on a wide interval
+        "closest variant": [c if c == "none closer" else f"{c}: {f(v)} ({f(m, signed=True)}, {verdict}; {n} queries)"
+                            for c, v, m, verdict, n in zip(explained["closest"], explained["closest_value"],
+                                                           explained["closest_move"], explained["closest_verdict"],
+                                                           explained["closest_queries"])],
         "largest move of each choice": explained["moves"],
     })
 
@@ -123,7 +125,9 @@ NOTE = ("Each variant reruns the study's methods (training, selection and evalua
         "protocol changed (a joint variant changes several). Move: our number under the variant minus ours as "
         "configured. Closest variant: the one whose number is nearest the paper's, preferring one whose interval "
         "holds it, among those nearer than the study as configured; its verdict uses the scorecard's interval "
-        f"({sc.INTERVAL}). A move within the interval's half-width is test-set noise.")
+        f"({sc.INTERVAL}). A move within the interval's half-width is test-set noise; a variant that leaves "
+        "far fewer test queries (see the counts) has a wide interval and a different test set, so its "
+        "verdict says less.")
 
 
 def to_markdown(frame: pd.DataFrame, title: str) -> str:
