@@ -37,12 +37,15 @@ class StudyScores:
         self.study, self.dataset = study, dataset
         self._cache: dict[str, tuple[dict[int, sc.FoldScores], bool] | None] = {}
 
+    def _keys(self, system: str) -> dict[str, str]:
+        method, featureset = layout.split_system_label(system)
+        return dict(study=self.study, dataset=self.dataset, featureset=featureset, method=method)
+
     def fold_scores(self, system: str) -> tuple[dict[int, sc.FoldScores], bool] | None:
         """A system's test scores by fold and whether every fold learned; None for a system the
         study does not run (a method the paper only quotes)."""
         if system not in self._cache:
-            method, featureset = layout.split_system_label(system)
-            keys = dict(study=self.study, dataset=self.dataset, featureset=featureset, method=method)
+            keys = self._keys(system)
             path = Path(layout.fill(layout.METHOD_SUMMARY, **keys))
             if not path.exists():
                 self._cache[system] = None
@@ -57,8 +60,7 @@ class StudyScores:
     def metric_values(self, system: str, metric: str) -> tuple[dict, bool] | None:
         """A system's ``metric`` per test query by fold, as its evaluation wrote it, and whether
         every fold learned; None for a system the study does not run."""
-        method, featureset = layout.split_system_label(system)
-        keys = dict(study=self.study, dataset=self.dataset, featureset=featureset, method=method)
+        keys = self._keys(system)
         path = Path(layout.fill(layout.METHOD_SUMMARY, **keys))
         if not path.exists():
             return None

@@ -73,7 +73,7 @@ def explain(frame: pd.DataFrame) -> pd.DataFrame:
     for key, part in others.groupby(CELL_KEYS, sort=False):  # one row per published cell (tens)
         b = base.loc[key]
         closer = part[part["gap"] < part["base_gap"]]
-        best = closer.sort_values(["verdict", "gap"], key=lambda c: c != "reproduced" if c.name == "verdict" else c)
+        best = closer.assign(missed=closer["verdict"] != "reproduced").sort_values(["missed", "gap"])
         row = {**dict(zip(CELL_KEYS, key)), "published": b["published"], "as_study": b["ours"],
                "as_study_verdict": b["verdict"], "as_study_queries": b["n_queries"]}
         if len(best):
