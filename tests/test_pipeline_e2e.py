@@ -725,7 +725,7 @@ def test_dubey_fig3_on_mq2008_every_method_beats_random(tmp_path, shared_data):
     assert (ndcg > random + 0.05).all(), (ndcg, random)
 
 
-def test_a_run_killed_with_sigkill_finishes_on_the_next_start_with_the_clean_tables(tmp_path):
+def test_a_run_killed_with_sigkill_finishes_on_the_next_start_with_the_clean_tables(tiny_run, tmp_path):
     """kill -9 of the whole run (snakemake and its jobs) mid-training leaves a lock and
     half-written outputs; the bootstrap's next start removes the stale lock, reruns the
     incomplete jobs, and ends with the same tables and per-query metrics as a clean run."""
@@ -736,20 +736,8 @@ def test_a_run_killed_with_sigkill_finishes_on_the_next_start_with_the_clean_tab
     spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
     bootstrap = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bootstrap)
-    overrides = {
-        "folds": [1, 2],
-        "synthetic": {"n_queries": 60, "n_features": 17},
-        "methods": {
-            "ranknet": {"kind": "linear", "params": {"loss": "ranknet"}, "grid": {"l2": [0.01, 1.0]}},
-            "listnet": {"kind": "linear", "params": {"loss": "listnet"}, "grid": {"l2": [0.01, 1.0]}},
-            "lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 30, "num_leaves": 7}},
-        },
-        "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "map"], "n_resamples": 200},
-    }
-    (tmp_path / "clean").mkdir()
-    (tmp_path / "killed").mkdir()
-    clean, killed = make_workdir(tmp_path / "clean", overrides), make_workdir(tmp_path / "killed", overrides)
-    snakemake(clean)
+    clean, _ = tiny_run  # the module's clean run of the same config: no second clean run
+    killed = make_workdir(tmp_path, TINY)
 
     cmd = [SNAKEMAKE, "--cores", "2", "--configfile", "test.yaml", "--replace-workflow-config"]
     proc = subprocess.Popen(cmd, cwd=killed, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
