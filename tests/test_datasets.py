@@ -19,7 +19,9 @@ import yaml
 from rankstudy.data import registry as datasets
 from rankstudy.data.folds import load_fold
 from rankstudy.data.letor import LetorFormatError
-from rankstudy.data.registry import DatasetNotFound, RegistryError
+from rankstudy.data import sources, splitfiles
+from rankstudy.data.registry import RegistryError
+from rankstudy.data.splitfiles import DatasetNotFound
 from rankstudy.data.download import ArchiveError, ChecksumError, DownloadError
 from loopback import serving
 
@@ -103,7 +105,7 @@ def test_registry_errors_name_file_dataset_and_key(tmp_path):
 def test_manual_entry_error_carries_instructions(registry, tmp_path):
     entry = registry["Yahoo-Set1"]
     with pytest.raises(DatasetNotFound) as err:
-        datasets.ensure_available("Yahoo-Set1", entry, tmp_path / "data", tmp_path / "dl", progress=None)
+        sources.ensure_available("Yahoo-Set1", entry, tmp_path / "data", tmp_path / "dl", progress=None)
     expected = " ".join(entry["instructions"].replace("{data_root}", str(tmp_path / "data")).split())
     assert expected in str(err.value)
     assert str(tmp_path / "data" / "Yahoo-Set1") in str(err.value)
@@ -112,7 +114,37 @@ def test_manual_entry_error_carries_instructions(registry, tmp_path):
 
 def test_synthetic_has_no_files(registry, tmp_path):
     with pytest.raises(ValueError, match="synthetic"):
-        datasets.ensure_available("synthetic", registry["synthetic"], tmp_path, tmp_path, progress=None)
+        sources.ensure_available("synthetic", registry["synthetic"], tmp_path, tmp_path, progress=None)
+
+
+def test_a_new_source_is_one_class_and_its_entry(monkeypatch, tmp_path):
+    """The registry check, the fetch job's record and the fold reader all ask the source: a
+    source registered in SOURCES alone is checked, fetched and read."""
+    from rankstudy.data import synthetic
+    from rankstudy.data.folds import load_fold
+
+    class Tiny(sources.Source):
+        name, required = "tiny", ("folds", "n_queries")
+
+        def settings(self, entry, config):
+            return {"source": self.name, "seed": config.get("seed", 0), "n_queries": entry["n_queries"]}
+
+        def fetch(self, name, settings, data_root, folds, progress):
+            return {"name": name, **settings}
+
+        def read_fold(self, name, record, fold, data_root, progress):
+            parts = synthetic.make_parts(seed=record["seed"], n_queries=record["n_queries"])
+            return {"train": parts[0], "vali": parts[1], "test": parts[2]}, 4, {}
+
+    monkeypatch.setitem(sources.SOURCES, "tiny", Tiny())
+    with pytest.raises(RegistryError, match="'n_queries': required for source 'tiny'"):
+        datasets.validate_entry("T", {"source": "tiny", "folds": 1})
+    entry = datasets.validate_entry("T", {"source": "tiny", "folds": 1, "n_queries": 25})
+    record = sources.fetch("T", sources.source_settings(entry, {"seed": 3}), tmp_path, [1], progress=None)
+    assert record == {"name": "T", "source": "tiny", "seed": 3, "n_queries": 25}
+    fold = load_fold("T", record, 1, progress=None, data_root=tmp_path)
+    assert fold.kind == "letor" and fold.max_label == 4 and 0 < fold.splits["train"].n_queries < 25
+    assert sources.data_kind(entry) == "letor" and sources.generator_settings(entry, {}) is None
 
 
 # ---------------------------------------------------------------------------
@@ -120,9 +152,9 @@ def test_synthetic_has_no_files(registry, tmp_path):
 
 
 def test_split_file_finds_shared_mq2008(registry, shared_data):
-    path = datasets.split_file("MQ2008", registry["MQ2008"], shared_data, 1, "train")
+    path = splitfiles.split_file("MQ2008", registry["MQ2008"], shared_data, 1, "train")
     assert path == shared_data / "MQ2008" / "Fold1" / "train.txt.gz"
-    assert datasets.missing_splits("MQ2008", registry["MQ2008"], shared_data) == []
+    assert splitfiles.missing_splits("MQ2008", registry["MQ2008"], shared_data) == []
 
 
 def test_split_file_txt_gz_and_split_names(registry, tmp_path):
@@ -130,27 +162,27 @@ def test_split_file_txt_gz_and_split_names(registry, tmp_path):
     (root / "MQ2007" / "Fold3").mkdir(parents=True)
     (root / "MQ2007" / "Fold3" / "vali.txt").write_text("0 qid:1 1:0\n")
     (root / "MQ2007" / "Fold3" / "vali.txt.gz").write_bytes(b"")  # plain file is preferred
-    assert datasets.split_file("MQ2007", registry["MQ2007"], root, 3, "vali") == root / "MQ2007/Fold3/vali.txt"
+    assert splitfiles.split_file("MQ2007", registry["MQ2007"], root, 3, "vali") == root / "MQ2007/Fold3/vali.txt"
 
     (root / "TD2003" / "Fold2").mkdir(parents=True)
     (root / "TD2003" / "Fold2" / "testset.txt.gz").write_bytes(b"")
-    assert datasets.split_file("TD2003", registry["TD2003"], root, 2, "test") == root / "TD2003/Fold2/testset.txt.gz"
+    assert splitfiles.split_file("TD2003", registry["TD2003"], root, 2, "test") == root / "TD2003/Fold2/testset.txt.gz"
     (root / "Yahoo-Set2").mkdir()
     (root / "Yahoo-Set2" / "set2.valid.txt").write_text("")
-    assert datasets.split_file("Yahoo-Set2", registry["Yahoo-Set2"], root, 1, "vali").name == "set2.valid.txt"
+    assert splitfiles.split_file("Yahoo-Set2", registry["Yahoo-Set2"], root, 1, "vali").name == "set2.valid.txt"
 
 
 def test_split_file_not_found_names_paths_tried(registry, tmp_path):
     with pytest.raises(DatasetNotFound) as err:
-        datasets.split_file("MQ2007", registry["MQ2007"], tmp_path, 1, "train")
+        sources.source_of(registry["MQ2007"]).split_file("MQ2007", registry["MQ2007"], tmp_path, 1, "train")
     msg = str(err.value)
     assert str(tmp_path / "MQ2007" / "Fold1" / "train.txt") in msg
     assert str(tmp_path / "MQ2007" / "Fold1" / "train.txt.gz") in msg
     assert "ensure_available" in msg
     with pytest.raises(ValueError, match="folds 1..5"):
-        datasets.split_file("MQ2007", registry["MQ2007"], tmp_path, 6, "train")
+        splitfiles.split_file("MQ2007", registry["MQ2007"], tmp_path, 6, "train")
     with pytest.raises(ValueError, match="no split 'vali'"):
-        datasets.split_file("Istella", registry["Istella"], tmp_path, 1, "vali")
+        splitfiles.split_file("Istella", registry["Istella"], tmp_path, 1, "vali")
 
 
 # ---------------------------------------------------------------------------
@@ -205,7 +237,7 @@ def test_ensure_available_downloads_verifies_and_unpacks(file_server, tmp_path):
     entry = toy_entry(file_server.url("Toy.zip"), sha256=sha)
     data_root, dl = tmp_path / "data", tmp_path / "dl"
     lines = []
-    folder = datasets.ensure_available("Toy", entry, data_root, dl, progress=lines.append)
+    folder = sources.ensure_available("Toy", entry, data_root, dl, progress=lines.append)
     assert folder == data_root / "Toy"
     for name, data in files.items():
         assert (data_root / name).read_bytes() == data
@@ -214,7 +246,7 @@ def test_ensure_available_downloads_verifies_and_unpacks(file_server, tmp_path):
     assert any("ready" in line for line in lines)
     # second call: files are there, nothing is fetched again
     n = len(file_server.hits)
-    assert datasets.ensure_available("Toy", entry, data_root, dl, progress=None) == folder
+    assert sources.ensure_available("Toy", entry, data_root, dl, progress=None) == folder
     assert len(file_server.hits) == n
 
 
@@ -228,13 +260,13 @@ def test_ensure_available_mirror_and_archive_subdir(file_server, tmp_path):
             tf.addfile(info, io.BytesIO(data))
     entry = toy_entry(file_server.url("gone/Gov.tar.gz"), archive="tar.gz",
                       mirrors=[file_server.url("Gov.tar.gz")], archive_subdir="**/2004_td_dataset")
-    folder = datasets.ensure_available("TD", entry, tmp_path / "data", tmp_path / "dl", progress=None)
+    folder = sources.ensure_available("TD", entry, tmp_path / "data", tmp_path / "dl", progress=None)
     assert (folder / "Fold2" / "vali.txt").read_bytes() == files["Gov/QueryLevelNorm/2004_td_dataset/Fold2/vali.txt"]
     assert "/gone/Gov.tar.gz" in file_server.hits  # primary URL was tried first (404)
     # without archive_subdir the two candidate folders are ambiguous: a clear error, nothing left
     entry2 = toy_entry(file_server.url("Gov.tar.gz"), archive="tar.gz")
     with pytest.raises(DatasetNotFound, match="archive_subdir"):
-        datasets.ensure_available("TD2", entry2, tmp_path / "data", tmp_path / "dl", progress=None)
+        sources.ensure_available("TD2", entry2, tmp_path / "data", tmp_path / "dl", progress=None)
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["TD"]
 
 
@@ -245,7 +277,7 @@ def test_ensure_available_bad_checksum_quarantines_and_leaves_nothing(file_serve
     sha = make_zip(file_server.www / "Toy.zip", toy_files(""))
     entry = toy_entry(file_server.url("Toy.zip"), sha256="1" * 64)
     with pytest.raises(DownloadError) as err:
-        datasets.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=None)
+        sources.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=None)
     msg = str(err.value)
     assert "checksum mismatch for Toy.zip" in msg and "1" * 64 in msg and sha in msg and "save it as" in msg
     assert not (tmp_path / "data" / "Toy").exists()
@@ -269,7 +301,7 @@ def test_damaged_archive_without_checksum_is_moved_aside_and_a_retry_downloads_a
     entry = toy_entry(url)  # sha256: null, as for MQ2008
     data_root, dl = tmp_path / "data", tmp_path / "dl"
     with pytest.raises(ArchiveError) as err:
-        datasets.ensure_available("Toy", entry, data_root, dl, progress=None)
+        sources.ensure_available("Toy", entry, data_root, dl, progress=None)
     msg = str(err.value)
     [moved] = list(dl.iterdir())
     assert BROKEN.match(moved.name) and moved.read_bytes() == good.read_bytes()[:150]
@@ -279,7 +311,7 @@ def test_damaged_archive_without_checksum_is_moved_aside_and_a_retry_downloads_a
     # fixed upstream: the retry downloads again instead of reusing the bad copy
     _serve_toy(file_server, good.read_bytes())
     hits = len(file_server.hits)
-    folder = datasets.ensure_available("Toy", entry, data_root, dl, progress=None)
+    folder = sources.ensure_available("Toy", entry, data_root, dl, progress=None)
     assert (folder / "Fold2" / "vali.txt").read_bytes() == files["Fold2/vali.txt"]
     assert via == "file" or len(file_server.hits) == hits + 1
 
@@ -297,7 +329,7 @@ def test_corrupted_gzip_download_is_an_archive_error_not_a_zlib_traceback(file_s
     (file_server.www / "Toy.tar.gz").write_bytes(bytes(data))
     entry = toy_entry((file_server.www / "Toy.tar.gz").as_uri(), archive="tar.gz")
     with pytest.raises(ArchiveError, match="corrupted compressed data.*moved aside"):
-        datasets.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=None)
+        sources.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=None)
     assert [p.name.split(".broken-")[0] for p in (tmp_path / "dl").iterdir()] == ["Toy.tar.gz"]
 
 
@@ -310,13 +342,13 @@ def test_archive_without_checksum_is_verified_by_its_files(file_server, tmp_path
     make_zip(file_server.www / "Toy.zip", files)
     lines = []
     entry = toy_entry(file_server.url("Toy.zip"), files_sha256=_files_sha256(files))
-    datasets.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=lines.append)
+    sources.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=lines.append)
     assert any("6 file(s) of the archive verified" in line for line in lines)
     # one file differs from the registry's digest: the archive is moved aside, nothing unpacked is kept
     wrong = {**_files_sha256(files), "Fold2/test.txt": "2" * 64}
     entry = toy_entry(file_server.url("Toy.zip"), files_sha256=wrong)
     with pytest.raises(ArchiveError) as err:
-        datasets.ensure_available("Toy2", entry, tmp_path / "data2", tmp_path / "dl2", progress=None)
+        sources.ensure_available("Toy2", entry, tmp_path / "data2", tmp_path / "dl2", progress=None)
     msg = str(err.value)
     assert "Fold2/test.txt" in msg and "2" * 64 in msg and hashlib.sha256(files["Fold2/test.txt"]).hexdigest() in msg
     assert "moved aside" in msg and [p.name for p in (tmp_path / "data2").iterdir()] == []
@@ -328,8 +360,8 @@ def test_shipped_checksums_verify_the_shared_mq2008_files(registry, shared_data)
     assert len(entry["files_sha256"]) == 15
     for fold in range(1, 6):
         for split in ("train", "vali", "test"):
-            path = datasets.split_file("MQ2008", entry, shared_data, fold, split)
-            assert datasets.verify_split_file("MQ2008", entry, path, fold, split)
+            path = splitfiles.split_file("MQ2008", entry, shared_data, fold, split)
+            assert splitfiles.verify_split_file("MQ2008", entry, path, fold, split)
 
 
 def test_download_verification_is_the_rule(registry):
@@ -346,11 +378,11 @@ def test_verify_split_file_takes_gzip_and_crlf_and_names_both_digests(tmp_path):
     entry = toy_entry("http://127.0.0.1/x.zip", files_sha256={"Fold1/train.txt": hashlib.sha256(text).hexdigest()})
     for data in (text, gzip.compress(text), text.replace(b"\n", b"\r\n")):
         (tmp_path / "f").write_bytes(data)
-        assert datasets.verify_split_file("Toy", entry, tmp_path / "f", 1, "train")
-    assert not datasets.verify_split_file("Toy", entry, tmp_path / "f", 1, "vali")  # no digest stated
+        assert splitfiles.verify_split_file("Toy", entry, tmp_path / "f", 1, "train")
+    assert not splitfiles.verify_split_file("Toy", entry, tmp_path / "f", 1, "vali")  # no digest stated
     (tmp_path / "f").write_bytes(text + b"0 qid:2 1:0\n")
     with pytest.raises(ChecksumError) as err:
-        datasets.verify_split_file("Toy", entry, tmp_path / "f", 1, "train", shown="{data_root}/Toy/Fold1/train.txt")
+        splitfiles.verify_split_file("Toy", entry, tmp_path / "f", 1, "train", shown="{data_root}/Toy/Fold1/train.txt")
     msg = str(err.value)
     assert msg.startswith("{data_root}/Toy/Fold1/train.txt: checksum mismatch for Fold1/train.txt of data set 'Toy'")
     assert hashlib.sha256(text).hexdigest() in msg and hashlib.sha256(text + b"0 qid:2 1:0\n").hexdigest() in msg
@@ -361,7 +393,7 @@ def test_verify_split_file_takes_gzip_and_crlf_and_names_both_digests(tmp_path):
     (tmp_path / "f").write_bytes(bytes(damaged))
     with pytest.raises(ChecksumError, match=r"^shown: cannot be read to check its checksum: damaged gzip file "
                                             r"\(corrupted compressed data.*intact copy$"):
-        datasets.verify_split_file("Toy", entry, tmp_path / "f", 1, "train", shown="shown")
+        splitfiles.verify_split_file("Toy", entry, tmp_path / "f", 1, "train", shown="shown")
 
 
 def test_ensure_available_never_touches_an_incomplete_folder(file_server, tmp_path):
@@ -370,7 +402,7 @@ def test_ensure_available_never_touches_an_incomplete_folder(file_server, tmp_pa
     (tmp_path / "data" / "Toy" / "Fold1").mkdir(parents=True)
     (tmp_path / "data" / "Toy" / "Fold1" / "train.txt").write_text("mine\n")
     with pytest.raises(DatasetNotFound, match="lacks 5 split file"):
-        datasets.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=None)
+        sources.ensure_available("Toy", entry, tmp_path / "data", tmp_path / "dl", progress=None)
     assert (tmp_path / "data" / "Toy" / "Fold1" / "train.txt").read_text() == "mine\n"
     assert file_server.hits == []
 
@@ -380,8 +412,8 @@ def test_missing_splits_of_requested_folds_only(tmp_path):
     for split in ("train", "vali", "test"):
         (tmp_path / "X" / "Fold3").mkdir(parents=True, exist_ok=True)
         (tmp_path / "X" / "Fold3" / f"{split}.txt").write_text("0 qid:1 1:0\n")
-    assert datasets.missing_splits("X", entry, tmp_path, folds=[3]) == []
-    assert len(datasets.missing_splits("X", entry, tmp_path)) == 12
+    assert splitfiles.missing_splits("X", entry, tmp_path, folds=[3]) == []
+    assert len(splitfiles.missing_splits("X", entry, tmp_path)) == 12
 
 
 # ---------------------------------------------------------------------------
@@ -412,12 +444,12 @@ def test_local_entry_reads_a_folder_of_its_own_and_never_downloads(tmp_path):
     entry = datasets.validate_entry("MyData", {**MINE, "folder": "somewhere/mine"})
     data_root = tmp_path / "data"
     with pytest.raises(DatasetNotFound) as err:
-        datasets.ensure_available("MyData", entry, data_root, data_root / "_downloads", progress=None)
+        sources.ensure_available("MyData", entry, data_root, data_root / "_downloads", progress=None)
     msg = str(err.value)
     assert "your own" in msg and str(data_root / "somewhere/mine") in msg and "never downloaded" in msg
     assert not data_root.exists()
     write_letor_folds(data_root / "somewhere" / "mine")
-    folder = datasets.ensure_available("MyData", entry, data_root, data_root / "_downloads", progress=None)
+    folder = sources.ensure_available("MyData", entry, data_root, data_root / "_downloads", progress=None)
     assert folder == data_root / "somewhere" / "mine" and not (data_root / "_downloads").exists()
 
 
@@ -477,8 +509,8 @@ def test_ohsumed_is_found_under_data_root_and_every_file_verified(name, shared_d
     entry = datasets.load_registry()[name]
     if not (shared_data / entry.get("folder", name)).exists():
         pytest.skip(f"{name} not under {shared_data}")
-    assert datasets.missing_splits(name, entry, shared_data) == []
+    assert splitfiles.missing_splits(name, entry, shared_data) == []
     for fold in range(1, 6):
         for split in ("train", "vali", "test"):
-            path = datasets.split_file(name, entry, shared_data, fold, split)
-            assert datasets.verify_split_file(name, entry, path, fold, split), path
+            path = splitfiles.split_file(name, entry, shared_data, fold, split)
+            assert splitfiles.verify_split_file(name, entry, path, fold, split), path

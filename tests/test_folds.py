@@ -6,7 +6,8 @@ import numpy as np
 
 from rankstudy.data import synthetic
 from rankstudy.data.rotation import fold_splits
-from rankstudy.data.folds import carve_validation, clean, load_fold
+from rankstudy.data.folds import clean, load_fold
+from rankstudy.data.sources import carve_validation
 
 
 def test_synthetic_fold_matches_the_generator_and_fingerprint_is_stable():

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rankstudy.data import registry as datasets
+from rankstudy.data import registry as datasets, sources
 from rankstudy.pipeline import layout
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,7 +63,7 @@ def test_data_jobs_record_paths_relative_to_data_root(tmp_path, monkeypatch, ent
     monkeypatch.chdir(project)
     config = {"folds": [1], "data_root": str(data_root)}
     run_script("fetch_dataset.py", monkeypatch, wildcards=Named(data="Toy"),
-               params=Named(dataset="Toy", source=datasets.source_settings(entry, config)),
+               params=Named(dataset="Toy", source=sources.source_settings(entry, config)),
                config=config, output=Named({0: "results/data/Toy/source.json"}),
                log=["results/logs/fetch_dataset/Toy.log"])
     source = json.loads(Path("results/data/Toy/source.json").read_text())

@@ -8,7 +8,7 @@ from pathlib import Path
 from rankstudy.pipeline import layout as L
 from rankstudy.pipeline.config import check_config, evaluate_params, run_methods
 from rankstudy.rankers.registry import ranker_class
-from rankstudy.data.registry import source_settings
+from rankstudy.data.sources import source_settings
 from snakemake.exceptions import NestedCoroutineError
 
 SETTINGS = check_config(config, workdir=Path(workflow.basedir))

@@ -16,6 +16,7 @@ import numpy as np
 import yaml
 
 from rankstudy.data import registry as datasets
+from rankstudy.data import sources, splitfiles
 from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.features.pairs import pair_correlations_bytes
@@ -328,11 +329,11 @@ def check_local_files(config: dict, registry: dict, folds: list[int]) -> None:
     data_root = Path(config.get("data_root", "data"))
     for name in config["datasets"]:
         entry = registry[name]
-        if entry["source"] not in ("local", "manual"):
+        if not sources.source_of(entry).present_before_run:
             continue
-        missing = datasets.missing_splits(name, entry, data_root, folds)
+        missing = splitfiles.missing_splits(name, entry, data_root, folds)
         if missing:
-            folder = datasets.dataset_dir(name, entry, data_root)
+            folder = splitfiles.dataset_dir(name, entry, data_root)
             fold, split = missing[0]
             raise ConfigError(
                 f"config key data_root: data set {name!r} has no {split} file for fold {fold} in "
@@ -375,8 +376,7 @@ def check_rho_memory(config: dict, registry: dict) -> None:
     chunk_rows = config["features"].get("chunk_rows", 65536)
     for name in config["datasets"]:
         entry = registry[name]
-        settings = datasets.generator_settings(entry, config)
-        m = (settings or {}).get("n_features") if settings is not None else entry.get("n_features")
+        m = sources.source_of(entry).width(entry, config)
         if not m:
             continue
         need = pair_correlations_bytes(m, chunk_rows)
@@ -389,7 +389,7 @@ def check_rho_memory(config: dict, registry: dict) -> None:
 
 def check_data_kinds(config: dict, registry: dict, methods: list[str], featuresets: list[str]) -> None:
     """Every method must rank the kind of data (rankstudy.data.kinds) of every data set."""
-    kinds = {d: datasets.data_kind(registry[d]) for d in config["datasets"]}
+    kinds = {d: sources.data_kind(registry[d]) for d in config["datasets"]}
     for name in methods:
         ranker_kind = config["methods"][name]["kind"]
         wanted = ranker_class(ranker_kind).data_kind

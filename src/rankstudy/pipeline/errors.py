@@ -7,7 +7,8 @@ from rankstudy.data.download import DownloadError
 from rankstudy.data.folds import EmptySplitError
 from rankstudy.data.letor import LetorFormatError
 from rankstudy.data.qadata import QATableError
-from rankstudy.data.registry import DatasetNotFound, RegistryError
+from rankstudy.data.registry import RegistryError
+from rankstudy.data.splitfiles import DatasetNotFound
 from rankstudy.tracking.errors import TrackingUnavailable
 
 

@@ -41,7 +41,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankstudy.data.registry import generator_settings
+from rankstudy.data.sources import generator_settings
 
 RESULTS = "results"
 
