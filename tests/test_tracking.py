@@ -18,17 +18,16 @@ from pathlib import Path
 
 import pytest
 
-from rankstudy.tracking import runs as tracking
 from rankstudy.tracking.relocate import relocate_artifacts
 from rankstudy.tracking.runs import (
+    FOLD_RUN_COLUMNS,
     fold_runs,
     log_fold_run,
     log_parent_metrics,
     log_study_run,
     mlflow_key,
-    resolve_tracking_uri,
-    tracking_lock,
 )
+from rankstudy.tracking.store import BACKEND_ENV, resolve_tracking_uri, sqlite_path, tracking_lock
 
 from mlflow import MlflowClient  # noqa: E402  (after rankstudy.tracking set its env defaults)
 from mlflow.entities import ViewType  # noqa: E402
@@ -180,7 +179,7 @@ def test_fold_run_logs_parent_and_child(fresh_uri, artifacts, tmp_path):
 
 def rows_of_run(uri: str, run_id: str) -> dict[str, int]:
     """How many rows of each table name the run: 0 everywhere once it is purged."""
-    with sqlite3.connect(tracking.sqlite_path(uri)) as con:
+    with sqlite3.connect(sqlite_path(uri)) as con:
         return {table: con.execute(f"SELECT count(*) FROM {table} WHERE run_uuid = ?", (run_id,)).fetchone()[0]
                 for table in ("runs", "params", "metrics", "latest_metrics", "tags")}
 
@@ -331,7 +330,7 @@ def test_a_store_copied_without_its_artifacts_keeps_its_links(sqlite_uri, artifa
 
 def test_fold_runs_of_a_missing_experiment_is_empty(sqlite_uri):
     table = fold_runs(sqlite_uri, "never-logged")
-    assert table.empty and list(table.columns) == tracking.FOLD_RUN_COLUMNS
+    assert table.empty and list(table.columns) == FOLD_RUN_COLUMNS
 
 
 def test_parallel_jobs_on_a_fresh_store_lose_nothing(fresh_uri):
@@ -475,7 +474,7 @@ def test_logging_to_a_tracking_server(mlflow_server, artifacts, monkeypatch):
 def test_a_server_purges_replaced_runs_through_its_backend_store(mlflow_server, artifacts, tmp_path, monkeypatch):
     """With the server's database named in RANKSTUDY_MLFLOW_BACKEND_STORE_URI, a replaced run's
     rows go from that database and its artifacts through the server (mlflow-artifacts:)."""
-    monkeypatch.setenv(tracking.BACKEND_ENV, f"sqlite:///{tmp_path / 'server.db'}")
+    monkeypatch.setenv(BACKEND_ENV, f"sqlite:///{tmp_path / 'server.db'}")
     first = log_fold_run(mlflow_server, EXPERIMENT, **fold_kwargs(0, artifacts=artifacts))
     client = MlflowClient(mlflow_server)
     location = client.get_run(first).info.artifact_uri

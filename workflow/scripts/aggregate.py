@@ -9,6 +9,7 @@ import pandas as pd
 from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import FitRecord, FoldSummary, MethodSummary
 from rankstudy.tracking import runs as tracking
+from rankstudy.tracking.store import resolve_tracking_uri
 from rankstudy.util import atomic
 
 # what each fold's MLflow run keeps as artifacts (names of the aggregate job's inputs)
@@ -58,7 +59,7 @@ def learning_tags(summary: FoldSummary) -> dict:
 with job_logging(snakemake, "aggregate"):
     # the MLflow settings are not params: where to log is not what the job computes
     w, inputs, mlflow = snakemake.wildcards, snakemake.input, snakemake.config["mlflow"]
-    uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
+    uri = resolve_tracking_uri(mlflow["tracking_uri"], "results")
     identity = dict(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method)
     folds, per_query, timing, fold_runs, learned, chosen_per_fold = [], [], [], {}, {}, {}
     for i, fold in enumerate(snakemake.params.folds):

@@ -7,6 +7,7 @@ import pandas as pd
 
 from rankstudy.reporting import chosen, pages, plots, tables, timing
 from rankstudy.tracking import runs as tracking
+from rankstudy.tracking.store import resolve_tracking_uri
 from rankstudy.pipeline import results
 from rankstudy.pipeline.records import FoldMeta
 from rankstudy.pipeline.jobs import job_logging
@@ -91,7 +92,7 @@ with job_logging(snakemake, "tables"):
             pages.write_table_page(snakemake.output[name.removeprefix("page_")], snakemake.output[name])
     print(Path(snakemake.output.md).read_text())
     mlflow = snakemake.config["mlflow"]  # not a param: where to log is not what the job computes
-    uri = tracking.resolve_tracking_uri(mlflow["tracking_uri"], "results")
+    uri = resolve_tracking_uri(mlflow["tracking_uri"], "results")
     tracking.log_study_run(uri, mlflow["experiment"], study=w.study, dataset=w.dataset,
                            artifacts=[*map(Path, written), *timing_written, *chosen_written, Path(plot), Path(plot_p)],
                            params={"baseline": p.baseline, "folds": p.folds, "caption": caption})

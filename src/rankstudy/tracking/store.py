@@ -1,0 +1,330 @@
+"""Access to the MLflow tracking store: which store, its lock, its experiment, its searches,
+and purging what was deleted. Everything goes through :class:`mlflow.MlflowClient` (no global
+"active run" state, so it is safe in long-lived processes) and MLflow's ``gc`` command; nothing
+of MLflow's internals, except where MLflow has no API: the artifact locations of an SQLite
+store that moved (:mod:`rankstudy.tracking.relocate`).
+
+SQLite lock: Snakemake runs up to ``--cores`` jobs at once. With an SQLite store, concurrent
+writers fail with "database is locked" and concurrent first use runs the alembic schema
+migrations twice, so every logging call holds an exclusive ``flock`` on ``<db>.lock``
+(:func:`tracking_lock`). A tracking server has no lock that all clients share; there the
+logging calls converge instead (:mod:`rankstudy.tracking.convergence`).
+
+Garbage collection: ``delete_run`` is MLflow's soft delete (deleted runs vanish from the UI and
+from searches, but their rows and artifacts stay), so every run a logging call deletes
+(replaced, duplicate or failed) is then purged by MLflow's own ``mlflow gc --run-ids``
+(:func:`purge_runs`): for SQLite on the tracking store itself; for a server on its database,
+named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI`` (``workflow/cluster/mlflow-server.sh start``
+prints it), its artifacts through the server. Without that variable the runs stay soft-deleted
+until ``mlflow-server.sh gc`` (``mlflow gc``) purges them. A purge that fails is only a warning.
+
+A server that does not answer: MLflow's HTTP client retries a request for minutes by default;
+here a request gives up after about 20 s (``MLFLOW_HTTP_REQUEST_*`` below, unless set in the
+environment) and the job fails with :class:`TrackingUnavailable`
+(:func:`fails_clearly_without_server`), whose message says how to start the server again.
+Nothing is lost: the fold's files stay, and the next run logs them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import functools
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+# Offline, reproducible pipeline: no usage telemetry and no "View run at ..." lines
+# on stdout. setdefault, so an explicit choice in the environment still wins.
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+# a stopped server: fail within ~20 s (3 retries, 1-2-4 s apart, 5 s timeouts), not minutes
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
+os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+
+from mlflow import MlflowClient  # noqa: E402
+from mlflow.entities import ViewType  # noqa: E402
+from mlflow.exceptions import MlflowException  # noqa: E402
+
+from rankstudy.tracking.errors import TrackingUnavailable  # noqa: E402
+from rankstudy.tracking.relocate import artifact_root, moved, relocate_artifacts  # noqa: E402
+
+# MLflow logs every schema migration step at INFO; warnings and errors still show.
+for _name in ("mlflow", "alembic"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DB_NAME = "mlflow.db"
+# The database behind a tracking server, for purging the runs a job deleted (no REST API does)
+BACKEND_ENV = "RANKSTUDY_MLFLOW_BACKEND_STORE_URI"
+# MLflow 3's UI opens an experiment on its GenAI pages unless it is marked as model training
+EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
+
+_held_locks = threading.local()  # lock files this thread already holds (re-entrancy)
+
+
+# ---------------------------------------------------------------- URIs and locks
+
+
+_UNREACHABLE = ("connection refused", "max retries exceeded", "failed to establish a new connection",
+                "name or service not known", "timed out", "remote end closed connection")
+
+
+def _unreachable(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return any(word in text for word in _UNREACHABLE)
+
+
+def is_server(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+def fails_clearly_without_server(fn):
+    """Turn a request that a stopped (or unreachable) server refused into TrackingUnavailable."""
+
+    @functools.wraps(fn)
+    def wrapper(uri: str, *args, **kwargs):
+        try:
+            return fn(uri, *args, **kwargs)
+        except Exception as exc:  # MlflowException, requests' ConnectionError, ...
+            if not (is_server(uri) and _unreachable(exc)):
+                raise
+            raise TrackingUnavailable(
+                f"the MLflow tracking server {uri} does not answer ({str(exc).splitlines()[0][:200]}); start it "
+                f"again with: eval \"$(bash workflow/cluster/mlflow-server.sh start)\" (or unset "
+                f"MLFLOW_TRACKING_URI for the local SQLite store), then rerun: nothing is lost, the next run "
+                f"logs what this one could not") from None
+
+    return wrapper
+
+
+def resolve_tracking_uri(configured: str | None, results_dir: str | os.PathLike) -> str:
+    """The tracking URI to use: $MLFLOW_TRACKING_URI, else ``configured``, else
+    an SQLite file ``<results_dir>/mlflow.db`` (absolute, so it works from any cwd)."""
+    from_env = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    if from_env:
+        return from_env
+    if configured and str(configured).strip():
+        return str(configured).strip()
+    db = Path(results_dir).resolve() / DEFAULT_DB_NAME
+    return f"sqlite:///{db}"  # an absolute path gives SQLAlchemy's four slashes
+
+
+def sqlite_path(uri: str) -> Path | None:
+    """The database file of an ``sqlite:///`` URI, or None for any other store."""
+    if not uri.startswith("sqlite:///"):
+        return None  # includes in-memory "sqlite://"
+    path = uri[len("sqlite:///"):].split("?", 1)[0]
+    return Path(path) if path else None
+
+
+@contextlib.contextmanager
+def tracking_lock(uri: str) -> Iterator[None]:
+    """Exclusive inter-process lock around writes to ``uri``.
+
+    For SQLite stores an ``flock`` on ``<db>.lock`` next to the database (created
+    with its folder if missing); for servers and other stores a no-op. Re-entrant
+    within one thread, so callers may wrap several calls in one lock.
+    """
+    db = sqlite_path(uri)
+    if db is None:
+        yield
+        return
+    lock_path = str(db.resolve()) + ".lock"
+    held = _held_locks.__dict__.setdefault("paths", set())
+    if lock_path in held:
+        yield
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # released when the file closes
+        held.add(lock_path)
+        try:
+            yield
+        finally:
+            held.discard(lock_path)
+
+
+# ---------------------------------------------------------------- store helpers
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def client(uri: str) -> MlflowClient:
+    return MlflowClient(tracking_uri=uri)
+
+
+def filter_eq(**tags: str) -> str:
+    """An MLflow filter string matching tags exactly (keys backquoted for the dots)."""
+    clauses = []
+    for key, value in tags.items():
+        if "'" in value:
+            raise ValueError(f"tag value {value!r} must not contain a single quote")
+        clauses.append(f"tags.`{key}` = '{value}'")
+    return " and ".join(clauses)
+
+
+def search_all(client: MlflowClient, experiment_id: str, filter_string: str) -> list:
+    """All live runs matching the filter, oldest first (start time, then run id), across result pages."""
+    runs: list = []
+    page_token = None
+    while True:
+        page = client.search_runs(
+            [experiment_id],
+            filter_string,
+            run_view_type=ViewType.ACTIVE_ONLY,
+            max_results=1000,
+            order_by=["attributes.start_time ASC"],
+            page_token=page_token,
+        )
+        runs.extend(page)
+        page_token = page.token
+        if not page_token:
+            return sorted(runs, key=lambda run: (run.info.start_time, run.info.run_id))
+
+
+def create_run(client, experiment_id: str, run_name: str, tags: Mapping) -> str:
+    run = client.create_run(experiment_id, run_name=run_name, tags=dict(tags))
+    return run.info.run_id
+
+
+def exists(client, run_id: str) -> bool:
+    """Whether the run is in the store at all (live or soft-deleted)."""
+    try:
+        client.get_run(run_id)
+    except MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return False
+        raise
+    return True
+
+
+def is_live(client, run_id: str) -> bool:
+    try:
+        return client.get_run(run_id).info.lifecycle_stage == "active"
+    except MlflowException as exc:
+        if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+            return False
+        raise
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning(message)
+
+
+# ---------------------------------------------------------------- experiments
+
+
+def _artifact_location(uri: str) -> str | None:
+    """Artifacts of an SQLite store go to ``<db dir>/mlartifacts`` rather than
+    MLflow's default ``./mlruns`` relative to whatever the cwd happens to be.
+    Servers choose their own location (None): with ``--serve-artifacts`` that is
+    ``mlflow-artifacts:/``, which every client reaches through the server."""
+    db = sqlite_path(uri)
+    return None if db is None else artifact_root(db)
+
+
+def _check_artifact_location(uri: str, experiment) -> None:
+    """Warn when a server's experiment keeps artifacts in a folder: each client would write
+    them to that path on its own machine instead of sending them to the server."""
+    location = experiment.artifact_location or ""
+    local = location.startswith(("/", "file:")) or ":" not in location  # a path, absolute or not
+    if is_server(uri) and local:
+        _warn_once(f"MLflow experiment {experiment.name!r} on {uri} keeps its artifacts in {location!r}, "
+                   "a folder on one machine: use a new experiment on a server started with --serve-artifacts "
+                   "(workflow/cluster/mlflow-server.sh) so that artifacts are mlflow-artifacts: URIs")
+
+
+def experiment_id(client: MlflowClient, uri: str, name: str) -> str:
+    """Get or create the experiment (restoring it if it was deleted in the UI)."""
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        try:
+            return client.create_experiment(name, artifact_location=_artifact_location(uri),
+                                            tags={EXPERIMENT_KIND_TAG: EXPERIMENT_KIND})
+        except MlflowException:
+            # Another job (talking to a server, so without our lock) created it first.
+            experiment = client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+    if experiment.lifecycle_stage == "deleted":
+        log.warning("restoring deleted MLflow experiment %r", name)
+        client.restore_experiment(experiment.experiment_id)
+    db = sqlite_path(uri)
+    if db is not None and moved(experiment.artifact_location, artifact_root(db)):
+        # the store moved with its folder: its runs follow it (MLflow recorded the old absolute path)
+        for old, new in relocate_artifacts(db):
+            log.warning("MLflow store %s moved: artifact locations %s -> %s", db, old, new)
+    _check_artifact_location(uri, experiment)
+    return experiment.experiment_id
+
+
+# ---------------------------------------------------------------- garbage collection
+
+
+def _gc_backend(uri: str) -> str | None:
+    """The database ``mlflow gc`` purges from: the tracking store itself for database URIs,
+    ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI`` (the server's own database) for a server; None (with
+    a warning) when there is none."""
+    if not is_server(uri):
+        return uri
+    backend = os.environ.get(BACKEND_ENV, "").strip()
+    if not backend:
+        _warn_once(f"runs deleted on {uri} stay soft-deleted (MLflow's REST API cannot purge them): "
+                   f"set {BACKEND_ENV} to the server's backend store URI (workflow/cluster/mlflow-server.sh "
+                   "start prints it) to purge them at once, or run `mlflow-server.sh gc` / `mlflow gc`")
+        return None
+    return backend
+
+
+def purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
+    """Permanently delete runs this call soft-deleted with MLflow's own ``mlflow gc --run-ids``
+    (its public command: artifacts first, through the server when there is one, then the rows).
+    Runs already gone are skipped. A failure is a warning: the runs stay soft-deleted, for a later
+    ``mlflow gc``."""
+    runs = [client.get_run(r) for r in dict.fromkeys(run_ids) if exists(client, r)]
+    runs = [run for run in runs if run.info.lifecycle_stage == "deleted"]
+    backend = _gc_backend(uri) if runs else None
+    if not backend:
+        return
+    env = dict(os.environ, MLFLOW_TRACKING_URI=uri)  # gc reaches a server's artifacts through it
+
+    def gc(ids: list[str]) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "mlflow", "gc", "--backend-store-uri", backend,
+                               "--run-ids", ",".join(ids)], env=env, capture_output=True, text=True)
+
+    done = gc([run.info.run_id for run in runs])
+    if done.returncode != 0:
+        # another client may have purged one of them meanwhile (gc then fails as a whole): one by one
+        for run in runs:
+            if exists(client, run.info.run_id) and (done := gc([run.info.run_id])).returncode != 0 \
+                    and exists(client, run.info.run_id):
+                log.warning("cannot purge run %s (it stays soft-deleted): %s", run.info.run_id,
+                            (done.stderr.strip().splitlines() or ["mlflow gc failed"])[-1])
+    for run in runs:  # gc empties a local run's artifact folder; its empty <run id> folder goes too
+        folder = _local_path(run.info.artifact_uri or "")
+        if folder is not None and folder.name == "artifacts" and folder.parent.name == run.info.run_id:
+            for empty in (folder, folder.parent):
+                with contextlib.suppress(OSError):
+                    empty.rmdir()
+
+
+def _local_path(uri: str) -> Path | None:
+    if uri.startswith("file://"):
+        return Path(urllib.parse.unquote(urllib.parse.urlparse(uri).path))
+    return Path(uri) if uri.startswith("/") else None
