@@ -30,7 +30,8 @@ def artifact_root(db: str | Path) -> str:
     return (Path(db).resolve().parent / ARTIFACTS_DIR).as_uri()
 
 
-def _local_path(location: str) -> Path | None:
+def local_path(location: str) -> Path | None:
+    """The folder a local artifact location (``file:`` URI or absolute path) names; None if remote."""
     if location.startswith("file:"):
         return Path(urllib.parse.unquote(urllib.parse.urlparse(location).path))
     return Path(location) if location.startswith("/") else None
@@ -40,7 +41,7 @@ def moved(location: str | None, root: str) -> bool:
     """Whether ``location`` is an ``mlartifacts`` folder on this machine other than ``root``,
     i.e. the artifacts of a store that has since moved (MLflow's own defaults, such as
     ``mlruns/0`` of the Default experiment, and remote stores are left alone)."""
-    path = _local_path(location or "")
+    path = local_path(location or "")
     return path is not None and path.name == ARTIFACTS_DIR and location != root
 
 
@@ -49,7 +50,7 @@ def relocate_artifacts(db: str | Path) -> list[tuple[str, str]]:
     a moved ``mlartifacts`` folder at the one beside ``db``, when there is one; return (old, new)
     per experiment changed."""
     root = artifact_root(db)
-    if not _local_path(root).is_dir():  # only the database was copied: its old links are all there is
+    if not local_path(root).is_dir():  # only the database was copied: its old links are all there is
         return []
     changed = []
     con = sqlite3.connect(db, timeout=30)  # waits for a job's write to end

@@ -36,7 +36,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
@@ -54,7 +53,7 @@ from mlflow.entities import ViewType  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 
 from rankstudy.tracking.errors import TrackingUnavailable  # noqa: E402
-from rankstudy.tracking.relocate import artifact_root, moved, relocate_artifacts  # noqa: E402
+from rankstudy.tracking.relocate import artifact_root, local_path, moved, relocate_artifacts  # noqa: E402
 
 # MLflow logs every schema migration step at INFO; warnings and errors still show.
 for _name in ("mlflow", "alembic"):
@@ -317,14 +316,8 @@ def purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
                 log.warning("cannot purge run %s (it stays soft-deleted): %s", run.info.run_id,
                             (done.stderr.strip().splitlines() or ["mlflow gc failed"])[-1])
     for run in runs:  # gc empties a local run's artifact folder; its empty <run id> folder goes too
-        folder = _local_path(run.info.artifact_uri or "")
+        folder = local_path(run.info.artifact_uri or "")
         if folder is not None and folder.name == "artifacts" and folder.parent.name == run.info.run_id:
             for empty in (folder, folder.parent):
                 with contextlib.suppress(OSError):
                     empty.rmdir()
-
-
-def _local_path(uri: str) -> Path | None:
-    if uri.startswith("file://"):
-        return Path(urllib.parse.unquote(urllib.parse.urlparse(uri).path))
-    return Path(uri) if uri.startswith("/") else None
