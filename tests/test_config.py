@@ -246,6 +246,8 @@ def test_cli_bare_names_become_lists(config):
     ({"kind": "structrank", "grid": {"l1_bound": [10, "x"]}}, "config key methods.M.grid.l1_bound: must be a number or null"),
     ({"kind": "linear", "params": {"loss": "svm_map", "solver": "lbfgs"}},
      "config key methods.M.params.solver: solver 'lbfgs' cannot fit loss 'svm_map'.*valid solvers: cutting_plane"),
+    ({"kind": "structsvm", "params": {"loss": "svm_map", "solver": "projected_sgd"}},
+     "config key methods.M.params.solver: solver 'projected_sgd' is not available to structsvm; valid: cutting_plane, lbfgs"),
     ({"kind": "linear", "params": {"loss": "ranknet", "seed": 3}}, "methods.M.params.seed: set once for the whole run"),
     ({"kind": "rankboost", "params": {"rel_threshold": 2}}, "as config key evaluation.rel_threshold"),
 ])

@@ -28,6 +28,7 @@ from rankstudy.solvers.base import Solution
 from rankstudy.solvers.objective import Objective
 from rankstudy.solvers.registry import solver_class
 
+STRUCTSVM_SOLVERS = ("cutting_plane", "lbfgs")  # lbfgs: for comparison (see the class)
 STRUCTURED_LOSSES = ("svm_auc", "svm_map", "svm_ndcg", "svm_ndcg_nc", "svm_mrr", "svm_mrr_po", "dorm", "svm_combo")
 
 
@@ -64,7 +65,9 @@ class StructSVMRanker(ScoredRanker):
         check_loss_options(loss, options)
         if not C > 0:
             raise ValueError(f"C must be > 0, got {C!r}")
-        solver_class(solver)
+        solver_class(solver)  # an unknown name gets the list of solvers
+        if solver not in STRUCTSVM_SOLVERS:  # the other solvers are not built for its settings
+            raise ValueError(f"solver {solver!r} is not available to structsvm; valid: {', '.join(STRUCTSVM_SOLVERS)}")
         if int(latent_rounds) < 1:
             raise ValueError(f"latent_rounds must be >= 1, got {latent_rounds!r}")
         self.loss = loss
