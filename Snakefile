@@ -9,10 +9,22 @@ import time
 from pathlib import Path
 
 import yaml
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from rankstudy.pipeline.config import apply_defaults, prepare_cli_values
-from rankstudy.pipeline.summary import run_summary
+from rankstudy.util.memory import workflow_memory_problem  # standard library only
+
+# under a small memory limit Snakemake fails without saying so ("failed to map segment" loading
+# scipy below, "can't start new thread" or std::bad_alloc later): say it before anything runs
+if problem := workflow_memory_problem():
+    raise WorkflowError(problem)
+try:
+    from rankstudy.pipeline.config import apply_defaults, prepare_cli_values
+    from rankstudy.pipeline.summary import run_summary
+except Exception as exc:
+    if problem := workflow_memory_problem(exc):
+        raise WorkflowError(problem) from None
+    raise
 
 RUN_STARTED = time.time()
 

@@ -213,3 +213,19 @@ def test_the_bootstrap_adds_no_hint_to_other_failures(capsys):
     code = load_bootstrap().run_snakemake([sys.executable, "-c", "raise SystemExit('MissingInputException')"],
                                           dict(os.environ))
     assert code == 1 and "[bootstrap]" not in capsys.readouterr().out
+
+
+def test_snakemake_under_too_small_an_address_space_is_told_so_before_any_job(monkeypatch):
+    """`ulimit -v 400000` made the Snakefile fail with "libscipy_openblas...: failed to map
+    segment from shared object", and 800000 with "can't start new thread": neither said memory."""
+    from rankstudy.util import memory
+
+    monkeypatch.setattr(memory.resource, "getrlimit", lambda _: (400000 * 1024, 400000 * 1024))
+    message = memory.workflow_memory_problem()
+    assert message.startswith("rankstudy: out of memory: the address-space limit (ulimit -v) is 391 MiB")
+    assert "ulimit -v unlimited" in message
+    monkeypatch.setattr(memory.resource, "getrlimit", lambda _: (memory.resource.RLIM_INFINITY,) * 2)
+    assert memory.workflow_memory_problem() is None
+    assert memory.workflow_memory_problem(ImportError("x.so: cannot open shared object file")) is None
+    mapped = memory.workflow_memory_problem(ImportError("libscipy_openblas.so: failed to map segment from shared object"))
+    assert "loading the workflow failed with ImportError: libscipy_openblas.so: failed to map segment" in mapped

@@ -85,6 +85,28 @@ def out_of_memory_message(what: str, exc: BaseException, rule: str | None = None
             f"(--set-resources {rule or 'RULE'}:mem_mb=N); then run again")
 
 
+# Snakemake itself, before any job, needs about this much address space: with 2 cores it could
+# not start its job threads at a 781 MiB limit ("can't start new thread") and ran the default
+# pipeline on one fold at 1074 MiB
+WORKFLOW_MIN_ADDRESS_SPACE = 2**30
+
+
+def workflow_memory_problem(exc: BaseException | None = None) -> str | None:
+    """Why Snakemake cannot load or run the workflow for lack of memory, in words, or None: an
+    address-space limit below :data:`WORKFLOW_MIN_ADDRESS_SPACE`, or ``exc`` (raised loading the
+    Snakefile's imports) showing memory ran out."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and soft < WORKFLOW_MIN_ADDRESS_SPACE:
+        why = f"the address-space limit (ulimit -v) is {_mib(soft)}, too little for Snakemake itself"
+    elif exc is not None and (symptom := memory_symptom(exc)) is not None:
+        why = f"loading the workflow failed with {type(symptom).__name__}: {symptom}"
+    else:
+        return None
+    return (f"rankstudy: out of memory: {why} (it needs about {_mib(WORKFLOW_MIN_ADDRESS_SPACE)} before any "
+            f"job starts, and each job more); limits in effect: {memory_limits()}. Raise the limit "
+            f"(ulimit -v unlimited) and run again")
+
+
 def current_job():
     """The ``snakemake`` object of the Snakemake job script being run, or None outside one."""
     job = getattr(sys.modules.get("__main__"), "snakemake", None)
