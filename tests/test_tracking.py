@@ -491,12 +491,19 @@ def test_a_server_purges_replaced_runs_through_its_backend_store(mlflow_server, 
     assert [item.path for item in client.list_artifacts(second)] == ["model.txt", "scores.tsv"]
 
 
-def test_a_stopped_server_fails_within_half_a_minute_saying_how_to_start_it(tmp_path):
+@pytest.mark.parametrize("from_env, local", [(True, "unset MLFLOW_TRACKING_URI"),
+                                              (False, "set config key mlflow.tracking_uri to null")])
+def test_a_stopped_server_fails_within_half_a_minute_saying_how_to_start_it(tmp_path, monkeypatch, from_env, local):
     import time as clock
 
     from rankstudy.tracking.errors import TrackingUnavailable
 
+    if from_env:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")
+    else:
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     started = clock.monotonic()
-    with pytest.raises(TrackingUnavailable, match=r"http://127.0.0.1:9 does not answer.*mlflow-server.sh start"):
+    with pytest.raises(TrackingUnavailable, match=r"http://127.0.0.1:9 does not answer.*mlflow-server.sh start\)\" "
+                                                  r"\(or " + local):
         log_fold_run("http://127.0.0.1:9", EXPERIMENT, **fold_kwargs(0))
     assert clock.monotonic() - started < 30
