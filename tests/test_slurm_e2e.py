@@ -1,7 +1,7 @@
 """The workflow on a SLURM cluster through Snakemake's SLURM executor (workflow/profiles/slurm):
 a reduced default pipeline run once on this machine and once through SLURM gives the same
 per-query metrics, and SLURM's accounting shows that its jobs ran every step but the local
-download.
+download. The cluster's daemons on this machine listen on 127.0.0.1 only.
 
 Needs a cluster that answers `sinfo` (with accounting: the executor asks `sacct` for its jobs);
 `bash workflow/cluster/local-slurm.sh start` makes a one-node one on this machine. Without one the
@@ -49,6 +49,42 @@ def slurm_cluster():
         if os.environ.get("RANKSTUDY_REQUIRE_SLURM") == "1":
             pytest.fail(f"RANKSTUDY_REQUIRE_SLURM=1 but no SLURM cluster answers: {problem}")
         pytest.skip(f"no SLURM cluster answers ({problem}); {START_HINT}")
+
+
+def settings(conf: Path) -> dict[str, str]:
+    """A SLURM configuration file's Key=Value lines (one setting a line, as local-slurm.sh writes)."""
+    return dict(line.split("=", 1) for line in conf.read_text().splitlines()
+                if "=" in line and not line.lstrip().startswith("#"))
+
+
+def listening_addresses() -> dict[int, set[str]]:
+    """What `ss -ltn` shows listening on this machine: port -> local addresses."""
+    out = subprocess.run(["ss", "-ltnH"], capture_output=True, text=True, timeout=30, check=True)
+    found: dict[int, set[str]] = {}
+    for line in out.stdout.splitlines():
+        addr, port = line.split()[3].rsplit(":", 1)
+        found.setdefault(int(port), set()).add(addr)
+    return found
+
+
+def test_the_cluster_listens_on_127_0_0_1_only(slurm_cluster):
+    """workflow/cluster/local-slurm.sh's daemons take TCP connections on 127.0.0.1 only: slurmctld,
+    slurmd and slurmdbd (CommunicationParameters=No*InAddrAny in slurm.conf and slurmdbd.conf) and
+    the accounting database (MariaDB, --bind-address); munged has a unix socket only. Any other
+    cluster has none of its daemons here, and nothing here listens on its ports but on 127.0.0.1."""
+    conf = Path(os.environ.get("SLURM_CONF", "/etc/slurm/slurm.conf"))
+    slurm = settings(conf) if conf.is_file() else {}  # none here: a configless site
+    ports = {int(slurm.get("SlurmctldPort", 6817)): "slurmctld", int(slurm.get("SlurmdPort", 6818)): "slurmd",
+             int(slurm.get("AccountingStoragePort", 6819)): "slurmdbd"}
+    ours = conf.is_file() and conf.read_text().startswith("# Written by workflow/cluster/local-slurm.sh")
+    if ours:
+        ports[int(os.environ.get("RANKSTUDY_SLURM_DB_PORT", 3307))] = "MariaDB"  # as the script's
+    found = listening_addresses()
+    where = {name: found.get(port, set()) for port, name in ports.items()}
+    if ours:
+        assert where == {name: {"127.0.0.1"} for name in ports.values()}, f"`ss -ltn`: {where}"
+    else:
+        assert all(addrs <= {"127.0.0.1"} for addrs in where.values()), f"`ss -ltn`: {where}"
 
 
 def workdir_of_the_tiny_run(tmp: Path) -> Path:

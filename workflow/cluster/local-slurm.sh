@@ -23,7 +23,16 @@
 # and put back by `stop`. munged uses the system's key (/etc/munge/munge.key, created if
 # absent) and socket; a munged that already runs is used and left alone.
 #
-# Ports: slurmctld 6817, slurmd 6818, slurmdbd 6819 (SLURM's defaults), MariaDB 3307.
+# Ports: slurmctld 6817, slurmd 6818, slurmdbd 6819 (SLURM's defaults), MariaDB 3307, all on
+# 127.0.0.1 only (munged has a unix socket only): a test cluster answers nobody else. MariaDB has
+# --bind-address=127.0.0.1. The SLURM daemons have no address setting of their own (slurmdbd's
+# DbdAddr and DbdHost only name its host); with CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
+# in slurm.conf (slurmctld, slurmd) and NoInAddrAny in slurmdbd.conf (not in SLURM 22.05's man
+# page, but slurmdbd parses it and binds through the same libslurm code) each binds the first
+# IPv4 address that the machine's host name resolves to, instead of 0.0.0.0. So 'start' needs
+# the host name (`hostname`) to resolve to 127.0.0.1 (/etc/hosts), and says so otherwise: to any
+# other address the daemons would bind that one, where the clients (which use 127.0.0.1) do not
+# find them.
 set -euo pipefail
 
 DIR=${RANKSTUDY_SLURM_DIR:-/tmp/rankstudy-slurm}
@@ -126,8 +135,7 @@ write_config() {
 ClusterName=$CLUSTER
 SlurmctldHost=$NODE(127.0.0.1)
 # slurmctld and slurmd bind the address their host name resolves to here (127.0.0.1), not every
-# address of the machine: a test cluster answers nobody else (slurmdbd has no such setting and
-# still listens on 0.0.0.0:6819; it accepts only munge-signed requests from this host's key)
+# address of the machine: a test cluster answers nobody else (slurmdbd.conf does the same)
 CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
 SlurmUser=root
 SlurmdUser=root
@@ -175,6 +183,8 @@ EOF
 AuthType=auth/munge
 DbdHost=localhost
 DbdPort=6819
+# listen only on the address this host's name resolves to, 127.0.0.1, not on 0.0.0.0
+CommunicationParameters=NoInAddrAny
 SlurmUser=root
 PidFile=$RUN/daemon/slurmdbd.pid
 LogFile=$LOG/slurmdbd.log
@@ -284,6 +294,16 @@ FLUSH PRIVILEGES;
 EOF
 }
 
+ipv4_of() { getent ahostsv4 "$1" 2>/dev/null | awk 'NR == 1 {print $1}'; }
+
+check_host_name() {  # the daemons bind what the host name resolves to (see 'Ports' above)
+    local name addr
+    name=$(hostname)
+    addr=$(ipv4_of "$name")
+    [ "$addr" = 127.0.0.1 ] && return 0
+    die "this machine's host name '$name' resolves to ${addr:-no IPv4 address}, not 127.0.0.1: slurmctld, slurmd and slurmdbd (CommunicationParameters=NoInAddrAny) would listen there, not where the clients look; map it to 127.0.0.1 in /etc/hosts ('127.0.0.1 $name')"
+}
+
 start_slurmdbd() {
     launch slurmdbd slurmdbd -D
     wait_for slurmdbd 60 sacctmgr -n list cluster
@@ -327,6 +347,7 @@ cmd_start() {
         cmd_stop
     fi
     install_packages
+    check_host_name
     write_config
     say "starting a one-node cluster '$CLUSTER' in $DIR (node $NODE, $(nproc) CPUs, partition $PARTITION)"
     start_munge
