@@ -42,7 +42,10 @@ def test_schema_rejects_unknown_key_and_bad_value(config):
 
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["methods"]["ranknet"].update(kind="svm"), r"methods\.ranknet\.kind.*valid kinds: conditional, lambdamart, linear"),
-    (lambda c: c["methods"]["ranknet"]["params"].update(loss="hinge"), r"unknown loss 'hinge'.*listmle"),
+    (lambda c: c["methods"]["ranknet"]["params"].update(loss="hinge"), r"methods\.ranknet\.params\.loss: unknown loss 'hinge'.*listmle"),
+    (lambda c: c["methods"]["ranknet"]["params"].update(solver="newton"),
+     r"methods\.ranknet\.params\.solver: unknown solver 'newton'; valid: cutting_plane, lbfgs, projected_sgd"),
+    (lambda c: c["methods"]["ranknet"]["grid"].update(solver=["lbfgs", "adam"]), r"methods\.ranknet\.grid\.solver: unknown solver 'adam'"),
     (lambda c: c["methods"]["ranknet"]["grid"].update(C=[1]), r"methods\.ranknet\.grid\.C: not a parameter"),
     (lambda c: c.update(datasets=["MQ2009"]), r"unknown data set 'MQ2009'.*MQ2008"),
     (lambda c: c["evaluation"].update(metrics=["ndcg@x"]), r"evaluation\.metrics"),
@@ -271,6 +274,22 @@ def test_numbers_inside_a_command_line_section_become_numbers():
     config = {"folds": [1], "report": {"n_resamples": "many"}}
     prepare_cli_values(config, schema)
     assert config["report"]["n_resamples"] == "many"  # left for the validation to name
+
+
+def test_numbers_inside_a_command_line_method_become_numbers_where_its_ranker_takes_numbers():
+    """`--config "methods={cond: {kind: conditional, params: {sample_size: 10}}}"` hands over '10': the
+    schema cannot type a method's parameters, the ranker's annotations do."""
+    config = {"folds": [1], "methods": {
+        "cond": {"kind": "conditional", "params": {"loss": "mle", "sample_size": "10", "restart_skew": "-5"},
+                 "grid": {"C": ["1.0e-2", "0.1"]}},
+        "bad": {"kind": "conditional", "params": {"loss": "mle", "sample_size": "ten"}},
+        "ls": {"kind": "linear", "params": {"loss": "ranknet", "solver": "lbfgs"}}}}
+    prepare_cli_values(config)
+    assert config["methods"]["cond"]["params"] == {"loss": "mle", "sample_size": 10, "restart_skew": -5}
+    assert config["methods"]["cond"]["grid"] == {"C": [0.01, 0.1]}
+    check_method("cond", config["methods"]["cond"])
+    assert config["methods"]["bad"]["params"]["sample_size"] == "ten"  # left for check_method to name
+    assert config["methods"]["ls"]["params"] == {"loss": "ranknet", "solver": "lbfgs"}  # strings stay strings
 
 
 def validated(config: dict, **evaluation) -> dict:

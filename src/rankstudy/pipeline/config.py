@@ -25,6 +25,7 @@ from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import system_label
 from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
 from rankstudy.rankers.selection import grid_candidates
+from rankstudy.solvers.registry import SOLVERS
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,35 @@ def prepare_cli_values(config: dict, schema: dict | None = None) -> None:
             config[key] = [config[key]]
     if schema is not None:
         _coerce(config, schema)
+    _coerce_method_params(config.get("methods"))
+
+
+def _coerce_method_params(methods) -> None:
+    """Numbers set in a method's ``params`` or ``grid`` through ``--config`` arrive as strings too
+    (``methods={m: {params: {sample_size: 10}}}`` gives ``'10'``); the schema cannot type them,
+    so the ranker's annotations do: a string becomes a number or boolean where the parameter
+    takes one and no string."""
+    for spec in (methods or {}).values() if isinstance(methods, dict) else ():
+        if not isinstance(spec, dict) or spec.get("kind") not in RANKERS:
+            continue  # check_method names the problem
+        cls = RANKERS[spec["kind"]]
+        params, grid = spec.get("params"), spec.get("grid")
+        for name, value in (params.items() if isinstance(params, dict) else ()):
+            params[name] = _read_as_annotated(cls, name, value)
+        for name, values in (grid.items() if isinstance(grid, dict) else ()):
+            if isinstance(values, list):
+                grid[name] = [_read_as_annotated(cls, name, v) for v in values]
+
+
+def _read_as_annotated(cls, name: str, value):
+    kinds = _annotated_kinds(cls, name)
+    if not isinstance(value, str) or not kinds or "str" in kinds:
+        return value
+    try:
+        read = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return value
+    return read if any(_TYPE_CHECKS[kind](read) for kind in kinds if kind != "None") else value
 
 
 _SCALARS = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -190,18 +220,24 @@ _TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false"
                "None": "null", "dict": "a mapping", "list": "a list"}
 
 
+def _annotated_kinds(cls, name: str) -> list[str] | None:
+    """The plain-data types parameter ``name`` of ranker ``cls`` is annotated with
+    (``float | None`` gives ``['float', 'None']``), or None when it has another type, which the
+    config cannot write anyway and the ranker checks itself."""
+    parameter = inspect.signature(cls.__init__).parameters.get(name)
+    annotation = parameter.annotation if parameter is not None else None
+    if not isinstance(annotation, str):
+        return None
+    kinds = [part.strip().split("[")[0] for part in annotation.split("|")]
+    return kinds if all(kind in _TYPE_CHECKS for kind in kinds) else None
+
+
 def check_param_types(cls, params: dict, key: str) -> None:
     """Each value must have its parameter's annotated type (``float | None`` and the like):
     ConfigError naming the key, the value and what it must be, before the ranker is built."""
-    signature = inspect.signature(cls.__init__)
     for name, value in params.items():
-        annotation = signature.parameters[name].annotation if name in signature.parameters else None
-        if not isinstance(annotation, str):
-            continue
-        kinds = [part.strip().split("[")[0] for part in annotation.split("|")]
-        if not all(kind in _TYPE_CHECKS for kind in kinds):
-            continue  # a type the config cannot write anyway; the ranker checks it
-        if not any(_TYPE_CHECKS[kind](value) for kind in kinds):
+        kinds = _annotated_kinds(cls, name)
+        if kinds and not any(_TYPE_CHECKS[kind](value) for kind in kinds):
             wanted = " or ".join(_TYPE_WORDS[kind] for kind in kinds)
             raise ConfigError(f"config key {key}.{name}: must be {wanted}, got {value!r}")
 
@@ -224,11 +260,13 @@ def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = 1.
             if key not in valid:
                 raise ConfigError(f"config key methods.{name}.{section}.{key}: not a parameter of "
                                   f"{kind!r}; valid: {', '.join(sorted(valid))}")
-    losses = [(spec.get("params") or {}).get("loss")] + list((spec.get("grid") or {}).get("loss", []))
-    for loss in filter(None, losses):
-        if loss not in LOSSES:
-            raise ConfigError(f"config key methods.{name}: unknown loss {loss!r}; "
-                              f"valid losses: {', '.join(sorted(LOSSES))}")
+    for key, table, what in (("loss", LOSSES, "loss"), ("solver", SOLVERS, "solver")):
+        for section, given in (("params", [(spec.get("params") or {}).get(key)]),
+                               ("grid", list((spec.get("grid") or {}).get(key, [])))):
+            for value in filter(None, given):
+                if value not in table:
+                    raise ConfigError(f"config key methods.{name}.{section}.{key}: unknown {what} {value!r}; "
+                                      f"valid: {', '.join(sorted(table))}")
     # build every grid candidate and call its loss once on a tiny list, so that a wrong name
     # inside the parameters (functional, group, a loss's weight or phi) fails now, not mid-run
     check_param_types(RANKERS[kind], spec.get("params") or {}, f"methods.{name}.params")
