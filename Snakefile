@@ -21,6 +21,7 @@ if problem := workflow_memory_problem():
 try:
     from rankstudy.pipeline.config import apply_defaults, prepare_cli_values
     from rankstudy.pipeline.summary import run_summary
+    from rankstudy.tracking.errors import check_server_answers
 except Exception as exc:
     if problem := workflow_memory_problem(exc):
         raise WorkflowError(problem) from None
@@ -56,6 +57,11 @@ rule all:
     input:
         all_targets(),
     default_target: True
+
+
+# a tracking server that does not answer fails the run now, not after its training jobs
+onstart:
+    check_server_answers(os.environ.get("MLFLOW_TRACKING_URI", "").strip() or config["mlflow"]["tracking_uri"] or "")
 
 
 # the last lines of a run: where its results are, and what took the time

@@ -507,3 +507,38 @@ def test_a_stopped_server_fails_within_half_a_minute_saying_how_to_start_it(tmp_
                                                   r"\(or " + local):
         log_fold_run("http://127.0.0.1:9", EXPERIMENT, **fold_kwargs(0))
     assert clock.monotonic() - started < 30
+
+
+def test_a_server_is_checked_before_any_job(tmp_path, monkeypatch):
+    """A stopped server used to fail the run at its first aggregate job, after all training; the
+    run now fails at its start, saying how to start the server, and no job runs."""
+    from http.server import BaseHTTPRequestHandler
+
+    from loopback import serving
+    from test_pipeline_e2e import SNAKEMAKE, TINY, make_workdir
+
+    from rankstudy.tracking.errors import TrackingUnavailable, check_server_answers
+
+    class NotFound(BaseHTTPRequestHandler):  # any answer counts, also an error status
+        def do_GET(self):
+            self.send_error(404)
+
+        def log_message(self, *args):
+            pass
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    with serving(NotFound) as srv:
+        check_server_answers(srv.url(""))
+    check_server_answers(f"sqlite:///{tmp_path}/none.db")  # not a server: nothing to check
+    dead = f"http://127.0.0.1:{free_port()}"
+    with pytest.raises(TrackingUnavailable, match="does not answer.*mlflow-server.sh start"):
+        check_server_answers(dead)
+
+    workdir = make_workdir(tmp_path, {**TINY, "folds": [1], "mlflow": {"tracking_uri": dead}})
+    started = time.monotonic()
+    out = subprocess.run([SNAKEMAKE, "--cores", "1", "--configfile", "test.yaml", "--replace-workflow-config"],
+                         cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert out.returncode != 0 and time.monotonic() - started < 60
+    assert f"the MLflow tracking server {dead} does not answer" in out.stderr
+    assert "set config key mlflow.tracking_uri to null" in out.stderr
+    assert not (workdir / "results" / "data").exists()  # no job ran

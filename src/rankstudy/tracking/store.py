@@ -52,7 +52,7 @@ from mlflow import MlflowClient  # noqa: E402
 from mlflow.entities import ViewType  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 
-from rankstudy.tracking.errors import TrackingUnavailable  # noqa: E402
+from rankstudy.tracking.errors import server_unavailable  # noqa: E402
 from rankstudy.tracking.relocate import artifact_root, local_path, moved, relocate_artifacts  # noqa: E402
 
 # MLflow logs every schema migration step at INFO; warnings and errors still show.
@@ -96,14 +96,7 @@ def fails_clearly_without_server(fn):
         except Exception as exc:  # MlflowException, requests' ConnectionError, ...
             if not (is_server(uri) and _unreachable(exc)):
                 raise
-            # the way back to the local store: undo whichever set the server (the variable wins)
-            local = ("unset MLFLOW_TRACKING_URI" if os.environ.get("MLFLOW_TRACKING_URI", "").strip()
-                     else "set config key mlflow.tracking_uri to null")
-            raise TrackingUnavailable(
-                f"the MLflow tracking server {uri} does not answer ({str(exc).splitlines()[0][:200]}); start it "
-                f"again with: eval \"$(bash workflow/cluster/mlflow-server.sh start)\" (or {local} "
-                f"for the local SQLite store), then rerun: nothing is lost, the next run "
-                f"logs what this one could not") from None
+            raise server_unavailable(uri, str(exc)) from None
 
     return wrapper
 
