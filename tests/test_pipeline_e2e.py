@@ -692,8 +692,8 @@ def test_dubey_studies_run_every_method_and_render(tmp_path):
     assert "Kendall" in md and "Microaverage" in md and md.count("### ") == 4
     assert set(paper["row"].dropna()) >= set(methods)
     for name in ("dubey-fig4", "dubey-fig5", "dubey-fig6", "dubey-fig7"):
-        # these study files set no run_methods, so the merged defaults would all train again per
-        # study; the study's own methods run (Figure 4 with ranknet beside, which the sweep leaves out)
+        # the study's own methods (as its run_methods say), Figure 4's with ranknet beside: a method
+        # without the swept parameter, which the sweep must leave out
         own = list(yaml.safe_load((REPO / f"config/studies/{name}.yaml").read_text())["methods"])
         beside = ["ranknet"] if name == "dubey-fig4" else []
         snakemake(workdir, configfile=_dubey_config(workdir, name, {**tiny, "run_methods": [*own, *beside]}))
