@@ -26,9 +26,10 @@ from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.base import Solution
 from rankstudy.solvers.objective import Objective
-from rankstudy.solvers.registry import solver_class
+from rankstudy.solvers.registry import SolverSettings, make_solver, solver_class
 
-STRUCTSVM_SOLVERS = ("cutting_plane", "lbfgs")  # lbfgs: for comparison (see the class)
+# the paper's solver, and lbfgs for comparison (see the class); projected_sgd is not offered
+STRUCTSVM_SOLVERS = ("cutting_plane", "lbfgs")
 STRUCTURED_LOSSES = ("svm_auc", "svm_map", "svm_ndcg", "svm_ndcg_nc", "svm_mrr", "svm_mrr_po", "dorm", "svm_combo")
 
 
@@ -66,7 +67,7 @@ class StructSVMRanker(ScoredRanker):
         if not C > 0:
             raise ValueError(f"C must be > 0, got {C!r}")
         solver_class(solver)  # an unknown name gets the list of solvers
-        if solver not in STRUCTSVM_SOLVERS:  # the other solvers are not built for its settings
+        if solver not in STRUCTSVM_SOLVERS:
             raise ValueError(f"solver {solver!r} is not available to structsvm; valid: {', '.join(STRUCTSVM_SOLVERS)}")
         if int(latent_rounds) < 1:
             raise ValueError(f"latent_rounds must be >= 1, got {latent_rounds!r}")
@@ -147,9 +148,7 @@ class StructSVMRanker(ScoredRanker):
         return self
 
     def make_solver(self):
-        if self.solver == "cutting_plane":
-            return solver_class(self.solver)(epsilon=self.epsilon, max_iter=self.max_iter)
-        return solver_class(self.solver)(max_iter=self.max_iter)
+        return make_solver(self.solver, SolverSettings(max_iter=self.max_iter, epsilon=self.epsilon, seed=self.seed))
 
     @property
     def coef_(self) -> np.ndarray:
