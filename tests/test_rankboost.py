@@ -158,10 +158,10 @@ def test_predict_checks_the_feature_count(fitted, synthetic_splits):
     ({"n_rounds": 0}, "n_rounds must be an integer >= 1"),
     ({"n_rounds": 2.5}, "n_rounds must be an integer >= 1"),
     ({"n_rounds": True}, "n_rounds must be an integer >= 1"),
-    ({"max_thresholds": 0}, "max_thresholds must be None or an integer >= 1"),
-    ({"rel_threshold": float("nan")}, "rel_threshold must be a finite number"),
-    ({"rel_threshold": "1"}, "rel_threshold must be a finite number"),
-    ({"pairs": "bipartite"}, "pairs must be one of graded, binary"),
+    ({"max_thresholds": 0}, "max_thresholds must be an integer >= 1 or null, got 0"),
+    ({"rel_threshold": float("nan")}, "rel_threshold must be a number, got nan"),
+    ({"rel_threshold": "1"}, "rel_threshold must be a number, got '1'"),
+    ({"pairs": "bipartite"}, "unknown pairs 'bipartite'; valid: graded, binary"),
 ])
 def test_bad_parameters(params, message):
     with pytest.raises(ValueError, match=message):

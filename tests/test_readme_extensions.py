@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,7 +16,9 @@ from losscheck import finite_difference, make_batch, relative_error
 from rankstudy.evaluation import metrics
 from rankstudy.losses import baseline
 from rankstudy.losses.registry import LOSSES, Loss
-from rankstudy.pipeline.config import check_method, training_params
+from rankstudy.pipeline.config import check_method
+from rankstudy.pipeline.errors import ConfigError
+from rankstudy.rankers.spec import training_params
 from rankstudy.rankers import registry as rankers
 from rankstudy.rankers.selection import select_and_fit
 from test_rankers import make_data, mean_ndcg_at_10
@@ -70,7 +71,10 @@ def test_the_new_loss_checks_its_gradient_and_learns(examples, splits, monkeypat
     code, registration, config = examples[:3]
     namespace = dict(vars(baseline))  # "numpy as np, clean and query_weights are imported there"
     exec(code, namespace)  # noqa: S102
-    name, loss = entry(registration, {"Loss": Loss, "baseline": SimpleNamespace(**namespace)})
+    new = set(namespace) - set(vars(baseline))
+    for function in new:  # the function now stands in its module, as the README says
+        monkeypatch.setattr(baseline, function, namespace[function], raising=False)
+    name, loss = entry(registration, {"Loss": Loss})
     monkeypatch.setitem(LOSSES, name, loss)
     s, y, mask = make_batch()
     value, grad = loss(s, y, mask)
@@ -99,8 +103,11 @@ def test_the_new_ranker_kind_needs_no_seed_and_learns(examples, splits, monkeypa
     code, registration = examples[5:7]
     namespace: dict = {}
     exec(code, namespace)  # noqa: S102 - its own imports, as in its file
-    name, cls = entry(registration, namespace)
+    name, path = entry(registration, namespace)
+    cls = namespace[path.rpartition(":")[2]]  # the class the "module:Class" entry names, as written above
     monkeypatch.setitem(rankers.RANKERS, name, cls)
+    with pytest.raises(ConfigError, match=rf"methods\.mine\.grid\.l2: must be a number >= 0, got -1"):
+        check_method("mine", {"kind": name, "grid": {"l2": [1e-3, -1]}})  # its declared constraints are checked
     spec = {"params": {"max_iter": 100}, "grid": {"l2": [1e-3, 1e-1]}}
     check_method("mine", {"kind": name, **spec})
     assert "seed" not in training_params({"kind": name, **spec}, seed=7, rel_threshold=1)

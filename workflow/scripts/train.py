@@ -10,7 +10,7 @@ import pandas as pd
 
 from rankstudy.data.kinds import load_split
 from rankstudy.features.featuresets import FeatureSet
-from rankstudy.pipeline.config import training_params
+from rankstudy.rankers.spec import training_params
 from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import FitRecord, FoldMeta
 from rankstudy.rankers.registry import ranker_class

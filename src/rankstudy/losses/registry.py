@@ -11,7 +11,10 @@ plus one entry in :data:`LOSSES`, a :class:`Loss` that says what the loss needs:
 
 Which solvers fit which losses follows from these (:func:`rankstudy.solvers.registry.check_solver`),
 and the config check refuses the rest before any job runs. :func:`bind_loss` gives a ranker the
-loss with its options.
+loss with its options, as a :class:`BoundLoss` that still knows its name and entry.
+
+An entry's function may be given as ``"family.function"`` (a module of this package): it is
+imported when the loss is first used, so a job imports only the loss families it trains with.
 """
 
 from __future__ import annotations
@@ -20,22 +23,44 @@ import inspect
 from dataclasses import dataclass
 from functools import partial
 
-from rankstudy.losses import baseline, cdn, conditional, elementwise, pairwise, smoothed, structured
 from rankstudy.losses.groups import check_aggregate, grouped_loss
 from rankstudy.losses.padded import LossFn
+from rankstudy.util.lazy import load
 from rankstudy.util.names import lookup
+
 
 @dataclass(frozen=True)
 class Loss:
-    """A registered loss and what it needs (see the module docstring); called as the loss."""
+    """A registered loss and what it needs (see the module docstring); called as the loss.
+    ``fn`` is the function, or ``"family.function"`` naming it in a module of this package."""
 
-    fn: LossFn
+    fn: LossFn | str
     bias: bool = False
     smooth: bool = True
     convex: bool = False
 
+    @property
+    def function(self) -> LossFn:
+        if isinstance(self.fn, str):
+            module, _, name = self.fn.rpartition(".")
+            object.__setattr__(self, "fn", load(f"rankstudy.losses.{module}:{name}"))
+        return self.fn
+
     def __call__(self, scores, labels, mask, **options):
-        return self.fn(scores, labels, mask, **options)
+        return self.function(scores, labels, mask, **options)
+
+
+@dataclass(frozen=True)
+class BoundLoss:
+    """A registered loss with its options fixed: ``loss(scores, labels, mask)``, which still
+    knows its ``name`` and registry ``entry`` (so a ranker can check that its solver fits it)."""
+
+    name: str
+    entry: Loss
+    fn: LossFn
+
+    def __call__(self, scores, labels, mask, *args, **kwargs):
+        return self.fn(scores, labels, mask, *args, **kwargs)
 
 
 # the structured hinges: convex, piecewise linear, no bias (Chakrabarti et al.'s Eq. 1)
@@ -43,41 +68,41 @@ _hinge = dict(smooth=False, convex=True)
 
 LOSSES: dict[str, Loss] = {
     # baselines
-    "pointwise_mse": Loss(baseline.pointwise_mse, bias=True, convex=True),
-    "ranknet": Loss(baseline.ranknet, convex=True),
-    "ranksvm": Loss(baseline.ranksvm, convex=True),
-    "listnet": Loss(baseline.listnet, convex=True),
-    "listmle": Loss(baseline.listmle, convex=True),
+    "pointwise_mse": Loss("baseline.pointwise_mse", bias=True, convex=True),
+    "ranknet": Loss("baseline.ranknet", convex=True),
+    "ranksvm": Loss("baseline.ranksvm", convex=True),
+    "listnet": Loss("baseline.listnet", convex=True),
+    "listmle": Loss("baseline.listmle", convex=True),
     # Tran et al. (2011): element-wise (Eqs. 5, 8, 11-16)
-    "multiclass_logistic": Loss(elementwise.multiclass_logistic, convex=True),
-    "weighted_regression": Loss(elementwise.weighted_regression, bias=True, convex=True),
-    "wpl": Loss(elementwise.wpl),
-    "rpl": Loss(elementwise.rpl),
-    "wpll": Loss(elementwise.wpll),
+    "multiclass_logistic": Loss("elementwise.multiclass_logistic", convex=True),
+    "weighted_regression": Loss("elementwise.weighted_regression", bias=True, convex=True),
+    "wpl": Loss("elementwise.wpl"),
+    "rpl": Loss("elementwise.rpl"),
+    "wpll": Loss("elementwise.wpll"),
     # Tran et al. (2011): pairwise (Eqs. 9, 17-18)
-    "pairwise": Loss(pairwise.pairwise_loss),
-    "wub": Loss(pairwise.wub),
+    "pairwise": Loss("pairwise.pairwise_loss"),
+    "wub": Loss("pairwise.wub"),
     # Tran et al. (2011): smoothed metrics (Eqs. 6-7)
-    "smoothed_ndcg": Loss(smoothed.smoothed_ndcg),
-    "smoothed_err": Loss(smoothed.smoothed_err),
-    "smoothed_mrr": Loss(smoothed.smoothed_mrr),
+    "smoothed_ndcg": Loss("smoothed.smoothed_ndcg"),
+    "smoothed_err": Loss("smoothed.smoothed_err"),
+    "smoothed_mrr": Loss("smoothed.smoothed_mrr"),
     # Chakrabarti et al. (2008): structural SVMs (structured hinges, for the cutting-plane solver)
-    "svm_auc": Loss(structured.svm_auc, **_hinge),
-    "svm_map": Loss(structured.svm_map, **_hinge),
-    "svm_ndcg": Loss(structured.svm_ndcg, **_hinge),
-    "svm_ndcg_nc": Loss(structured.svm_ndcg_nc, **_hinge),
-    "svm_mrr": Loss(structured.svm_mrr, **_hinge),
-    "svm_mrr_po": Loss(structured.svm_mrr_po, **_hinge),
-    "dorm": Loss(structured.dorm, **_hinge),
-    "svm_combo": Loss(structured.svm_combo, **_hinge),
+    "svm_auc": Loss("structured.svm_auc", **_hinge),
+    "svm_map": Loss("structured.svm_map", **_hinge),
+    "svm_ndcg": Loss("structured.svm_ndcg", **_hinge),
+    "svm_ndcg_nc": Loss("structured.svm_ndcg_nc", **_hinge),
+    "svm_mrr": Loss("structured.svm_mrr", **_hinge),
+    "svm_mrr_po": Loss("structured.svm_mrr_po", **_hinge),
+    "dorm": Loss("structured.dorm", **_hinge),
+    "svm_combo": Loss("structured.svm_combo", **_hinge),
     # Huang and Frey (2008): cumulative distribution networks over pairwise preferences
-    "cdn": Loss(cdn.cdn, convex=True),
+    "cdn": Loss("cdn.cdn", convex=True),
     # Dubey et al. (2009): conditional models over rankings, sums over a swap-sampler sample
-    "mle": Loss(conditional.mle, convex=True),
-    "exp_gain": Loss(conditional.exp_gain),
-    "exp_gain_auc": Loss(conditional.exp_gain_auc),
-    "l3": Loss(conditional.l3),
-    "convex_loss": Loss(conditional.convex_loss, convex=True),
+    "mle": Loss("conditional.mle", convex=True),
+    "exp_gain": Loss("conditional.exp_gain"),
+    "exp_gain_auc": Loss("conditional.exp_gain_auc"),
+    "l3": Loss("conditional.l3"),
+    "convex_loss": Loss("conditional.convex_loss", convex=True),
 }
 
 
@@ -87,7 +112,7 @@ def loss_entry(name: str) -> Loss:
 
 
 def get_loss(name: str) -> LossFn:
-    return loss_entry(name).fn
+    return loss_entry(name).function
 
 
 def loss_options(name: str) -> list[str]:
@@ -113,7 +138,8 @@ def bind_loss(name: str, options: dict | None = None, *, seed: int | None = None
     ``seed`` goes to a loss that takes one (label tie-breaks), unless ``options`` set it;
     ``group`` applies the loss to label-tie groups (:func:`rankstudy.losses.groups.grouped_loss`).
     """
-    fn = get_loss(name)
+    entry = loss_entry(name)
+    fn = entry.function
     options = dict(options or {})
     check_loss_options(name, options)
     if seed is not None and "seed" in loss_options(name):
@@ -122,4 +148,4 @@ def bind_loss(name: str, options: dict | None = None, *, seed: int | None = None
         fn = partial(fn, **options)
     if group is not None:
         fn = grouped_loss(fn, check_aggregate(group))
-    return fn
+    return BoundLoss(name, entry, fn)

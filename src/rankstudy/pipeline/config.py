@@ -7,12 +7,10 @@ and derives what the workflow needs: the feature sets and the baseline system.
 
 from __future__ import annotations
 
-import inspect
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import yaml
 
 from rankstudy.data import registry as datasets
@@ -20,12 +18,10 @@ from rankstudy.data import sources, splitfiles
 from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.features.pairs import pair_correlations_bytes
-from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import system_label
-from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
-from rankstudy.rankers.selection import grid_candidates
-from rankstudy.solvers.registry import SOLVERS
+from rankstudy.rankers.registry import ranker_class
+from rankstudy.rankers.spec import SpecError, check_spec, read_spec_values
 
 
 @dataclass(frozen=True)
@@ -88,35 +84,9 @@ def prepare_cli_values(config: dict, schema: dict | None = None) -> None:
             config[key] = [config[key]]
     if schema is not None:
         _coerce(config, schema)
-    _coerce_method_params(config.get("methods"))
-
-
-def _coerce_method_params(methods) -> None:
-    """Numbers set in a method's ``params`` or ``grid`` through ``--config`` arrive as strings too
-    (``methods={m: {params: {sample_size: 10}}}`` gives ``'10'``); the schema cannot type them,
-    so the ranker's annotations do: a string becomes a number or boolean where the parameter
-    takes one and no string."""
-    for spec in (methods or {}).values() if isinstance(methods, dict) else ():
-        if not isinstance(spec, dict) or spec.get("kind") not in RANKERS:
-            continue  # check_method names the problem
-        cls = RANKERS[spec["kind"]]
-        params, grid = spec.get("params"), spec.get("grid")
-        for name, value in (params.items() if isinstance(params, dict) else ()):
-            params[name] = _read_as_annotated(cls, name, value)
-        for name, values in (grid.items() if isinstance(grid, dict) else ()):
-            if isinstance(values, list):
-                grid[name] = [_read_as_annotated(cls, name, v) for v in values]
-
-
-def _read_as_annotated(cls, name: str, value):
-    kinds = _annotated_kinds(cls, name)
-    if not isinstance(value, str) or not kinds or "str" in kinds:
-        return value
-    try:
-        read = yaml.safe_load(value)
-    except yaml.YAMLError:
-        return value
-    return read if any(_TYPE_CHECKS[kind](read) for kind in kinds if kind != "None") else value
+    methods = config.get("methods")
+    for spec in methods.values() if isinstance(methods, dict) else ():
+        read_spec_values(spec)
 
 
 _SCALARS = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -184,15 +154,6 @@ def evaluate_params(evaluation: dict, saved: dict | None = None) -> dict:
     return {**{k: saved[k] for k in wanted}, **({"extra_metrics": kept_extras} if kept_extras else {})}
 
 
-def training_params(spec: dict, seed: int, rel_threshold: float) -> dict:
-    """A method's parameters as its ranker is built with them: the method's ``params``, plus the
-    run's ``seed`` and ``evaluation.rel_threshold`` for rankers that take them (one relevance
-    threshold per run: a method cannot set its own)."""
-    names = ranker_class(spec["kind"]).param_names()
-    run = {"seed": seed, "rel_threshold": rel_threshold}
-    return {**{k: v for k, v in run.items() if k in names}, **(spec.get("params") or {})}
-
-
 def run_methods(config: dict) -> list[str]:
     """The methods this run trains: `run_methods` if given, else every entry of `methods`."""
     return list(config.get("run_methods") or config["methods"])
@@ -206,83 +167,14 @@ def resolve_path(path: str | Path, basedir: Path) -> Path:
     return basedir / path
 
 
-def _valid_params(cls) -> set[str]:
-    return set(inspect.signature(cls.__init__).parameters) - {"self"}
-
-
-# what a parameter's annotation admits, for the plain-data types a config holds
-_TYPE_CHECKS = {"int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-                "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-                "bool": lambda v: isinstance(v, bool), "str": lambda v: isinstance(v, str),
-                "None": lambda v: v is None, "dict": lambda v: isinstance(v, dict),
-                "list": lambda v: isinstance(v, list)}
-_TYPE_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-               "None": "null", "dict": "a mapping", "list": "a list"}
-
-
-def _annotated_kinds(cls, name: str) -> list[str] | None:
-    """The plain-data types parameter ``name`` of ranker ``cls`` is annotated with
-    (``float | None`` gives ``['float', 'None']``), or None when it has another type, which the
-    config cannot write anyway and the ranker checks itself."""
-    parameter = inspect.signature(cls.__init__).parameters.get(name)
-    annotation = parameter.annotation if parameter is not None else None
-    if not isinstance(annotation, str):
-        return None
-    kinds = [part.strip().split("[")[0] for part in annotation.split("|")]
-    return kinds if all(kind in _TYPE_CHECKS for kind in kinds) else None
-
-
-def check_param_types(cls, params: dict, key: str) -> None:
-    """Each value must have its parameter's annotated type (``float | None`` and the like):
-    ConfigError naming the key, the value and what it must be, before the ranker is built."""
-    for name, value in params.items():
-        kinds = _annotated_kinds(cls, name)
-        if kinds and not any(_TYPE_CHECKS[kind](value) for kind in kinds):
-            wanted = " or ".join(_TYPE_WORDS[kind] for kind in kinds)
-            raise ConfigError(f"config key {key}.{name}: must be {wanted}, got {value!r}")
-
-
-# set once per run, for every method that takes them (training_params)
-RUN_PARAMS = {"seed": "seed", "rel_threshold": "evaluation.rel_threshold"}
-
-
 def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
-    kind = spec.get("kind")
-    if kind not in RANKERS:
-        raise ConfigError(f"config key methods.{name}.kind: unknown kind {kind!r}; "
-                          f"valid kinds: {', '.join(sorted(RANKERS))}")
-    valid = _valid_params(RANKERS[kind])
-    for section in ("params", "grid"):
-        for key in spec.get(section) or {}:
-            if key in RUN_PARAMS:
-                raise ConfigError(f"config key methods.{name}.{section}.{key}: set once for the whole run, as "
-                                  f"config key {RUN_PARAMS[key]}; remove it from the method")
-            if key not in valid:
-                raise ConfigError(f"config key methods.{name}.{section}.{key}: not a parameter of "
-                                  f"{kind!r}; valid: {', '.join(sorted(valid))}")
-    for key, table, what in (("loss", LOSSES, "loss"), ("solver", SOLVERS, "solver")):
-        for section, given in (("params", [(spec.get("params") or {}).get(key)]),
-                               ("grid", list((spec.get("grid") or {}).get(key, [])))):
-            for value in filter(None, given):
-                if value not in table:
-                    raise ConfigError(f"config key methods.{name}.{section}.{key}: unknown {what} {value!r}; "
-                                      f"valid: {', '.join(sorted(table))}")
-    # build every grid candidate and call its loss once on a tiny list, so that a wrong name
-    # inside the parameters (functional, group, a loss's weight or phi) fails now, not mid-run
-    check_param_types(RANKERS[kind], spec.get("params") or {}, f"methods.{name}.params")
-    for key, values in (spec.get("grid") or {}).items():
-        for value in values:
-            check_param_types(RANKERS[kind], {key: value}, f"methods.{name}.grid")
-    for candidate in grid_candidates(spec.get("grid")):
-        params = {**training_params(spec, seed, rel_threshold), **candidate}
-        try:
-            make_ranker(kind, params)
-            if params.get("loss"):
-                scores, labels = np.array([[0.3, -0.2, 0.1]]), np.array([[2.0, 0.0, 1.0]])
-                bind_loss(params["loss"], params.get("loss_params"))(scores, labels, np.ones((1, 3), bool))
-        except (TypeError, ValueError) as exc:
-            where = ".params.solver" if str(exc).startswith("solver ") else ""  # the solver refused the loss
-            raise ConfigError(f"config key methods.{name}{where}: {exc}") from None
+    """ConfigError naming the key (``methods.NAME.params.l2``) of a method spec's first problem
+    (:func:`rankstudy.rankers.spec.check_spec`, the train job's own rules)."""
+    try:
+        check_spec(spec, seed, rel_threshold)
+    except SpecError as exc:
+        key = f"methods.{name}.{exc.key}" if exc.key else f"methods.{name}"
+        raise ConfigError(f"config key {key}: {exc.problem}") from None
 
 
 def check_metric(key: str, name: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rankstudy.features.featuresets import FeatureSet
+from rankstudy.rankers.params import ParamError, check_value
 from rankstudy.util import atomic
 
 SAVE_FORMAT = "rankstudy.ranker"
@@ -25,10 +26,25 @@ class NotFittedError(RuntimeError):
     pass
 
 
-class Ranker:
+class _CheckedParams(type):
+    """Building a ranker checks its parameters first (:meth:`Ranker.check_params`), so every
+    ranker, however it is built (config, test, model file), gets the one check, and ``__init__``
+    only stores them; then the built ranker checks how its parts fit (:meth:`Ranker.check_parts`)."""
+
+    def __call__(cls, *args, **kwargs):
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+        bound.apply_defaults()
+        cls.check_params({k: v for k, v in list(bound.arguments.items())[1:]})
+        ranker = super().__call__(*args, **kwargs)
+        ranker.check_parts()
+        return ranker
+
+
+class Ranker(metaclass=_CheckedParams):
     """Base class. Subclasses set ``kind``, take their parameters as keyword arguments of
-    ``__init__`` (stored under the same names), and implement ``fit``, ``predict``,
-    ``_get_state`` and ``_set_state`` (JSON-able fitted state).
+    ``__init__`` (stored under the same names), declare what each may be in
+    ``parameter_constraints`` (:mod:`rankstudy.rankers.params`), and implement ``fit``,
+    ``predict``, ``_get_state`` and ``_set_state`` (JSON-able fitted state).
 
     ``data_kind`` is the kind of split it ranks (:mod:`rankstudy.data.kinds`);
     ``featureset_types`` the feature-set types it can train on
@@ -41,6 +57,8 @@ class Ranker:
     featureset_types: ClassVar[tuple[str, ...]] = ("first", "rho")
     # whether fit puts several threads to use (LightGBM): its train jobs then ask for more
     parallel: ClassVar[bool] = False
+    # {parameter: [constraint, ...]}: a value is valid when one of them accepts it (None: null is)
+    parameter_constraints: ClassVar[dict[str, list]] = {}
 
     def __init__(self) -> None:
         self.history_: list[dict] = []
@@ -59,6 +77,28 @@ class Ranker:
 
     def predict(self, data) -> np.ndarray:
         raise NotImplementedError
+
+    @classmethod
+    def check_params(cls, params: dict[str, Any]) -> None:
+        """ParamError naming the first parameter that its constraints refuse, then whatever
+        :meth:`check_combination` refuses. Called before ``__init__`` runs."""
+        for name, value in params.items():
+            constraints = cls.parameter_constraints.get(name)
+            if constraints is not None:
+                check_value(name, value, constraints, owner=cls.kind)
+        try:
+            cls.check_combination(params)
+        except ParamError as exc:
+            if not exc.owner:
+                raise ParamError(exc.param, exc.problem, owner=cls.kind) from None
+            raise
+
+    @classmethod
+    def check_combination(cls, params: dict[str, Any]) -> None:
+        """Relations between valid parameters that cannot hold (ParamError naming one of them)."""
+
+    def check_parts(self) -> None:
+        """Checks of the built ranker's parts (a scored ranker: its solver fits its loss)."""
 
     @classmethod
     def param_names(cls) -> list[str]:

@@ -11,6 +11,7 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
+from rankstudy.rankers.params import Integer, Real
 from rankstudy.util.progress import Progress
 from rankstudy.util.threads import job_threads
 
@@ -19,6 +20,15 @@ def lightgbm():
     # LightGBM (and the scikit-learn it loads) costs ~0.6 s to import: loaded when a boosted
     # ranker is fitted or loaded, not in every job that merely knows the ranker kinds
     return importlib.import_module("lightgbm")
+
+
+# the LightGBM settings the boosted rankers share, with LightGBM's own ranges (checked before
+# any job: a negative learning rate used to fail inside the train job with LightGBM's traceback)
+LIGHTGBM_CONSTRAINTS = {
+    "n_estimators": [Integer(1)], "learning_rate": [Real(0, low_open=True)], "num_leaves": [Integer(2, 131072)],
+    "min_data_in_leaf": [Integer(0)], "lambda_l2": [Real(0)], "early_stopping_rounds": [Integer(1)],
+    "seed": [Integer()],
+}
 
 
 def integer_labels(y: np.ndarray, who: str) -> np.ndarray:

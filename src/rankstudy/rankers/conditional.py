@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankstudy.evaluation.metrics import parse_metric
 from rankstudy.losses.conditional import GAINS
 from rankstudy.losses.registry import bind_loss
-from rankstudy.losses.swap_sampler import SamplerSettings
+from rankstudy.losses.swap_sampler import SPREADS
+from rankstudy.rankers.params import Boolean, Choice, Integer, Real, Text
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
@@ -38,6 +40,14 @@ class ConditionalRanker(ScoredRanker):
     """
 
     kind = "conditional"
+    parameter_constraints = {
+        "loss": [Choice(OBJECTIVES, "loss")], "gain": [Choice(GAINS, "gain")], "k": [Integer(1)],
+        "C": [Real(0, low_open=True)], "normalize": [Boolean()], "sample_size": [Integer(1)],
+        "walk_length": [Integer(0)], "restart_states": [Integer(2)], "restart_skew": [Real()],
+        "restart_spread": [Choice(SPREADS, "restart_spread")], "restarts": [Integer(1)],
+        "restart_metric": [Text(parse_metric, "a metric name, e.g. ndcg@10")], "rel_threshold": [Real()],
+        "max_iter": [Integer(1)], "tol": [Real(0)], "seed": [Integer()],
+    }
 
     def __init__(self, loss: str = "convex_loss", gain: str = "ndcg", k: int = 10, C: float = 1.0,
                  normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
@@ -45,16 +55,6 @@ class ConditionalRanker(ScoredRanker):
                  restart_metric: str = "ndcg@10", rel_threshold: float = 1.0, max_iter: int = 200, tol: float = 1e-6,
                  seed: int = 0) -> None:
         super().__init__()
-        if loss not in OBJECTIVES:
-            raise ValueError(f"unknown loss {loss!r} for a conditional model; valid: {', '.join(OBJECTIVES)}")
-        if gain not in GAINS:
-            raise ValueError(f"unknown gain {gain!r}; valid: {', '.join(GAINS)}")
-        if not C > 0:
-            raise ValueError(f"C must be > 0, got {C!r}")
-        if int(restarts) != restarts or restarts < 1:
-            raise ValueError(f"restarts must be an integer >= 1, got {restarts!r}")
-        SamplerSettings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)  # checks them now
-        LBFGS(max_iter, tol)
         self.loss = loss
         self.gain, self.k, self.C, self.normalize = gain, k, C, normalize
         self.sample_size, self.walk_length = sample_size, walk_length

@@ -6,7 +6,7 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
-from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm
+from rankstudy.rankers.boosting import LIGHTGBM_CONSTRAINTS, BoostedTrees, integer_labels, lightgbm
 from rankstudy.util.threads import job_threads
 
 
@@ -19,6 +19,8 @@ class LambdaMART(BoostedTrees):
     kind = "lambdamart"
     eval_at = 10
     metric = f"ndcg@{eval_at}"
+
+    parameter_constraints = LIGHTGBM_CONSTRAINTS
 
     def __init__(self, n_estimators: int = 300, learning_rate: float = 0.05, num_leaves: int = 31,
                  min_data_in_leaf: int = 20, lambda_l2: float = 0.0, early_stopping_rounds: int = 30,

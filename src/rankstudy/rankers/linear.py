@@ -6,12 +6,13 @@ import numpy as np
 
 from rankstudy.features.featuresets import FeatureSet
 from rankstudy.features.pairs import check_pairs
-from rankstudy.losses.groups import check_aggregate
-from rankstudy.losses.registry import bind_loss, check_loss_options, loss_entry
-from rankstudy.rankers.scored import ScoredRanker
+from rankstudy.losses.groups import GROUP_AGGREGATES
+from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
+from rankstudy.rankers.params import Choice, Integer, Listing, Mapping, ParamError, Real
+from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import QuadraticScorer
-from rankstudy.solvers.registry import SolverSettings, check_solver, default_solver, make_solver
+from rankstudy.solvers.registry import SOLVERS, SolverSettings, default_solver, make_solver
 
 FUNCTIONALS = ("linear", "quadratic")
 
@@ -39,6 +40,13 @@ class LinearRanker(ScoredRanker):
 
     kind = "linear"
     featureset_types = ("first", "rho", "quad")
+    parameter_constraints = {
+        "loss": [Choice(lambda: sorted(LOSSES), "loss")], "l2": [Real(0)], "max_iter": [Integer(1)], "tol": [Real(0)],
+        "seed": [Integer()], "loss_params": [None, Mapping()], "group": [None, Choice(GROUP_AGGREGATES, "group")],
+        "functional": [Choice(FUNCTIONALS, "functional")],
+        "pairs": [None, Listing(what="a list of [i, j] feature index pairs")], "chunk_rows": [Integer(1)],
+        "solver": [None, Choice(lambda: sorted(SOLVERS), "solver")],
+    }
 
     def __init__(self, loss: str = "ranknet", l2: float = 1e-3, max_iter: int = 200,
                  tol: float = 1e-6, seed: int = 0, loss_params: dict | None = None,
@@ -46,20 +54,6 @@ class LinearRanker(ScoredRanker):
                  pairs: list[list[int]] | None = None, chunk_rows: int = 8192,
                  solver: str | None = None) -> None:
         super().__init__()
-        # fail at construction on unknown names or inconsistent settings
-        check_loss_options(loss, loss_params or {})
-        solver = solver or default_solver(loss_entry(loss), l2=l2)
-        check_solver(solver, loss, loss_entry(loss), l2=l2)
-        if functional not in FUNCTIONALS:
-            raise ValueError(f"unknown functional {functional!r}; valid functionals: {', '.join(FUNCTIONALS)}")
-        if group is not None:
-            check_aggregate(group)
-        if functional == "quadratic" and pairs is None:
-            raise ValueError("functional='quadratic' needs pairs (a list of [i, j] feature index pairs)")
-        if functional == "linear" and pairs is not None:
-            raise ValueError("pairs only apply to functional='quadratic'")
-        if int(chunk_rows) < 1:
-            raise ValueError("chunk_rows must be >= 1")
         self.loss = loss
         self.l2 = l2
         self.max_iter = max_iter
@@ -71,7 +65,15 @@ class LinearRanker(ScoredRanker):
         # kept as plain lists so get_params() stays JSON data
         self.pairs = None if pairs is None else check_pairs(pairs).tolist()
         self.chunk_rows = chunk_rows
-        self.solver = solver
+        self.solver = solver or default_solver(loss_entry(loss), l2=l2)
+
+    @classmethod
+    def check_combination(cls, params: dict) -> None:
+        loss_options_error(params["loss"], params["loss_params"])
+        if params["functional"] == "quadratic" and params["pairs"] is None:
+            raise ParamError("pairs", "functional='quadratic' needs pairs (a list of [i, j] feature index pairs)")
+        if params["functional"] == "linear" and params["pairs"] is not None:
+            raise ParamError("pairs", "pairs only apply to functional='quadratic'")
 
     @classmethod
     def featureset_params(cls, featureset: FeatureSet, pairs: list[list[int]]) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.data.rankdata import RankData
-from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm
+from rankstudy.rankers.boosting import LIGHTGBM_CONSTRAINTS, BoostedTrees, integer_labels, lightgbm
 from rankstudy.util.threads import job_threads
 
 
@@ -18,6 +18,8 @@ class McRank(BoostedTrees):
 
     kind = "mcrank"
     metric = "multi_logloss"
+
+    parameter_constraints = LIGHTGBM_CONSTRAINTS
 
     def __init__(self, n_estimators: int = 30, learning_rate: float = 0.1, num_leaves: int = 31,
                  min_data_in_leaf: int = 20, lambda_l2: float = 0.0, early_stopping_rounds: int = 10,

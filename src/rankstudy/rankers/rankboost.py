@@ -6,21 +6,17 @@ work as well as the bipartite (relevant vs not) case of RankBoost.B."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
+from rankstudy.rankers.params import Choice, Integer, Real
 from rankstudy.util.progress import Progress
 
 VALI_EVERY = 10  # rounds between validation NDCG@10 evaluations
 R_CLIP = 1.0 - 1e-12  # keeps alpha finite when one threshold orders every pair
 
-
-def _is_int(value) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
 def crucial_pairs(y: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -94,18 +90,14 @@ class RankBoost(Ranker):
     and, every 10 rounds with a validation split, ``vali_ndcg@10``."""
 
     kind = "rankboost"
+    parameter_constraints = {
+        "n_rounds": [Integer(1)], "pairs": [Choice(PAIRS, "pairs")], "rel_threshold": [Real()],
+        "max_thresholds": [None, Integer(1)], "seed": [Integer()],
+    }
 
     def __init__(self, n_rounds: int = 300, pairs: str = "graded", rel_threshold: float = 1.0,
                  max_thresholds: int | None = 256, seed: int = 0) -> None:
         super().__init__()
-        if not _is_int(n_rounds) or n_rounds < 1:
-            raise ValueError(f"RankBoost: n_rounds must be an integer >= 1, got {n_rounds!r}")
-        if max_thresholds is not None and (not _is_int(max_thresholds) or max_thresholds < 1):
-            raise ValueError(f"RankBoost: max_thresholds must be None or an integer >= 1, got {max_thresholds!r}")
-        if pairs not in PAIRS:
-            raise ValueError(f"RankBoost: pairs must be one of {', '.join(PAIRS)}, got {pairs!r}")
-        if not isinstance(rel_threshold, numbers.Real) or isinstance(rel_threshold, bool) or not np.isfinite(rel_threshold):
-            raise ValueError(f"RankBoost: rel_threshold must be a finite number, got {rel_threshold!r}")
         self.n_rounds = n_rounds
         self.pairs = pairs
         self.rel_threshold = rel_threshold

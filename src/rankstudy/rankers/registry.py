@@ -2,7 +2,9 @@
 (:func:`make_ranker`) or from a saved model file (:func:`load_ranker`).
 
 A new ranker is one class (a :class:`~rankstudy.rankers.base.Ranker`, usually a
-:class:`~rankstudy.rankers.scored.ScoredRanker`) plus one entry here.
+:class:`~rankstudy.rankers.scored.ScoredRanker`) plus one entry here. An entry may name its
+class as ``"module:Class"``: it is imported when the kind is first used, so a job imports only
+the ranker it trains.
 """
 
 from __future__ import annotations
@@ -11,26 +13,19 @@ import json
 import os
 
 from rankstudy.rankers.base import SAVE_FORMAT, Ranker
-from rankstudy.rankers.conditional import ConditionalRanker
-from rankstudy.rankers.lambdamart import LambdaMART
-from rankstudy.rankers.linear import LinearRanker
-from rankstudy.rankers.mcrank import McRank
-from rankstudy.rankers.rankboost import RankBoost
-from rankstudy.rankers.separate import SeparateRanker
-from rankstudy.rankers.structrank import StructRank
-from rankstudy.rankers.structsvm import StructSVMRanker
+from rankstudy.util.lazy import LazyRegistry
 from rankstudy.util.names import lookup
 
-RANKERS: dict[str, type[Ranker]] = {
-    "linear": LinearRanker,
-    "lambdamart": LambdaMART,
-    "mcrank": McRank,
-    "separate": SeparateRanker,
-    "structsvm": StructSVMRanker,
-    "structrank": StructRank,
-    "conditional": ConditionalRanker,
-    "rankboost": RankBoost,
-}
+RANKERS: dict[str, type[Ranker]] = LazyRegistry({
+    "linear": "rankstudy.rankers.linear:LinearRanker",
+    "lambdamart": "rankstudy.rankers.lambdamart:LambdaMART",
+    "mcrank": "rankstudy.rankers.mcrank:McRank",
+    "separate": "rankstudy.rankers.separate:SeparateRanker",
+    "structsvm": "rankstudy.rankers.structsvm:StructSVMRanker",
+    "structrank": "rankstudy.rankers.structrank:StructRank",
+    "conditional": "rankstudy.rankers.conditional:ConditionalRanker",
+    "rankboost": "rankstudy.rankers.rankboost:RankBoost",
+})
 
 
 def ranker_class(kind: str) -> type[Ranker]:

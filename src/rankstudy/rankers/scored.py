@@ -13,9 +13,20 @@ from typing import Any
 import numpy as np
 
 from rankstudy.losses.padded import LossFn
+from rankstudy.losses.registry import check_loss_options
 from rankstudy.rankers.base import NotFittedError, Ranker
+from rankstudy.rankers.params import ParamError
 from rankstudy.scorers.base import Scorer
 from rankstudy.solvers.objective import Objective
+from rankstudy.solvers.registry import check_solver
+
+
+def loss_options_error(loss: str, options: dict | None) -> None:
+    """ParamError naming ``loss_params`` when the loss does not take one of ``options``."""
+    try:
+        check_loss_options(loss, options or {})
+    except ValueError as exc:
+        raise ParamError("loss_params", str(exc)) from None
 
 
 class ScoredRanker(Ranker):
@@ -35,6 +46,25 @@ class ScoredRanker(Ranker):
 
     def make_solver(self):
         raise NotImplementedError
+
+    def check_parts(self) -> None:
+        """The solver must fit the loss (:func:`rankstudy.solvers.registry.check_solver`): checked
+        for every scored ranker whose loss comes from the registry (``bind_loss``) and whose solver
+        has a registered name, so a new ranker inherits the check. A refusal names ``solver``."""
+        loss, solver = self.make_loss(), self.make_solver()
+        entry, name = getattr(loss, "entry", None), getattr(solver, "name", None)
+        if entry is None or name is None:
+            return
+        try:
+            check_solver(name, loss.name, entry, l2=float(self.l2), linear=self.make_scorer().linear_in_params,
+                         **self.solver_allowances())
+        except ValueError as exc:
+            raise ParamError("solver", str(exc), owner=self.kind) from None
+
+    def solver_allowances(self) -> dict:
+        """Exceptions to the solver x loss rule a ranker makes on purpose (keyword arguments of
+        ``check_solver``); none by default."""
+        return {}
 
     def objective(self, data) -> Objective:
         """The training objective on ``data``: loss + l2/2 ||theta||^2 (a callable)."""

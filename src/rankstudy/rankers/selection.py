@@ -3,7 +3,6 @@ training split, keep the one with the best validation metric (ties: the earlier 
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable
 
@@ -11,15 +10,9 @@ import pandas as pd
 
 from rankstudy.evaluation import metrics
 from rankstudy.data.rankdata import RankData
-from rankstudy.rankers.registry import make_ranker
 from rankstudy.rankers.base import Ranker
-
-
-def grid_candidates(grid: dict | None) -> list[dict]:
-    """Cartesian product of the grid's value lists, in config order; [{}] for no grid."""
-    grid = grid or {}
-    keys = list(grid)
-    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+from rankstudy.rankers.registry import make_ranker
+from rankstudy.rankers.spec import grid_candidates
 
 
 def select_and_fit(kind: str, params: dict, grid: dict | None, train: RankData, vali: RankData, *,

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.losses.registry import bind_loss, check_loss_options, loss_entry
-from rankstudy.rankers.scored import ScoredRanker
-from rankstudy.scorers.separate import SeparateScorer
-from rankstudy.solvers.registry import SolverSettings, check_solver, default_solver, make_solver
+from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
+from rankstudy.rankers.params import Choice, Integer, Mapping, Real
+from rankstudy.rankers.scored import ScoredRanker, loss_options_error
+from rankstudy.scorers.separate import ACTIVATIONS, SEPARATE_FUNCTIONALS, SeparateScorer
+from rankstudy.solvers.registry import SOLVERS, SolverSettings, default_solver, make_solver
 
 
 class SeparateRanker(ScoredRanker):
@@ -24,6 +25,12 @@ class SeparateRanker(ScoredRanker):
     """
 
     kind = "separate"
+    parameter_constraints = {
+        "functional": [Choice(SEPARATE_FUNCTIONALS, "functional")], "activation": [Choice(ACTIVATIONS, "activation")],
+        "d": [Integer(1)], "tau": [Real(0, low_open=True)], "loss": [Choice(lambda: sorted(LOSSES), "loss")],
+        "loss_params": [None, Mapping()], "l2": [Real(0)], "max_iter": [Integer(1)], "seed": [Integer()],
+        "tol": [Real(0)], "init_scale": [Real(0, low_open=True)], "solver": [None, Choice(lambda: sorted(SOLVERS), "solver")],
+    }
     data_kind = "qa"
     featureset_types = ("first",)
 
@@ -32,11 +39,6 @@ class SeparateRanker(ScoredRanker):
                  max_iter: int = 200, seed: int = 0, tol: float = 1e-6, init_scale: float = 0.1,
                  solver: str | None = None) -> None:
         super().__init__()
-        # fail at construction on unknown names or impossible settings
-        SeparateScorer(functional, activation, d, tau, init_scale)
-        check_loss_options(loss, loss_params or {})
-        solver = solver or default_solver(loss_entry(loss), l2=l2, linear=False)
-        check_solver(solver, loss, loss_entry(loss), l2=l2, linear=False)  # f1, f2 are not linear in (A, B)
         self.functional = functional
         self.activation = activation
         self.d = d
@@ -48,7 +50,11 @@ class SeparateRanker(ScoredRanker):
         self.seed = seed
         self.tol = tol
         self.init_scale = init_scale
-        self.solver = solver
+        self.solver = solver or default_solver(loss_entry(loss), l2=l2, linear=False)  # f1, f2: not linear in (A, B)
+
+    @classmethod
+    def check_combination(cls, params: dict) -> None:
+        loss_options_error(params["loss"], params["loss_params"])
 
     def make_scorer(self) -> SeparateScorer:
         return SeparateScorer(self.functional, self.activation, self.d, self.tau, self.init_scale)

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.losses.cdn import TOPOLOGIES, CDNLoss
+from rankstudy.losses.cdn import REDUCTIONS, TOPOLOGIES, CDNLoss
+from rankstudy.rankers.params import Choice, Integer, Real
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.kernel import NadarayaWatsonScorer
 from rankstudy.scorers.linear import LinearScorer
-from rankstudy.solvers.projected_sgd import ProjectedSGD
+from rankstudy.solvers.projected_sgd import FEASIBILITY, STEP_RULES, ProjectedSGD
 
 RANKING_FUNCTIONS = ("nadaraya_watson", "linear")
 
@@ -57,6 +58,14 @@ class StructRank(ScoredRanker):
 
     kind = "structrank"
     l2 = 0.0  # the regulariser is the L1 ball of the solver
+    parameter_constraints = {
+        "topology": [Choice(TOPOLOGIES, "topology")], "ranking_function": [Choice(RANKING_FUNCTIONS, "ranking_function")],
+        "degree": [Integer(1)], "n_topologies": [Integer(1)], "l1_bound": [None, Real(0, low_open=True)],
+        "step": [Real(0, low_open=True)], "decay": [Real(0, 1, low_open=True)], "epochs": [Integer(1)],
+        "restarts": [Integer(1)], "rel_threshold": [Real()], "seed": [Integer()], "chunk_rows": [Integer(1)],
+        "reduction": [Choice(REDUCTIONS, "reduction")], "feasibility": [Choice(FEASIBILITY, "feasibility")],
+        "step_rule": [Choice(STEP_RULES, "step_rule")],
+    }
 
     def __init__(self, topology: str = "full", ranking_function: str = "nadaraya_watson", degree: int = 1,
                  n_topologies: int = 1, l1_bound: float | None = None, step: float = 0.5, decay: float = 2 ** -0.5,
@@ -64,14 +73,6 @@ class StructRank(ScoredRanker):
                  chunk_rows: int = 256, reduction: str = "mean", feasibility: str = "project",
                  step_rule: str = "adagrad") -> None:
         super().__init__()
-        if topology not in TOPOLOGIES:
-            raise ValueError(f"unknown topology {topology!r}; valid: {', '.join(TOPOLOGIES)}")
-        if ranking_function not in RANKING_FUNCTIONS:
-            raise ValueError(f"unknown ranking_function {ranking_function!r}; valid: {', '.join(RANKING_FUNCTIONS)}")
-        if int(restarts) < 1:
-            raise ValueError(f"restarts must be >= 1, got {restarts!r}")
-        ProjectedSGD(step, decay, epochs, l1_bound, feasibility=feasibility, step_rule=step_rule)  # checks them now
-        CDNLoss(topology, degree, n_topologies, reduction=reduction)
         self.topology, self.ranking_function = topology, ranking_function
         self.degree, self.n_topologies = degree, n_topologies
         self.l1_bound, self.step, self.decay, self.epochs = l1_bound, step, decay, epochs

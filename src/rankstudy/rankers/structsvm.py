@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.losses.registry import bind_loss, check_loss_options, get_loss
+from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.losses.structured import anchored, is_latent
-from rankstudy.rankers.scored import ScoredRanker
+from rankstudy.rankers.params import Choice, Integer, Mapping, ParamError, Real
+from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.base import Solution
 from rankstudy.solvers.objective import Objective
-from rankstudy.solvers.registry import SolverSettings, make_solver, solver_class
+from rankstudy.solvers.registry import SOLVERS, SolverSettings, make_solver
 
 # the paper's solver, and lbfgs for comparison (see the class); projected_sgd is not offered
 STRUCTSVM_SOLVERS = ("cutting_plane", "lbfgs")
@@ -54,23 +55,16 @@ class StructSVMRanker(ScoredRanker):
     """
 
     kind = "structsvm"
+    parameter_constraints = {
+        "loss": [Choice(lambda: sorted(LOSSES), "loss")], "C": [Real(0, low_open=True)], "epsilon": [Real(0, low_open=True)],
+        "max_iter": [Integer(1)], "rel_threshold": [Real()], "loss_params": [None, Mapping()],
+        "solver": [Choice(lambda: sorted(SOLVERS), "solver")], "seed": [Integer()], "latent_rounds": [Integer(1)],
+    }
 
     def __init__(self, loss: str = "svm_ndcg", C: float = 1.0, epsilon: float = 1e-3, max_iter: int = 500,
                  rel_threshold: float = 1.0, loss_params: dict | None = None, solver: str = "cutting_plane",
                  seed: int = 0, latent_rounds: int = 20) -> None:
         super().__init__()
-        if loss not in STRUCTURED_LOSSES:
-            get_loss(loss)  # an unknown name gets the full list of losses
-            raise ValueError(f"loss {loss!r} is not a structured loss; valid: {', '.join(STRUCTURED_LOSSES)}")
-        options = {"rel_threshold": rel_threshold, **(loss_params or {})}
-        check_loss_options(loss, options)
-        if not C > 0:
-            raise ValueError(f"C must be > 0, got {C!r}")
-        solver_class(solver)  # an unknown name gets the list of solvers
-        if solver not in STRUCTSVM_SOLVERS:
-            raise ValueError(f"solver {solver!r} is not available to structsvm; valid: {', '.join(STRUCTSVM_SOLVERS)}")
-        if int(latent_rounds) < 1:
-            raise ValueError(f"latent_rounds must be >= 1, got {latent_rounds!r}")
         self.loss = loss
         self.C = C
         self.epsilon = epsilon
@@ -80,6 +74,20 @@ class StructSVMRanker(ScoredRanker):
         self.solver = solver
         self.seed = seed
         self.latent_rounds = int(latent_rounds)
+
+    @classmethod
+    def check_combination(cls, params: dict) -> None:
+        if params["loss"] not in STRUCTURED_LOSSES:
+            raise ParamError("loss", f"loss {params['loss']!r} is not a structured loss; valid: "
+                                     f"{', '.join(STRUCTURED_LOSSES)}")
+        loss_options_error(params["loss"], {"rel_threshold": params["rel_threshold"], **(params["loss_params"] or {})})
+        if params["solver"] not in STRUCTSVM_SOLVERS:
+            raise ParamError("solver", f"solver {params['solver']!r} is not available to structsvm; valid: "
+                                       f"{', '.join(STRUCTSVM_SOLVERS)}")
+
+    def solver_allowances(self) -> dict:
+        # L-BFGS on a hinge is offered on purpose, to compare with the cutting planes (class docstring)
+        return {"kinks": True}
 
     @property
     def l2(self) -> float:

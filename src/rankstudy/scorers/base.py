@@ -61,6 +61,8 @@ class Scorer:
 
     name: ClassVar[str] = ""
     data_kind: ClassVar[str] = "letor"  # the split kind it scores (rankstudy.data.kinds)
+    # scores linear in theta: a convex loss then stays convex in theta (the cutting-plane solver's need)
+    linear_in_params: ClassVar[bool] = False
 
     def bind(self, data) -> BoundScorer:
         raise NotImplementedError

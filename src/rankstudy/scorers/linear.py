@@ -60,6 +60,7 @@ class LinearScorer(Scorer):
     would be unidentifiable)."""
 
     name = "linear"
+    linear_in_params = True  # also the quadratic functional's: linear in (w, c)
 
     def __init__(self, intercept: bool = False) -> None:
         self.intercept = bool(intercept)

@@ -15,9 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from rankstudy.solvers.cutting_plane import CuttingPlane
-from rankstudy.solvers.lbfgs import LBFGS
-from rankstudy.solvers.projected_sgd import ProjectedSGD
+from rankstudy.util.lazy import load
 from rankstudy.util.names import lookup
 
 
@@ -37,18 +35,28 @@ class SolverSettings:
 
 @dataclass(frozen=True)
 class SolverEntry:
-    cls: type
-    build: Callable[[SolverSettings], object]
+    """``path``: ``"module:Class"`` of the solver, imported when it is built (the cutting-plane
+    solver's QP library alone costs a job 0.4 s); ``build`` makes it from the settings."""
+
+    path: str
+    build: Callable[[type, SolverSettings], object]
     needs_smooth: bool = False
     needs_convex_unbiased: bool = False
 
+    @property
+    def cls(self) -> type:
+        return load(self.path)
+
 
 SOLVERS: dict[str, SolverEntry] = {
-    "lbfgs": SolverEntry(LBFGS, lambda s: LBFGS(max_iter=s.max_iter, tol=s.tol), needs_smooth=True),
-    "cutting_plane": SolverEntry(CuttingPlane, lambda s: CuttingPlane(epsilon=s.epsilon, max_iter=s.max_iter),
+    "lbfgs": SolverEntry("rankstudy.solvers.lbfgs:LBFGS", lambda cls, s: cls(max_iter=s.max_iter, tol=s.tol),
+                         needs_smooth=True),
+    "cutting_plane": SolverEntry("rankstudy.solvers.cutting_plane:CuttingPlane",
+                                 lambda cls, s: cls(epsilon=s.epsilon, max_iter=s.max_iter),
                                  needs_convex_unbiased=True),
-    "projected_sgd": SolverEntry(ProjectedSGD, lambda s: ProjectedSGD(step=s.step, decay=s.decay, epochs=s.epochs,
-                                                                      l1_bound=s.l1_bound, seed=s.seed)),
+    "projected_sgd": SolverEntry("rankstudy.solvers.projected_sgd:ProjectedSGD",
+                                 lambda cls, s: cls(step=s.step, decay=s.decay, epochs=s.epochs,
+                                                    l1_bound=s.l1_bound, seed=s.seed)),
 }
 
 
@@ -58,23 +66,25 @@ def solver_class(name: str) -> type:
 
 def make_solver(name: str, settings: SolverSettings):
     """The solver ``name`` with the settings it uses."""
-    return lookup(SOLVERS, name, "solver").build(settings)
-
-
-def fits(name: str, loss, *, l2: float, linear: bool = True) -> bool:
-    """Whether solver ``name`` can minimise ``loss`` (a registry entry) + l2/2 ||theta||^2 of a
-    scorer that is (``linear``) or is not linear in its parameters."""
     entry = lookup(SOLVERS, name, "solver")
-    if entry.needs_smooth and not loss.smooth:
+    return entry.build(entry.cls, settings)
+
+
+def fits(name: str, loss, *, l2: float, linear: bool = True, kinks: bool = False) -> bool:
+    """Whether solver ``name`` can minimise ``loss`` (a registry entry) + l2/2 ||theta||^2 of a
+    scorer that is (``linear``) or is not linear in its parameters; ``kinks`` lets a solver that
+    wants a smooth loss take one with kinks anyway (a comparison made on purpose)."""
+    entry = lookup(SOLVERS, name, "solver")
+    if entry.needs_smooth and not loss.smooth and not kinks:
         return False
     return not entry.needs_convex_unbiased or (loss.convex and linear and not loss.bias and l2 > 0)
 
 
-def check_solver(name: str, loss_name: str, loss, *, l2: float, linear: bool = True) -> None:
+def check_solver(name: str, loss_name: str, loss, *, l2: float, linear: bool = True, kinks: bool = False) -> None:
     """ValueError naming the solvers that fit, if ``name`` does not fit the loss."""
     lookup(SOLVERS, name, "solver")
-    if not fits(name, loss, l2=l2, linear=linear):
-        valid = [s for s in SOLVERS if fits(s, loss, l2=l2, linear=linear)]
+    if not fits(name, loss, l2=l2, linear=linear, kinks=kinks):
+        valid = [s for s in SOLVERS if fits(s, loss, l2=l2, linear=linear, kinks=kinks)]
         raise ValueError(f"solver {name!r} cannot fit loss {loss_name!r} (l2 = {l2:g}; the loss is "
                          f"{'smooth' if loss.smooth else 'not smooth'}, {'convex' if loss.convex else 'not convex'}, "
                          f"{'needs' if loss.bias else 'has no'} bias; the scores are "

@@ -1,0 +1,119 @@
+"""A method spec, the config's ``{kind, params, grid}``, becomes a ranker here, and only here:
+the config check (before any job) and the train job both go through these functions, and the
+ranker's declared ``parameter_constraints`` (:mod:`rankstudy.rankers.params`) say what each
+value may be.
+
+Problems are :class:`SpecError`, whose ``key`` is relative to the method (``params.l2``,
+``grid.num_leaves``, ``kind``), so the pipeline can name the config key.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from rankstudy.losses.registry import LOSSES, bind_loss
+from rankstudy.rankers.params import ParamError, check_value, read_value
+from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
+
+# set once per run, for every method that takes them (training_params): their config keys
+RUN_PARAMS = {"seed": "seed", "rel_threshold": "evaluation.rel_threshold"}
+
+
+class SpecError(ValueError):
+    def __init__(self, key: str, problem: str) -> None:
+        self.key, self.problem = key, problem
+        super().__init__(f"{key}: {problem}" if key else problem)
+
+
+def training_params(spec: dict, seed: int, rel_threshold: float) -> dict:
+    """A method's parameters as its ranker is built with them: the method's ``params``, plus the
+    run's ``seed`` and ``evaluation.rel_threshold`` for rankers that take them (one relevance
+    threshold per run: a method cannot set its own)."""
+    names = ranker_class(spec["kind"]).param_names()
+    run = {"seed": seed, "rel_threshold": rel_threshold}
+    return {**{k: v for k, v in run.items() if k in names}, **(spec.get("params") or {})}
+
+
+def read_spec_values(spec) -> None:
+    """Strings in ``params`` and ``grid`` read as the type the parameter wants, in place: values
+    set through ``snakemake --config`` arrive as strings (``sample_size: '10'``), and YAML 1.1
+    reads ``1e-2`` as one. A string the parameter takes as it is stays a string."""
+    if not isinstance(spec, dict) or spec.get("kind") not in RANKERS:
+        return  # check_spec names the problem
+    constraints = RANKERS[spec["kind"]].parameter_constraints
+    params, grid = spec.get("params"), spec.get("grid")
+    for name, value in (params.items() if isinstance(params, dict) else ()):
+        if name in constraints:
+            params[name] = read_value(value, constraints[name])
+    for name, values in (grid.items() if isinstance(grid, dict) else ()):
+        if name in constraints and isinstance(values, list):
+            grid[name] = [read_value(v, constraints[name]) for v in values]
+
+
+def grid_candidates(grid: dict | None) -> list[dict]:
+    """Cartesian product of the grid's value lists, in config order; [{}] for no grid."""
+    grid = grid or {}
+    keys = list(grid)
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def check_spec(spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
+    """SpecError naming the first problem of a method spec: an unknown kind or parameter, a value
+    its constraints refuse (each grid value alone), a combination the ranker refuses (every grid
+    candidate is built), or a loss option the loss cannot use (it is called once on a tiny list)."""
+    kind = spec.get("kind")
+    if kind not in RANKERS:
+        raise SpecError("kind", f"unknown kind {kind!r}; valid kinds: {', '.join(sorted(RANKERS))}")
+    cls = RANKERS[kind]
+    valid = cls.param_names()
+    for section in ("params", "grid"):
+        given = spec.get(section) or {}
+        if not isinstance(given, dict):
+            raise SpecError(section, f"must be a mapping of parameter names, got {given!r}")
+        for name, value in given.items():
+            if name in RUN_PARAMS:
+                raise SpecError(f"{section}.{name}", f"set once for the whole run, as config key "
+                                                     f"{RUN_PARAMS[name]}; remove it from the method")
+            if name not in valid:
+                raise SpecError(f"{section}.{name}", f"not a parameter of {kind!r}; valid: {', '.join(sorted(valid))}")
+            values = value if section == "grid" else [value]
+            if section == "grid" and (not isinstance(value, list) or not value):
+                raise SpecError(f"grid.{name}", f"must be a non-empty list of values, got {value!r}")
+            for v in values:
+                try:
+                    check_value(name, v, cls.parameter_constraints.get(name, [_ANY]))
+                except ParamError as exc:
+                    raise SpecError(f"{section}.{name}", exc.problem) from None
+    base = training_params(spec, seed, rel_threshold)
+    for candidate in grid_candidates(spec.get("grid")):
+        params = {**base, **candidate}
+        try:
+            make_ranker(kind, params)
+        except ParamError as exc:
+            section = "grid" if exc.param in candidate else "params"
+            raise SpecError(f"{section}.{exc.param}" if exc.param else "", exc.problem) from None
+        except (TypeError, ValueError) as exc:
+            raise SpecError("", str(exc)) from None
+        _call_loss_once(params)
+
+
+class _Any:
+    def accepts(self, value) -> bool:
+        return True
+
+
+_ANY = _Any()
+
+
+def _call_loss_once(params: dict) -> None:
+    """A wrong name inside a loss's options (a weight, a phi) is found by calling the loss on a
+    tiny list, now rather than mid-run."""
+    if params.get("loss") not in LOSSES:
+        return
+    scores, labels = np.array([[0.3, -0.2, 0.1]]), np.array([[2.0, 0.0, 1.0]])
+    try:
+        bind_loss(params["loss"], params.get("loss_params"))(scores, labels, np.ones((1, 3), bool))
+    except (TypeError, ValueError) as exc:
+        raise SpecError("params.loss_params" if params.get("loss_params") else "params.loss", str(exc)) from None

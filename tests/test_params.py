@@ -1,0 +1,114 @@
+"""One home for a method spec: every ranker declares what each parameter may be, the declaration
+is checked when a ranker is built and by the config check, and a scored ranker written from
+scratch inherits the solver x loss check."""
+
+from __future__ import annotations
+
+import pytest
+
+from rankstudy.losses.registry import bind_loss
+from rankstudy.pipeline.config import check_method, prepare_cli_values
+from rankstudy.pipeline.errors import ConfigError
+from rankstudy.rankers.params import Choice, Integer, ParamError, Real, check_value, describe, read_value
+from rankstudy.rankers.registry import RANKERS
+from rankstudy.rankers.scored import ScoredRanker
+from rankstudy.scorers.linear import LinearScorer
+from rankstudy.solvers.registry import SolverSettings, make_solver
+
+
+@pytest.mark.parametrize("kind", sorted(RANKERS))
+def test_every_parameter_of_every_ranker_is_declared_and_its_default_is_valid(kind):
+    cls = RANKERS[kind]
+    assert set(cls.parameter_constraints) == set(cls.param_names()), kind
+    cls()  # the defaults pass their own constraints
+
+
+def test_constraints_describe_themselves_and_name_the_parameter():
+    assert describe([Integer(1)]) == "an integer >= 1"
+    assert describe([None, Real(0, low_open=True)]) == "a number > 0 or null"
+    with pytest.raises(ParamError, match=r"^m: max_iter must be an integer >= 1, got -5$"):
+        check_value("max_iter", -5, [Integer(1)], owner="m")
+    with pytest.raises(ParamError, match=r"unknown loss 'x'; valid: a, b"):
+        check_value("loss", "x", [None, Choice(["a", "b"], "loss")])
+    for bad in (True, 2.0, float("nan")):
+        with pytest.raises(ParamError):
+            check_value("n", bad, [Integer()])
+    check_value("n", None, [None, Integer()])
+
+
+def test_strings_are_read_as_the_type_the_parameter_wants():
+    assert read_value("10", [Integer(1)]) == 10
+    assert read_value("1e-2", [Real(0)]) == 0.01  # YAML 1.1 reads 1e-2 as a string
+    assert read_value("null", [None, Real(0)]) is None
+    assert read_value("abc", [Real(0)]) == "abc"  # left for the check to name
+    assert read_value("ranknet", [Choice(["ranknet"])]) == "ranknet"
+
+
+@pytest.mark.parametrize("spec, key", [
+    ({"kind": "linear", "grid": {"l2": [1e-3, -1.0]}}, r"methods\.M\.grid\.l2: must be a number >= 0, got -1"),
+    ({"kind": "linear", "params": {"tol": -1}}, r"methods\.M\.params\.tol: must be a number >= 0"),
+    ({"kind": "linear", "params": {"max_iter": -5}}, r"methods\.M\.params\.max_iter: must be an integer >= 1"),
+    ({"kind": "lambdamart", "params": {"learning_rate": -0.1}}, r"methods\.M\.params\.learning_rate: must be a number > 0"),
+    ({"kind": "lambdamart", "grid": {"num_leaves": [0]}}, r"methods\.M\.grid\.num_leaves: must be an integer >= 2"),
+    ({"kind": "linear", "grid": {"l2": []}}, r"methods\.M\.grid\.l2: must be a non-empty list"),
+    ({"kind": "structsvm", "params": {"C": 0}}, r"methods\.M\.params\.C: must be a number > 0"),
+])
+def test_a_value_out_of_range_is_refused_before_any_job_naming_its_key(spec, key):
+    with pytest.raises(ConfigError, match=key):
+        check_method("M", spec)
+
+
+def test_yaml_1_1_numbers_in_a_grid_are_numbers_and_the_bad_value_is_the_one_blamed():
+    config = {"folds": [1], "methods": {"M": {"kind": "linear", "grid": {"l2": ["1e-2", "1.0e-3"]}}}}
+    prepare_cli_values(config)
+    assert config["methods"]["M"]["grid"]["l2"] == [0.01, 0.001]
+    check_method("M", config["methods"]["M"])
+    config = {"folds": [1], "methods": {"M": {"kind": "linear", "grid": {"l2": ["1e-2", "x"]}}}}
+    prepare_cli_values(config)
+    with pytest.raises(ConfigError, match=r"grid\.l2: must be a number >= 0, got 'x'"):
+        check_method("M", config["methods"]["M"])
+
+
+class HingeByLBFGS(ScoredRanker):
+    """Written from the README's recipe, with a solver that cannot fit its loss."""
+
+    kind = "hinge_by_lbfgs"
+    parameter_constraints = {"l2": [Real(0)]}
+
+    def __init__(self, l2=1e-3):
+        super().__init__()
+        self.l2 = l2
+
+    def make_scorer(self):
+        return LinearScorer()
+
+    def make_loss(self):
+        return bind_loss("svm_map")
+
+    def make_solver(self):
+        return make_solver("lbfgs", SolverSettings())
+
+
+def test_a_new_scored_ranker_inherits_the_solver_and_loss_check(monkeypatch):
+    with pytest.raises(ParamError, match=r"solver 'lbfgs' cannot fit loss 'svm_map'.*valid solvers: cutting_plane"):
+        HingeByLBFGS()
+    monkeypatch.setitem(RANKERS, HingeByLBFGS.kind, HingeByLBFGS)
+    with pytest.raises(ConfigError, match=r"methods\.M\.params\.solver: solver 'lbfgs' cannot fit loss 'svm_map'"):
+        check_method("M", {"kind": HingeByLBFGS.kind})
+
+
+def test_the_train_job_imports_only_what_training_a_linear_ranker_uses(repo_root):
+    """The train job's own imports, then a linear ranker built from its spec, in a fresh
+    interpreter: no MLflow, LightGBM, QP solver, JAX or the pipeline's config module."""
+    import subprocess
+    import sys
+
+    script = repo_root / "workflow" / "scripts" / "train.py"
+    imports = [line for line in script.read_text().splitlines() if line.startswith(("import ", "from "))]
+    code = "\n".join(imports + [
+        "from rankstudy.rankers.registry import make_ranker",
+        "make_ranker('linear', training_params({'kind': 'linear', 'params': {'loss': 'ranknet'}}, 0, 1))",
+        "import sys; print(' '.join(sorted(sys.modules)))"])
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+    heavy = {"mlflow", "lightgbm", "qpsolvers", "jax", "rankstudy.pipeline.config", "sklearn"}
+    assert not heavy & loaded, heavy & loaded
