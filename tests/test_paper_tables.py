@@ -203,3 +203,49 @@ def test_datasets_layout_when_our_data_set_is_one_of_the_papers(ds_per_query, tm
     md = (tmp_path / "D1.paper.md").read_text()
     assert "Kendall tau of our method order vs the paper's: D1 " in md and "D2 " not in md.split("### NDCG@1")[0].split("Kendall")[1]
     assert "not comparable with ours" in md
+
+
+# --- paper.convention: the table's metrics re-scored under a named convention ---
+
+LETOR_SPEC = {"reference": "unused", "table": "LETOR 3.0 baselines", "rows": {"RankSVM": "ranksvm"},
+              "columns": {"NDCG@10": "ndcg@10", "P@10": "p@10", "MAP": "map"}, "system": "{row} [first]",
+              "metric": "{column}", "convention": "letor3"}
+
+
+def test_rescore_under_a_named_convention_feeds_the_table(tmp_path):
+    from rankstudy.evaluation import conventions
+    from rankstudy.pipeline import results
+
+    rng = np.random.default_rng(1)
+    paths, expected = [], {"ndcg@10": [], "p@10": [], "map": []}
+    for fold in (1, 2):
+        lengths = [4, 12, 7, 15]  # two queries shorter than 10: 0 under letor3, not under ours
+        qid = np.repeat(np.arange(len(lengths)) + 10 * fold, lengths)
+        label = rng.integers(0, 3, len(qid))
+        score = rng.integers(0, 3, len(qid)).astype(float)  # ties
+        path = tmp_path / f"fold{fold}.tsv"
+        pd.DataFrame({"qid": qid, "doc": np.arange(len(qid)), "label": label, "score": score}).to_csv(
+            path, sep="\t", index=False)
+        paths.append(path)
+        offsets = np.r_[0, np.cumsum(lengths)]
+        for m in expected:
+            expected[m].append(conventions.per_query(score, label, offsets, m, "letor3").mean())
+        assert expected["ndcg@10"][-1] < conventions.per_query(score, label, offsets, "ndcg@10", {}).mean()
+    systems = [{"system": "ranksvm [first]", "method": "ranksvm", "featureset": "first"}]
+    per_query = paper_tables.rescore(LETOR_SPEC, results.test_scores([paths], systems, [1, 2]), "letor3")
+    assert sorted(per_query.columns) == ["fold", "map", "ndcg@10", "p@10", "qid", "system"]
+    table = paper_tables.fill(LETOR_SPEC, per_query, {}, pd.DataFrame(columns=["row", "column", "value", "dataset"]))
+    ours = table.set_index("column")["ours"]
+    for column, metric in LETOR_SPEC["columns"].items():
+        assert ours[column] == pytest.approx(np.mean(expected[metric]), abs=1e-12)
+    with pytest.raises(ValueError, match="2 test score files of ranksvm \\[first\\] for folds \\[1, 2, 3\\]"):
+        results.test_scores([paths], systems, [1, 2, 3])
+
+
+def test_schema_offers_the_named_conventions():
+    import yaml
+
+    from rankstudy.evaluation import conventions
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema["properties"]["paper"]["properties"]["convention"]["enum"] == sorted(conventions.NAMED)

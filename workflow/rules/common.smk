@@ -167,6 +167,17 @@ def dataset_per_query(w):
     return [L.fill(L.METHOD_PER_QUERY, study=w.study, dataset=w.dataset, **s) for s in study_systems()]
 
 
+def dataset_test_scores(w):
+    """With ``paper.convention``: the written test scores of every system (study_systems order),
+    each a list over FOLDS, for the paper table to re-score; otherwise nothing."""
+    if not config.get("paper", {}).get("convention"):
+        return {}
+    name = L.EVALUATE_OUTPUTS["scores_test"]
+    return {f"scores_{i}": [L.fill(f"{L.FOLD_DIR}/{name}", study=w.study, dataset=w.dataset, fold=f, **s)
+                            for f in FOLDS]
+            for i, s in enumerate(study_systems())}
+
+
 def dataset_summaries(w):
     return [L.fill(L.METHOD_SUMMARY, study=w.study, dataset=w.dataset, **s) for s in study_systems()]
 

@@ -56,6 +56,7 @@ rule tables:
 rule paper_table:
     input:
         unpack(dataset_transforms),
+        unpack(dataset_test_scores),
         per_query=dataset_per_query,
         summaries=dataset_summaries,
     output:

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from rankstudy.pipeline.records import MethodSummary
+from rankstudy.reporting.scorecard import FoldScores
 
 
 def _paired(paths: Iterable, systems: Sequence[dict]) -> list[tuple[str, dict]]:
@@ -30,6 +31,21 @@ def test_per_query(paths: Iterable, systems: Sequence[dict]) -> pd.DataFrame:
     frames = [pd.read_csv(path).assign(system=s["system"], method=s["method"], featureset=s["featureset"])
               for path, s in _paired(paths, systems)]
     return pd.concat(frames, ignore_index=True)
+
+
+def test_scores(paths_by_system: Sequence[Sequence], systems: Sequence[dict], folds: Sequence[int]
+                ) -> dict[str, dict[int, FoldScores]]:
+    """The written test scores (``scores.test.tsv``) of several systems: for each system (in
+    ``systems`` order) its files of ``folds``, in that order."""
+    if len(paths_by_system) != len(systems):
+        raise ValueError(f"test scores of {len(paths_by_system)} systems for {len(systems)} systems")
+    out = {}
+    for paths, s in zip(paths_by_system, systems):
+        paths = [str(p) for p in paths]
+        if len(paths) != len(folds):
+            raise ValueError(f"{len(paths)} test score files of {s['system']} for folds {list(folds)}")
+        out[s["system"]] = {f: FoldScores.from_frame(pd.read_csv(path, sep="\t")) for f, path in zip(folds, paths)}
+    return out
 
 
 def not_learned(summaries_by_system: dict[str, MethodSummary]) -> dict[str, dict[int, list[str]]]:

@@ -14,6 +14,11 @@ A study config maps the paper's rows and columns to our systems and metrics by t
 
 `n_features` as a metric is the size of the feature set (for "No. feats" columns).
 
+``paper.convention`` (a name of :data:`rankstudy.evaluation.conventions.NAMED`, e.g. ``letor3``)
+computes the table's metrics under that evaluation convention from the written test scores
+(:func:`rescore`, no retraining), as the paper's own evaluation tool would; without it the table
+shows the study's ``evaluation.metrics`` values.
+
 Two layouts (``paper.layout``):
 
 ``cells`` (default)
@@ -67,6 +72,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from rankstudy.evaluation import conventions
 from rankstudy.util import atomic
 
 NOT_LEARNED_MARK = "⚠"  # beside our number when that system's model did not learn in some fold
@@ -107,6 +113,18 @@ def cells(spec: dict) -> pd.DataFrame:
                         "system": spec["system"].format(**tokens),
                         "metric": spec.get("metric", "{column}").format(**tokens)})
     return pd.DataFrame(out)
+
+
+def rescore(spec: dict, fold_scores: dict, convention: str) -> pd.DataFrame:
+    """The per-query frame :func:`fill` and :func:`fill_datasets` take (system, fold, qid, one
+    column per metric of the table's cells), computed under ``convention`` from the written test
+    scores: ``fold_scores`` maps each system to {fold: scores} with ``scores``, ``labels``,
+    ``offsets`` and ``qids`` (a :class:`rankstudy.reporting.scorecard.FoldScores`)."""
+    names = [m for m in dict.fromkeys(cells(spec)["metric"]) if m != "n_features"]
+    frames = [pd.DataFrame({"system": system, "fold": fold, "qid": f.qids,
+                            **{m: conventions.per_query(f.scores, f.labels, f.offsets, m, convention) for m in names}})
+              for system, by_fold in fold_scores.items() for fold, f in by_fold.items()]
+    return pd.concat(frames, ignore_index=True)
 
 
 def fill(spec: dict, per_query: pd.DataFrame, n_features: dict[str, float],
