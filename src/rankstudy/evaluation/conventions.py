@@ -33,8 +33,8 @@ Both rank each query's documents by a stable sort on descending score over the f
 DCG@k over the labels sorted descending (cut at k), 0 when it is 0; relevant = label 1 or 2 for
 P@k and MAP; MAP = average precision over all of a query's relevant documents, 0 without one; a
 metric is averaged over every query of the file. Where they differ: a query with n < k documents
-has no NDCG@k entry in either (the 3.0 script computes positions up to min(n, 10), the 4.0 one
-up to n), and the averaging adds nothing for it while dividing by all queries, so it counts 0;
+has no NDCG@k entry in either (the 3.0 script computes positions up to min(n, 16); some copies
+have 10; the 4.0 one up to n), and the averaging adds nothing for it while dividing by all queries, so it counts 0;
 P@k of such a query is likewise missing in 3.0 (0), while 4.0 counts the missing ranks as
 non-relevant (relevant in its list / k, ours). 4.0 also reports ``MeanNDCG``: per query the mean
 of NDCG@1..n over all its n positions (metric name ``meanndcg`` here, under any convention).
