@@ -12,7 +12,7 @@ from snakemake.utils import validate
 
 from rankstudy.data.registry import RegistryError
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
-from rankstudy.pipeline.config import ConfigError, check_config, check_method, prepare_cli_values
+from rankstudy.pipeline.config import ConfigError, apply_defaults, check_config, check_method, prepare_cli_values
 from rankstudy.reporting import paper_tables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -353,3 +353,35 @@ def test_saved_outputs_with_dropped_extra_metrics_keep_their_params(evaluation, 
     assert (repr(params) == repr(recorded)) is keeps_saved
     assert params == evaluate_params(section) or keeps_saved
     assert evaluate_params(section, None) == evaluate_params(section)
+
+
+def test_baseline_and_run_methods_mistakes_are_refused_with_the_fix(config):
+    config["run_methods"] = ["lambdamart", "ranksvm"]
+    with pytest.raises(ConfigError, match=r"report\.baseline: 'ranknet' is not among the methods run \(lambdamart, "
+                                          r"ranksvm\); set report\.baseline to one of them .*or leave it out"):
+        check_config(copy.deepcopy(config), REPO)
+    del config["report"]["baseline"]
+    assert check_config(copy.deepcopy(config), REPO).baseline == "lambdamart [first]"  # the first method run
+    config["report"]["baseline"] = "ranksvm [rho0.50]"
+    with pytest.raises(ConfigError, match=r"feature set 'rho0\.50' of 'ranksvm \[rho0\.50\]' is not among the feature "
+                                          r"sets this run builds \(first, rho0\.10\)"):
+        check_config(copy.deepcopy(config), REPO)
+    config["report"]["baseline"] = "ranksvm [rho0.10]"
+    assert check_config(copy.deepcopy(config), REPO).baseline == "ranksvm [rho0.10]"
+    config["run_methods"] = []
+    with pytest.raises(ConfigError, match=r"run_methods: empty"):
+        check_config(copy.deepcopy(config), REPO)
+
+
+def test_a_subset_of_a_studys_methods_is_told_which_paper_rows_stay_empty(config):
+    study = yaml.safe_load((REPO / "config/studies/chakrabarti2008-fig9.yaml").read_text())
+    merged = {**config, **{k: v for k, v in study.items() if k not in ("methods", "evaluation", "report")},
+              "methods": {**config["methods"], **study["methods"]},
+              "report": {**config["report"], **study.get("report", {})},
+              "evaluation": {**config["evaluation"], **study.get("evaluation", {})}}
+    merged["run_methods"] = ["DORM", "SVMmrr", "RankSVM"]
+    merged["report"]["baseline"] = "RankSVM"
+    validate(merged, SCHEMA)
+    apply_defaults(merged)
+    notes = check_config(merged, REPO).notes
+    assert len(notes) == 1 and "SVMauc [first]" in notes[0] and "'not run'" in notes[0] and "DORM [first]" not in notes[0]

@@ -38,9 +38,24 @@ def test_cells_fill_with_fold_means_and_published_values(per_query):
     assert table.set_index("system").loc["wpl_unit [first]", "published"] == 0.4845
 
 
-def test_missing_system_is_an_error(per_query):
-    with pytest.raises(ValueError, match="no results for system 'wpl_unit \\[rho0.10\\]'"):
-        paper_tables.fill({**SPEC, "system": "{column}_{row} [rho0.10]"}, per_query, {}, published())
+def test_a_system_not_run_is_marked_not_run_and_named_below_the_table(per_query, tmp_path):
+    """A subset of a study's methods (run_methods) runs to the end: its paper table shows the
+    rows of the methods left out as "not run" instead of failing."""
+    subset = per_query[per_query.system != "wpl_unit [first]"]
+    table = paper_tables.fill(SPEC, subset, {}, published())
+    row = table.set_index("system").loc["wpl_unit [first]"]
+    assert not row["run"] and np.isnan(row["ours"])
+    assert table.set_index("system").loc["rpl_unit [first]", "run"]
+    grid = paper_tables.layout(table)
+    assert grid.loc["1", "WPL (ours)"] == paper_tables.NOT_RUN and grid.loc["1", "WPL (paper)"] == "0.4845"
+    assert grid.loc["1", "RPL (ours)"] != paper_tables.NOT_RUN
+    md = [p for p in paper_tables.write(table, tmp_path / "t", "caption") if p.suffix == ".md"][0].read_text()
+    assert "not run: wpl_unit [first] (not among this run's methods" in md
+
+
+def test_a_metric_not_computed_is_still_an_error(per_query):
+    with pytest.raises(ValueError, match="no results for system 'wpl_unit \\[first\\]' and metric 'map'"):
+        paper_tables.fill({**SPEC, "metric": "map"}, per_query, {}, published())
 
 
 def test_markdown_keeps_pipes_inside_cells(per_query, tmp_path):

@@ -3,6 +3,7 @@
 import asyncio
 import json
 import re
+import sys
 from pathlib import Path
 
 from rankstudy.pipeline import layout as L
@@ -12,6 +13,8 @@ from rankstudy.data.sources import source_settings
 from snakemake.exceptions import NestedCoroutineError
 
 SETTINGS = check_config(config, workdir=Path(workflow.basedir))
+for note in SETTINGS.notes:
+    print(f"rankstudy: {note}", file=sys.stderr)
 FEATURESETS = SETTINGS.featuresets  # name -> FeatureSet
 METHODS = run_methods(config)
 DATASETS = list(config["datasets"])

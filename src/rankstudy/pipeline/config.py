@@ -20,6 +20,7 @@ from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.features.pairs import pair_correlations_bytes
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import system_label
+from rankstudy.reporting.paper_tables import paper_systems
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.spec import SpecError, check_spec, read_spec_values
 
@@ -31,6 +32,7 @@ class Settings:
     registry: dict
     registry_path: Path
     registry_extra: tuple[Path, ...] = ()  # the user's registry files merged over registry_path
+    notes: tuple[str, ...] = ()  # what the run will leave out, said before any job (not errors)
 
 
 FOLDS_FORM = ("a list of fold numbers, e.g. folds: [1, 2, 3] in a config file or --config 'folds=[1,2,3]' "
@@ -213,6 +215,9 @@ def check_config(config: dict, workdir: Path) -> Settings:
                               f"folds: {list(range(1, n_folds + 1))}")
     for name, spec in config["methods"].items():
         check_method(name, spec, config.get("seed", 0), config["evaluation"].get("rel_threshold", 1))
+    if config.get("run_methods") == []:
+        raise ConfigError("config key run_methods: empty; name the methods to run (e.g. run_methods=[ranknet]), "
+                          "or leave the key out to run every method defined under methods")
     for name in config.get("run_methods") or []:
         if name not in config["methods"]:
             raise ConfigError(f"config key run_methods: {name!r} is not defined under methods "
@@ -243,14 +248,30 @@ def check_config(config: dict, workdir: Path) -> Settings:
     if any(f.second_order for f in sets):
         check_rho_memory(config, registry)
     check_local_files(config, registry, config_folds)
-    baseline = config["report"].get("baseline", methods[0])
-    if "[" not in baseline:
-        if baseline not in methods:
-            raise ConfigError(f"config key report.baseline: {baseline!r} is not among the methods run "
-                              f"({', '.join(methods)})")
-        baseline = system_label(baseline, names[0])
+    baseline = check_baseline(config["report"].get("baseline", methods[0]), methods, names)
+    systems = {system_label(m, f) for m in methods for f in names}
+    empty = [s for s in paper_systems(config.get("paper") or {}) if s not in systems]
+    notes = tuple([f"paper table: rows of {', '.join(empty)} will show 'not run' (not among the methods or "
+                   f"feature sets this run trains)"] if empty else [])
     return Settings(featuresets={f.name: f for f in sets}, baseline=baseline, registry=registry,
-                    registry_path=registry_path, registry_extra=tuple(extra))
+                    registry_path=registry_path, registry_extra=tuple(extra), notes=notes)
+
+
+def check_baseline(baseline: str, methods: list[str], featuresets: list[str]) -> str:
+    """The baseline system (``method [featureset]``) of the tables: a method run (its first
+    feature set) or a system named with its feature set, both among those this run trains."""
+    fix = (f"set report.baseline to one of them (--config 'report={{baseline: {methods[0]}}}') or leave it out "
+           f"to compare against the first method run")
+    method, _, featureset = baseline.partition(" [")
+    if method not in methods:
+        raise ConfigError(f"config key report.baseline: {method!r} is not among the methods run "
+                          f"({', '.join(methods)}); {fix}")
+    if not featureset:
+        return system_label(baseline, featuresets[0])
+    if featureset.rstrip("]") not in featuresets:
+        raise ConfigError(f"config key report.baseline: feature set {featureset.rstrip(']')!r} of {baseline!r} is not "
+                          f"among the feature sets this run builds ({', '.join(featuresets)})")
+    return baseline
 
 
 def check_local_files(config: dict, registry: dict, folds: list[int]) -> None:

@@ -130,17 +130,23 @@ def rescore(spec: dict, fold_scores: dict, convention: str) -> pd.DataFrame:
 def fill(spec: dict, per_query: pd.DataFrame, n_features: dict[str, float],
          published: pd.DataFrame, not_learned: dict | None = None) -> pd.DataFrame:
     """Our mean over folds (of per-fold means) and std for every cell, beside the paper's value;
-    ``learned`` is False for cells of a system in ``not_learned``."""
+    ``learned`` is False for cells of a system in ``not_learned``; ``run`` is False for cells of
+    a system this run did not train (a subset of the study's methods): they show "not run"."""
     table = cells(spec)
     table["learned"] = ~table["system"].isin(list(not_learned or {}))
     fold_means = per_query.groupby(["system", "fold"]).mean(numeric_only=True)
+    ran = set(fold_means.index.get_level_values(0))
+    table["run"] = [m == "n_features" or s in ran for s, m in zip(table["system"], table["metric"])]
     ours, spread = [], []
     for system, metric in zip(table["system"], table["metric"]):
         if metric == "n_features":
             featureset = system[system.index("[") + 1:-1]
             ours.append(n_features.get(featureset, np.nan)), spread.append(np.nan)
             continue
-        if system not in fold_means.index.get_level_values(0) or metric not in fold_means.columns:
+        if system not in ran:
+            ours.append(np.nan), spread.append(np.nan)
+            continue
+        if metric not in fold_means.columns:
             raise ValueError(f"paper table: no results for system {system!r} and metric {metric!r}")
         values = fold_means.loc[system, metric].to_numpy(dtype=float)
         ours.append(np.nanmean(values)), spread.append(np.nanstd(values, ddof=1) if len(values) > 1 else np.nan)
@@ -150,6 +156,14 @@ def fill(spec: dict, per_query: pd.DataFrame, n_features: dict[str, float],
     table["published"] = [paper["value"].get(k, np.nan) for k in keys]
     table["published_dataset"] = [paper["dataset"].get(k, "") for k in keys]
     return table
+
+
+NOT_RUN = "not run"
+
+
+def paper_systems(spec: dict) -> list[str]:
+    """The systems a paper layout's rows name (``method [featureset]``), in row order."""
+    return list(dict.fromkeys(cells(spec)["system"])) if spec.get("rows") and spec.get("columns") else []
 
 
 def _cell(ours: float, std: float, metric: str) -> str:
@@ -174,7 +188,8 @@ def layout(table: pd.DataFrame) -> pd.DataFrame:
     by_key = table.set_index(["row", "column"])
     for column in columns:
         cell = [by_key.loc[(r, column)] for r in rows]
-        grid[f"{column} (ours)"] = [_cell(c["ours"], c["ours_std"], c["metric"])
+        grid[f"{column} (ours)"] = [(_cell(c["ours"], c["ours_std"], c["metric"]) if bool(c.get("run", True))
+                                     else NOT_RUN)
                                     + ("" if bool(c.get("learned", True)) else f" {NOT_LEARNED_MARK}") for c in cell]
         grid[f"{column} (paper)"] = [_published_cell(c["published"], c["metric"]) for c in cell]
     return grid
@@ -183,8 +198,10 @@ def layout(table: pd.DataFrame) -> pd.DataFrame:
 def write(table: pd.DataFrame, out_prefix: Path, caption: str, not_learned: dict | None = None) -> list[Path]:
     grid = layout(table)
     datasets = sorted({d for d in table["published_dataset"] if d})
-    note = (("Paper numbers measured on: " + "; ".join(datasets) + ".") if datasets else
-            "The paper reports no number for these cells.") + not_learned_note(not_learned)
+    skipped = sorted(set(table.loc[~table["run"], "system"])) if "run" in table else []
+    note = ((("Paper numbers measured on: " + "; ".join(datasets) + ".") if datasets else
+             "The paper reports no number for these cells.") + not_learned_note(not_learned)
+            + (f" {NOT_RUN}: {', '.join(skipped)} (not among this run's methods, run_methods)." if skipped else ""))
     written = [atomic.write_csv(table, out_prefix.with_name(out_prefix.name + ".paper.csv"))]
     # labels such as 2^(r_i-1)/2^(|L|-1) hold pipes, which would split a Markdown cell
     md = grid.rename(index=lambda v: v.replace("|", "\\|"), columns=lambda v: v.replace("|", "\\|"))
