@@ -290,26 +290,32 @@ class Metric(NamedTuple):
 
 
 def _ndcg_metric(r: RankedQueries, k: int | None) -> np.ndarray:
+    """NDCG (gain 2^r - 1, discount 1/log2(1 + rank)), over the top k or the whole list."""
     return _ndcg_ranked(r.ranking, k, r.no_relevant)
 
 
 def _err_metric(r: RankedQueries, k: int | None) -> np.ndarray:
+    """Expected reciprocal rank (Chapelle et al. 2009), R = (2^r - 1)/2^max_label."""
     return _err_ranked(r.ranking, k, r.max_label, r.no_relevant)
 
 
 def _mrr_metric(r: RankedQueries, k: int | None) -> np.ndarray:
+    """Reciprocal rank of the first relevant document (0 beyond rank k)."""
     return _mrr_from_positions(r.relevant, r.no_relevant, k)
 
 
 def _map_metric(r: RankedQueries, k: None) -> np.ndarray:
+    """Average precision over the query's relevant documents."""
     return _average_precision_from_positions(r.relevant, r.no_relevant)
 
 
 def _precision_metric(r: RankedQueries, k: int) -> np.ndarray:
+    """Share of relevant documents among the top k."""
     return _precision_from_positions(r.relevant, k, r.no_relevant)
 
 
 def _auc_metric(r: RankedQueries, k: None) -> np.ndarray:
+    """Share of (relevant, non-relevant) pairs ranked in order, a score tie counting half."""
     return _auc_ranked(r.ranking, r.relevant, r.no_relevant)
 
 
