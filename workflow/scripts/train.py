@@ -3,18 +3,17 @@ keep the best on the validation split's selection metric, and save the chosen mo
 its training curve, the candidates' table and when and from which commit it was trained.
 Scoring and the report metrics are the evaluate job's, so adding a metric retrains nothing."""
 
+import csv
 import time
 import uuid
 
-import pandas as pd
-
 from rankstudy.data.kinds import load_split
 from rankstudy.features.featuresets import FeatureSet
-from rankstudy.rankers.spec import training_params
 from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import FitRecord, FoldMeta
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.selection import select_and_fit
+from rankstudy.rankers.spec import training_params
 from rankstudy.tracking.provenance import git_commit
 from rankstudy.util import atomic
 
@@ -29,8 +28,8 @@ with job_logging(snakemake, "train"):
           f"{train.n_queries} training queries, {meta.n_features} features")
     params = training_params(spec, snakemake.params.seed, selection["rel_threshold"])
     if featureset.quadratic:
-        selected = pd.read_csv(snakemake.input.pairs, sep="\t")
-        pairs = (selected[["i", "j"]].to_numpy() - 1).tolist()  # pairs.tsv numbers features from 1
+        with open(snakemake.input.pairs) as f:  # pairs.tsv numbers features from 1
+            pairs = [[int(row["i"]) - 1, int(row["j"]) - 1] for row in csv.DictReader(f, delimiter="\t")]
         params.update(ranker_class(spec["kind"]).featureset_params(featureset, pairs))
         print(f"{len(pairs)} second-order pairs left to the ranker")
     # the selection metric is computed as the evaluate job reports it (same ERR max_label)
@@ -44,8 +43,8 @@ with job_logging(snakemake, "train"):
         print(f"training objective: {trace['start']} at the start, {trace['final']} at the end")
     ranker.save(out.model)
     atomic.write_json(out.history, ranker.history_)
-    atomic.write_csv(table, out.selection)
+    atomic.write_rows(table, out.selection)
     FitRecord(kind=spec["kind"], params=chosen, grid=spec.get("grid") or {}, seed=snakemake.params.seed,
               selection=selection, uid=uuid.uuid4().hex, git_commit=git_commit(), started_ms=started_ms,
               finished_ms=int(time.time() * 1000), objective=trace,
-              selection_score=float(table.loc[table["selected"], f"vali.{metric}"].iloc[0])).write(out.fit)
+              selection_score=float(next(row[f"vali.{metric}"] for row in table if row["selected"]))).write(out.fit)

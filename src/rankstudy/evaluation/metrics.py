@@ -56,7 +56,6 @@ from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from rankstudy.data.blocks import pad, segment_ids
 from rankstudy.evaluation.ranking import Ranking, RelevantPositions, rank_flat, rank, relevant_positions
@@ -377,22 +376,25 @@ def per_query(scores, labels, offsets, metrics: list[str], *, rel_threshold: flo
     return {name: METRICS[base].compute(ranked, k) for name, (base, k) in parsed.items()}
 
 
-def evaluate(data, scores, metrics: list[str], **kw) -> pd.DataFrame:
+def evaluate(data, scores, metrics: list[str], **kw):
     """One row per query of ``data`` (any split kind: needs ``y``, ``offsets`` and
     ``query_ids``), in data order: a ``qid`` column, then one column per metric, named
-    exactly as requested. ``kw`` goes to :func:`per_query`."""
+    exactly as requested, as a pandas DataFrame. ``kw`` goes to :func:`per_query`."""
+    import pandas as pd  # only the jobs that write per-query tables pay for pandas
+
     values = per_query(scores, data.y, data.offsets, metrics, **kw)
     return pd.DataFrame({"qid": data.query_ids, **values})
 
 
-def mean_metrics(df: pd.DataFrame) -> dict[str, float]:
-    """Mean over queries of each metric column. NaN (queries dropped by
-    ``no_relevant="drop"``) is left out; a column with only NaN gives NaN."""
+def mean_metrics(df) -> dict[str, float]:
+    """Mean over queries of each metric column of a DataFrame or of a ``{name: values}``
+    mapping (:func:`per_query`'s). NaN (queries dropped by ``no_relevant="drop"``) is left out;
+    a column with only NaN gives NaN."""
     means = {}
-    for column in df.columns:
+    for column, column_values in df.items():
         if column == "qid":
             continue
-        values = df[column].to_numpy(dtype=np.float64)
+        values = np.asarray(column_values, dtype=np.float64)
         kept = values[~np.isnan(values)]
         means[column] = float(kept.mean()) if len(kept) else float("nan")
     return means

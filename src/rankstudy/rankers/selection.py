@@ -6,8 +6,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import pandas as pd
-
 from rankstudy.evaluation import metrics
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import Ranker
@@ -17,8 +15,9 @@ from rankstudy.rankers.spec import grid_candidates
 
 def select_and_fit(kind: str, params: dict, grid: dict | None, train: RankData, vali: RankData, *,
                    metric: str = "ndcg@10", metric_options: dict | None = None,
-                   progress: Callable[[str], None] = print) -> tuple[Ranker, dict, pd.DataFrame]:
-    """Returns (best fitted ranker, its full parameters, one row per candidate)."""
+                   progress: Callable[[str], None] = print) -> tuple[Ranker, dict, list[dict]]:
+    """Returns (best fitted ranker, its full parameters, one row per candidate: its number, its
+    ``param.*`` values, ``vali.<metric>``, ``fit_seconds`` and whether it was ``selected``)."""
     metric_options = metric_options or {}
     rows, best, best_value, best_index = [], None, -float("inf"), 0
     candidates = grid_candidates(grid)
@@ -28,7 +27,7 @@ def select_and_fit(kind: str, params: dict, grid: dict | None, train: RankData, 
         ranker = make_ranker(kind, full).fit(train, vali)
         seconds = time.perf_counter() - start
         value = metrics.mean_metrics(
-            metrics.evaluate(vali, ranker.predict(vali), [metric], **metric_options))[metric]
+            metrics.per_query(ranker.predict(vali), vali.y, vali.offsets, [metric], **metric_options))[metric]
         rows.append({"candidate": n, **{f"param.{k}": v for k, v in candidate.items()},
                      f"vali.{metric}": value, "fit_seconds": round(seconds, 3)})
         progress(f"candidate {n}/{len(candidates)} {candidate}: vali {metric} = {value:.5f} ({seconds:.1f} s)")
@@ -36,6 +35,6 @@ def select_and_fit(kind: str, params: dict, grid: dict | None, train: RankData, 
             best, best_value, best_params, best_index = ranker, value, full, n - 1
     if best is None:  # every candidate gave NaN (e.g. no query with a relevant document in vali)
         best, best_params, best_index = ranker, full, len(rows) - 1
-    table = pd.DataFrame(rows)
-    table["selected"] = table.index == best_index
-    return best, best_params, table
+    for index, row in enumerate(rows):
+        row["selected"] = index == best_index
+    return best, best_params, rows

@@ -57,6 +57,18 @@ def read_json(path: str | os.PathLike):
     return json.loads(Path(path).read_text())
 
 
+def write_rows(rows: list[dict], path: str | os.PathLike) -> Path:
+    """Rows of plain values (dicts, one key per column, in the first row's order) -> CSV
+    atomically, as pandas writes them (None as an empty field), without importing pandas."""
+    import csv
+
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(dict.fromkeys(k for row in rows for k in row)))
+        writer.writeheader()
+        writer.writerows(rows)
+    return Path(path)
+
+
 def write_csv(frame, path: str | os.PathLike, **kwargs) -> Path:
     """pandas DataFrame -> CSV/TSV atomically (sep and other options passed through)."""
     with atomic_path(path) as tmp:
