@@ -39,17 +39,22 @@ def integer_labels(y: np.ndarray, who: str) -> np.ndarray:
 
 
 class BoostedTrees(Ranker):
-    """Subclasses set ``metric`` (the LightGBM evaluation recorded per round and watched by
-    early stopping) and implement ``lightgbm_params``, ``dataset`` and ``scores``; they take
-    ``n_estimators`` and ``early_stopping_rounds`` among their parameters.
+    """Subclasses set ``metric`` (the LightGBM evaluation watched by early stopping: the first
+    in their ``metric`` list when they ask for several) and, when the training objective is
+    another evaluation, ``objective_metric``; they implement ``lightgbm_params``, ``dataset``
+    and ``scores``; they take ``n_estimators`` and ``early_stopping_rounds`` among their
+    parameters.
 
     With ``vali``, training stops when the validation metric has not improved for
     ``early_stopping_rounds`` rounds and the model is cut back to the best iteration; without
     it all ``n_estimators`` rounds are kept. History: one dict per round with
-    ``train_<metric>`` and, with vali, ``vali_<metric>``; ``best_iteration_`` is the number of
-    rounds kept."""
+    ``train_<metric>`` and, with vali, ``vali_<metric>`` for every evaluation LightGBM
+    records; ``best_iteration_`` is the number of rounds kept."""
 
     metric: ClassVar[str] = ""
+    # the evaluation whose training value at the kept rounds is the objective's final value
+    # (``metric`` when empty)
+    objective_metric: ClassVar[str] = ""
     parallel = True
     n_estimators: int
     early_stopping_rounds: int
@@ -66,7 +71,7 @@ class BoostedTrees(Ranker):
 
     def objective_trace(self, train: RankData, final: float) -> dict:
         """The training objective before the first tree and at the rounds kept (lower is
-        better), from the training ``metric`` at the kept rounds (``final``)."""
+        better), from the training ``objective_metric`` (or ``metric``) at the kept rounds (``final``)."""
         raise NotImplementedError
 
     def fit(self, train: RankData, vali: RankData | None = None) -> "BoostedTrees":
@@ -86,18 +91,22 @@ class BoostedTrees(Ranker):
 
         callbacks = [lgb.record_evaluation(evals), report]
         if vali is not None and self.early_stopping_rounds:
-            # LightGBM's early stopping ignores the training set and watches "vali"
-            callbacks.append(lgb.early_stopping(int(self.early_stopping_rounds), verbose=False))
+            # LightGBM's early stopping ignores the training set and watches "vali"; with several
+            # evaluations, only the first (``metric``)
+            callbacks.append(lgb.early_stopping(int(self.early_stopping_rounds), first_metric_only=True,
+                                                verbose=False))
         booster = lgb.train(params, dtrain, num_boost_round=int(self.n_estimators),
                             valid_sets=sets, valid_names=names, callbacks=callbacks)
         best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
         # keep only the best rounds so predict() and the saved model agree
         self._set_state({"model": booster.model_to_string(num_iteration=best), "best_iteration": best})
         self.history_ = [
-            {"step": i + 1, **{f"{name}_{self.metric}": float(evals[name][self.metric][i]) for name in names}}
+            {"step": i + 1, **{f"{name}_{metric}": float(values[i])
+                               for name in names for metric, values in evals[name].items()}}
             for i in range(len(evals["train"][self.metric]))
         ]
-        self.objective_trace_ = self.objective_trace(train, float(evals["train"][self.metric][best - 1]))
+        final = evals["train"][self.objective_metric or self.metric][best - 1]
+        self.objective_trace_ = self.objective_trace(train, float(final))
         return self
 
     def predict(self, data: RankData) -> np.ndarray:

@@ -25,6 +25,8 @@ RANKERS: dict[str, type[Ranker]] = LazyRegistry({
     "structrank": "rankstudy.rankers.structrank:StructRank",
     "conditional": "rankstudy.rankers.conditional:ConditionalRanker",
     "rankboost": "rankstudy.rankers.rankboost:RankBoost",
+    "mart": "rankstudy.rankers.mart:MART",
+    "random_forest": "rankstudy.rankers.forest:RandomForest",
 })
 
 
