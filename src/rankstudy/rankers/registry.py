@@ -27,6 +27,7 @@ RANKERS: dict[str, type[Ranker]] = LazyRegistry({
     "rankboost": "rankstudy.rankers.rankboost:RankBoost",
     "mart": "rankstudy.rankers.mart:MART",
     "random_forest": "rankstudy.rankers.forest:RandomForest",
+    "coordinate_ascent": "rankstudy.rankers.coordinate_ascent:CoordinateAscent",
 })
 
 
