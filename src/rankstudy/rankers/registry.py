@@ -28,6 +28,7 @@ RANKERS: dict[str, type[Ranker]] = LazyRegistry({
     "mart": "rankstudy.rankers.mart:MART",
     "random_forest": "rankstudy.rankers.forest:RandomForest",
     "coordinate_ascent": "rankstudy.rankers.coordinate_ascent:CoordinateAscent",
+    "adarank": "rankstudy.rankers.adarank:AdaRank",
 })
 
 
