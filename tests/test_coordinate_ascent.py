@@ -60,6 +60,22 @@ def test_a_line_search_never_lowers_the_metric_and_its_scores_are_the_full_produ
             assert value == score
 
 
+class Watched(CoordinateAscent):
+    """Checks at every line search that the incremental scores are the weights' scores."""
+
+    kind = "coordinate_ascent"
+
+    def line_search(self, w, s, j, score, train):
+        np.testing.assert_allclose(s, train.X @ w, rtol=1e-9, atol=1e-12)
+        assert score == pytest.approx(mean(s, train) - self.penalty(w), abs=1e-12)
+        return super().line_search(w, s, j, score, train)
+
+
+@pytest.mark.parametrize("regularization", [0.0, 0.01])
+def test_the_scores_follow_the_weights_through_a_pass(splits, regularization):
+    Watched(restarts=1, max_iter=3, line_steps=8, regularization=regularization).fit(splits[0])
+
+
 def test_training_metric_never_falls_within_a_restart_and_weights_are_normalised(model, splits):
     train = splits[0]
     assert np.abs(model.coef_).sum() == pytest.approx(1.0)

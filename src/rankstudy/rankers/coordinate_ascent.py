@@ -132,11 +132,13 @@ class CoordinateAscent(Ranker):
                     t, value = self.line_search(w, s, int(j), score, train)
                     if t != 0.0:
                         w[j] += t
+                        s = s + t * train.X[:, j]
                         score = value
                         total = np.abs(w).sum()
-                        if total > 0:
+                        if total > 0:  # rescaling changes no ranking: the scores follow the weights
                             w /= total
-                s = train.X @ w  # exact scores for the next pass (and the normalised weights)
+                            s /= total
+                s = train.X @ w  # exact again for the next pass: no drift from the updates
                 history.append({"step": len(history), "restart": restart, "pass": n_pass,
                                 f"train_{self.metric}": self.mean_metric(s, train)})
                 progress.update(restart * int(self.max_iter) + n_pass, restart=restart + 1, score=score)
