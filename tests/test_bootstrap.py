@@ -85,3 +85,38 @@ def test_ctrl_c_reaches_snakemake_and_its_last_words_and_exit_code_come_through(
             os.killpg(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130
     assert rest.count("stopping\n") == 20000
+
+
+def test_the_terminal_shows_one_line_per_finished_job_with_its_summary_and_keeps_errors(tmp_path):
+    """Snakemake's job blocks (thousands of characters of inputs and reasons) stay in the log
+    file; a finished job is one line with the step's own summary from its log."""
+    log = tmp_path / "results/logs/train/default/synthetic/first/ranknet/fold3.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("[train] wildcards: ...\nsummary: l2=0.01, vali ndcg@10 0.6229\n[train] done in 3.21 s\n")
+    long_reason = "    reason: Missing output files: " + ", ".join(f"results/x{i}.json" for i in range(2000)) + "\n"
+    lines = ["Building DAG of jobs...\n", "Select jobs to execute...\n", "Execute 1 jobs...\n", "\n",
+             "[Wed Nov 25 18:42:51 2026]\n", "localrule train:\n", "    input: a, b\n",
+             "    log: results/logs/train/default/synthetic/first/ranknet/fold3.log\n", "    jobid: 7\n",
+             long_reason,
+             "    wildcards: study=default, dataset=synthetic, featureset=first, method=ranknet, fold=3\n",
+             "[Wed Nov 25 18:43:00 2026]\n", "Finished jobid: 7 (Rule: train)\n", "1 of 2 steps (50%) done\n",
+             "localrule all:\n", "    jobid: 0\n", "Finished jobid: 0 (Rule: all)\n",
+             "Error in rule evaluate:\n", "    message: rankstudy evaluate: bad file x.npz\n",
+             "2 of 2 steps (100%) done\n"]
+    out, saved = io.StringIO(), io.StringIO()
+    terminal = bootstrap.Terminal(out, lambda: 10.0, workdir=tmp_path)
+    for line in lines:
+        saved.write(line)
+        terminal.line(line)
+    shown = out.getvalue().splitlines()
+    assert shown[:2] == ["Building DAG of jobs...",
+                         "done train ranknet [first] synthetic fold 3 (3.2 s): l2=0.01, vali ndcg@10 0.6229"]
+    assert "Error in rule evaluate:" in shown and "    message: rankstudy evaluate: bad file x.npz" in shown
+    assert "1 of 2 steps (50%) done" in shown and not any("reason" in s or "done all" in s for s in shown)
+    assert max(map(len, shown)) < 200 and long_reason in saved.getvalue()
+
+
+def test_the_full_output_flag_passes_every_line_on():
+    out = io.StringIO()
+    bootstrap.relay(["localrule train:\n", "    jobid: 3\n"], out, lambda: 1.0, full=True)
+    assert out.getvalue() == "localrule train:\n    jobid: 3\n"

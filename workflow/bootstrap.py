@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Quick start on a machine that has only Python >= 3.11 and git.
 
-    python3 workflow/bootstrap.py run  [snakemake args...]   # default pipeline, end to end
+    python3 workflow/bootstrap.py run  [--full-output] [snakemake args...]   # default pipeline, end to end
     python3 workflow/bootstrap.py test [pytest args...]      # the test suite
     python3 workflow/bootstrap.py ui   [mlflow ui args...]   # browse the runs in MLflow's UI
     python3 workflow/bootstrap.py setup                      # only create/refresh ./.venv
@@ -150,26 +150,106 @@ def progress_estimate(done: int, total: int, elapsed: float) -> str:
 
 
 PROGRESS = re.compile(r"\b(\d+) of (\d+) steps \([\d.]+%\) done")
+JOB_START = re.compile(r"^(?:local)?(?:checkpoint|rule) (\w+):$")
+JOB_FIELD = re.compile(r"^    (\w+): (.*)$")
+FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)")
+# lines of Snakemake's scheduling that say nothing a person acts on (they stay in the log file)
+CHATTER = re.compile(r"^(\[\w{3} \w{3} .*\d{4}\]|Select jobs to execute\.\.\.|Execute \d+ jobs?\.\.\.)$")
 
 
-def relay(lines, out, elapsed) -> str | None:
-    """Write every line to ``out`` as it comes, each progress line followed by an estimate
-    (``elapsed()``: seconds since the run started). Returns the hint for a thread failure, if any."""
-    hint = None
-    for line in lines:
-        out.write(line)
+class Terminal:
+    """What a person reads of a run: Snakemake's progress lines (each followed by an estimate of
+    the time left), one line per finished job with the step's own summary (the last ``summary:``
+    line of the job's log) and its seconds, errors and everything else Snakemake says in full;
+    the job blocks (inputs, outputs, reason: lines of thousands of characters) go to the log file
+    only. ``full`` passes every line on, as Snakemake writes it."""
+
+    def __init__(self, out, elapsed, full: bool = False, workdir: Path = REPO) -> None:
+        self.out, self.elapsed, self.full, self.workdir = out, elapsed, full, workdir
+        self.jobs: dict[str, dict] = {}
+        self.block: dict | None = None
+
+    def line(self, line: str) -> None:
+        if self.full:
+            self.out.write(line)
+        else:
+            self.read(line.rstrip("\n"))
         progress = PROGRESS.search(line)
         if progress:
-            out.write(f"[bootstrap] {progress_estimate(int(progress[1]), int(progress[2]), elapsed())}\n")
-        out.flush()
+            self.out.write(f"[bootstrap] {progress_estimate(int(progress[1]), int(progress[2]), self.elapsed())}\n")
+        self.out.flush()
+
+    def read(self, text: str) -> None:
+        start = JOB_START.match(text)
+        if start:
+            self.block = {"rule": start[1]}
+            return
+        field = JOB_FIELD.match(text) if self.block is not None else None
+        if field:
+            self.block[field[1]] = field[2]
+            if field[1] == "jobid":
+                self.jobs[field[2]] = self.block
+            return
+        self.block = None
+        finished = FINISHED.match(text)
+        if finished:
+            job = self.jobs.pop(finished[1], {"rule": finished[2]})
+            if job["rule"] != "all":
+                self.out.write(self.finished(job) + "\n")
+        elif text.strip() and not CHATTER.match(text):
+            self.out.write(text + "\n")
+
+    def finished(self, job: dict) -> str:
+        summary, seconds = job_log_summary(self.workdir / job["log"]) if job.get("log") else ("", None)
+        took = f" ({float(seconds):.1f} s)" if seconds else ""
+        return f"done {job['rule']} {describe_wildcards(job.get('wildcards', ''))}{took}" + \
+            (f": {summary}" if summary else "")
+
+
+def describe_wildcards(text: str) -> str:
+    """``study=s, dataset=d, featureset=f, method=m, fold=1`` as ``m [f] d fold 1``."""
+    w = dict(part.split("=", 1) for part in text.split(", ") if "=" in part)
+    head = f"{w.pop('method')} [{w.pop('featureset')}]" if "method" in w and "featureset" in w else w.pop("method", "")
+    fold = f"fold {w.pop('fold')}" if "fold" in w else ""
+    w.pop("study", None)
+    return " ".join(part for part in (head, *w.values(), fold) if part)
+
+
+def job_log_summary(path: Path) -> tuple[str, str | None]:
+    """The last ``summary:`` line of a job's log and its ``done in N s`` seconds."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "", None
+    summary = next((l.split("summary:", 1)[1].strip() for l in reversed(lines) if l.startswith("summary:")), "")
+    done = next((re.search(r"done in ([\d.]+) s", l) for l in reversed(lines) if "] done in " in l), None)
+    return summary, (done[1] if done else None)
+
+
+def relay(lines, out, elapsed, full: bool = True, log=None) -> str | None:
+    """Pass Snakemake's lines to ``out`` as they come (all of them with ``full``, else as
+    :class:`Terminal` shows them) and every line to ``log``, each progress line followed by an
+    estimate (``elapsed()``: seconds since the run started). Returns the hint for a thread
+    failure, if any."""
+    terminal = Terminal(out, elapsed, full)
+    hint = None
+    for line in lines:
+        if log is not None:
+            log.write(line)
+        terminal.line(line)
         hint = hint or thread_failure_hint(line)
     return hint
 
 
-def run_snakemake(cmd: list[str], env: dict) -> int:
-    """Snakemake with its output passed through line by line, an estimate of the time left after
-    each progress line, and a hint at the end when it failed for want of threads."""
+def run_snakemake(cmd: list[str], env: dict, full: bool = True, log_path: Path | None = None) -> int:
+    """Snakemake with its output passed through line by line (as :class:`Terminal` shows it unless
+    ``full``; every line also to ``log_path``), an estimate of the time left after each progress
+    line, and a hint at the end when it failed for want of threads."""
     started = time.monotonic()
+    log = None
+    if log_path is not None:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(log_path, "w", buffering=1)
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace")
     # Ctrl-C reaches snakemake from the terminal (same process group): keep relaying what it
@@ -177,12 +257,16 @@ def run_snakemake(cmd: list[str], env: dict) -> int:
     # start, as a child would inherit the ignoring)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        hint = relay(proc.stdout, sys.stdout, lambda: time.monotonic() - started)
+        hint = relay(proc.stdout, sys.stdout, lambda: time.monotonic() - started, full, log)
         code = proc.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
+        if log is not None:
+            log.close()
     if code and hint:
         say(hint)
+    if log_path is not None and not full:
+        say(f"Snakemake's whole output (every job's inputs, outputs and reason): {log_path.relative_to(REPO)}")
     return code
 
 
@@ -193,6 +277,9 @@ def main(argv: list[str]) -> int:
     ensure_env()
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # OpenMP threads sleep when idle: no spinning on a shared machine
+    full = "--full-output" in argv[1:]
+    if full:  # the bootstrap's own flag: Snakemake's job blocks on the screen too
+        argv = [a for a in argv if a != "--full-output"]
     if argv[0] == "run":
         cores = os.environ.get("CORES", "2")
         clear_stale_lock(REPO, str(BIN / "snakemake"), argv[1:], env)
@@ -206,7 +293,8 @@ def main(argv: list[str]) -> int:
         return 0
     say(" ".join(cmd))
     if argv[0] == "run":
-        return run_snakemake(cmd, env)
+        log_path = REPO / "results" / "logs" / "snakemake" / f"{time.strftime('%Y%m%dT%H%M%S')}.log"
+        return run_snakemake(cmd, env, full, log_path)
     return subprocess.call(cmd, cwd=REPO, env=env)
 
 

@@ -41,10 +41,14 @@ with job_logging(snakemake, "train"):
     trace = ranker.objective_trace_
     if trace:
         print(f"training objective: {trace['start']} at the start, {trace['final']} at the end")
+    picked = ", ".join(f"{k}={chosen[k]}" for k in (spec.get("grid") or {}))
+    score = next(row[f"vali.{metric}"] for row in table if row["selected"])
+    print(f"summary: {picked + ', ' if picked else ''}vali {metric} {score:.4f}"
+          + (f", objective {trace['start']:.4g} -> {trace['final']:.4g}" if trace and trace["start"] is not None else ""))
     ranker.save(out.model)
     atomic.write_json(out.history, ranker.history_)
     atomic.write_rows(table, out.selection)
     FitRecord(kind=spec["kind"], params=chosen, grid=spec.get("grid") or {}, seed=snakemake.params.seed,
               selection=selection, uid=uuid.uuid4().hex, git_commit=git_commit(), started_ms=started_ms,
               finished_ms=int(time.time() * 1000), objective=trace,
-              selection_score=float(next(row[f"vali.{metric}"] for row in table if row["selected"]))).write(out.fit)
+              selection_score=float(score)).write(out.fit)
