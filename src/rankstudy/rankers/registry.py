@@ -29,6 +29,7 @@ RANKERS: dict[str, type[Ranker]] = LazyRegistry({
     "random_forest": "rankstudy.rankers.forest:RandomForest",
     "coordinate_ascent": "rankstudy.rankers.coordinate_ascent:CoordinateAscent",
     "adarank": "rankstudy.rankers.adarank:AdaRank",
+    "neural": "rankstudy.rankers.neural:NeuralRanker",
 })
 
 

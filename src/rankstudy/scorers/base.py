@@ -11,7 +11,10 @@ per-split work once (transposes, pair blocks) and returns a :class:`BoundScorer`
 * ``unpack(theta) -> dict``: named parts of theta as JSON data (what a model file holds);
   :meth:`Scorer.pack` is its inverse;
 * ``rows(rows)``: the same scorer on a subset of the rows (stochastic solvers go query by
-  query), and ``nonnegative``: whether theta must stay >= 0.
+  query), and ``nonnegative``: whether theta must stay >= 0;
+* ``train_forward(theta, rng)``: ``forward`` in training mode, for a scorer with randomness in
+  training (dropout) drawn from ``rng``; ``forward`` itself stays deterministic. By default the
+  same as ``forward``.
 
 A new scorer is one class of this interface; a ranker uses it by building it in its
 ``make_scorer`` (:class:`rankstudy.rankers.scored.ScoredRanker`).
@@ -34,6 +37,10 @@ class BoundScorer:
 
     def forward(self, theta: np.ndarray) -> tuple[np.ndarray, Vjp]:
         raise NotImplementedError
+
+    def train_forward(self, theta: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, Vjp]:
+        """``forward`` in training mode (randomness, such as dropout, drawn from ``rng``)."""
+        return self.forward(theta)
 
     def scores(self, theta: np.ndarray) -> np.ndarray:
         return self.forward(theta)[0]

@@ -22,3 +22,5 @@ class Solution:
     converged: bool
     # training curve: one dict per iteration ({"step": k, "objective", "train_loss", "vali_loss"})
     history: list[dict] = field(default_factory=list)
+    # the step whose parameters ``theta`` holds, when a solver keeps its best one (early stopping)
+    best_step: int | None = None

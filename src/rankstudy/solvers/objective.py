@@ -9,15 +9,32 @@ labels and mask are built once here, not per call.
 A loss may have parameters of its own (``n_params`` > 0, e.g. a CDN's weights, called as
 ``loss(scores, labels, mask, params) -> (value, d/dscores, d/dparams)``): they follow the
 scorer's in theta and are not penalised.
+
+A minibatch solver takes the objective on some documents of some queries (:meth:`Objective.batch`)
+and evaluates it in the scorer's training mode (``rng``: dropout masks drawn from it).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from rankstudy.data.blocks import padded_layout
 from rankstudy.losses.padded import LossFn
 from rankstudy.scorers.base import BoundScorer
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The labels and query grouping of a minibatch: all an objective needs of its split."""
+
+    y: np.ndarray
+    offsets: np.ndarray
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.offsets) - 1
 
 
 class Objective:
@@ -64,17 +81,27 @@ class Objective:
         rows, _ = self.data.query_rows(keep)
         return Objective(self.scorer.rows(np.flatnonzero(rows)), self.loss, self.data.select_queries(keep), self.l2)
 
+    def batch(self, rows: np.ndarray, offsets: np.ndarray) -> "Objective":
+        """The same objective on the rows ``rows`` of the split, grouped into queries by
+        ``offsets`` (each query's rows contiguous: a subset of its documents, in any order)."""
+        rows = np.asarray(rows)
+        return Objective(self.scorer.rows(rows), self.loss, Batch(np.asarray(self.data.y)[rows], offsets), self.l2)
+
     def data_loss(self, theta: np.ndarray) -> float:
         """Loss term alone (no penalty); reuses the last evaluation when theta matches."""
         if self.last_theta is None or not np.array_equal(theta, self.last_theta):
             self(theta, need_grad=False)
         return self.last_loss
 
-    def risk(self, theta: np.ndarray, need_grad: bool = True):
-        """The loss alone (no penalty) and its (sub)gradient in theta."""
+    def risk(self, theta: np.ndarray, need_grad: bool = True, rng: np.random.Generator | None = None):
+        """The loss alone (no penalty) and its (sub)gradient in theta; with ``rng``, the
+        scorer runs in training mode (``train_forward``)."""
         theta = np.asarray(theta, dtype=np.float64)
         k = self.scorer.n_params
-        scores, vjp = self.scorer.forward(theta[:k])
+        if rng is None:
+            scores, vjp = self.scorer.forward(theta[:k])
+        else:
+            scores, vjp = self.scorer.train_forward(theta[:k], rng)
         padded = np.zeros(self.shape)
         padded.ravel()[self.flat] = scores  # a view of the new array; much faster than .flat[]
         if self.n_loss_params:
@@ -87,9 +114,9 @@ class Objective:
         grad = vjp(np.take(grad_padded, self.flat))  # flat indices into the (Q, L) gradient
         return value, (np.concatenate([grad, grad_loss]) if self.n_loss_params else grad)
 
-    def __call__(self, theta: np.ndarray, need_grad: bool = True):
+    def __call__(self, theta: np.ndarray, need_grad: bool = True, rng: np.random.Generator | None = None):
         theta = np.asarray(theta, dtype=np.float64)
-        value, grad = self.risk(theta, need_grad)
+        value, grad = self.risk(theta, need_grad, rng)
         k = self.scorer.n_penalized
         w = theta[:k]
         objective = value + 0.5 * self.l2 * float(w @ w)

@@ -7,7 +7,8 @@ Which solver fits which loss (:func:`check_solver`), from the loss's entry in
 * ``lbfgs``: a smooth loss (a gradient everywhere);
 * ``cutting_plane``: a loss it can bound from below by planes (``convex`` in the scores, and
   scores linear in the parameters), every parameter penalised (no bias) and ``l2 > 0``;
-* ``projected_sgd``: any loss with a (sub)gradient.
+* ``projected_sgd``: any loss with a (sub)gradient;
+* ``adam``: any loss with a (sub)gradient, any scorer (minibatch Adam; what neural scorers use).
 """
 
 from __future__ import annotations
@@ -26,11 +27,22 @@ class SolverSettings:
     max_iter: int = 200  # lbfgs, cutting_plane: iterations
     tol: float = 1e-6  # lbfgs
     epsilon: float = 1e-3  # cutting_plane: its tolerance
-    epochs: int = 10  # projected_sgd
+    epochs: int = 10  # projected_sgd, adam
     step: float = 0.5
     decay: float = 2 ** -0.5
     l1_bound: float | None = None
     seed: int = 0
+    # adam
+    learning_rate: float = 1e-3
+    batch_size: int = 64
+    weight_decay: float = 0.0
+    schedule: str = "constant"
+    step_epochs: int = 10
+    gamma: float = 0.1
+    clip_norm: float | None = None
+    patience: int | None = 10
+    metric: str = "ndcg@10"
+    max_list_length: int | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +69,12 @@ SOLVERS: dict[str, SolverEntry] = {
     "projected_sgd": SolverEntry("rankstudy.solvers.projected_sgd:ProjectedSGD",
                                  lambda cls, s: cls(step=s.step, decay=s.decay, epochs=s.epochs,
                                                     l1_bound=s.l1_bound, seed=s.seed)),
+    "adam": SolverEntry("rankstudy.solvers.adam:Adam",
+                        lambda cls, s: cls(learning_rate=s.learning_rate, epochs=s.epochs, batch_size=s.batch_size,
+                                           weight_decay=s.weight_decay, schedule=s.schedule,
+                                           step_epochs=s.step_epochs, gamma=s.gamma, clip_norm=s.clip_norm,
+                                           patience=s.patience, metric=s.metric,
+                                           max_list_length=s.max_list_length, seed=s.seed)),
 }
 
 

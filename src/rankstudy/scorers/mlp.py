@@ -1,0 +1,208 @@
+"""A feed-forward network on LETOR feature vectors (allRank's ``FCModel``): each document scored
+on its own, f(x) = w_out' h_K + b_out with h_k = drop(act(W_k' h_{k-1} + b_k)), h_0 = norm(x).
+
+Everything is numpy: the forward pass is one matrix product per layer over all the rows bound
+(no loop over documents), and the vector-Jacobian product is the same products transposed.
+
+theta = [W_1, ..., W_K, w_out, b_1, ..., b_K, b_out] (each W row-major, fan_in x fan_out): the
+weights first (penalised by the objective's L2 term), then the biases (not penalised).
+
+* ``activation``: one of :data:`ACTIVATIONS`; ``initial`` draws He-normal weights for the
+  ReLU family and Glorot-normal ones for tanh and sigmoid (biases 0).
+* ``dropout`` p: inverted dropout after every hidden activation, only in
+  :meth:`BoundMLP.train_forward` (a solver's training step, with its own seeded generator);
+  ``forward`` and ``scores`` (prediction, the objective L-BFGS and the did-it-learn check
+  see) are deterministic, with no dropout. The vjp of ``train_forward`` is exact for the mask drawn.
+* ``input_norm``: ``"layer"`` standardises each document's feature vector over its features
+  (mean 0, variance 1; no parameters: a gain and bias there would only rescale the first layer);
+  ``"batch"`` standardises each feature with a mean and standard deviation fixed once, from the
+  first split the scorer is bound to (the training split; the ranker passes them on to
+  validation and test) and saved with the model. That is batch normalisation's inference form
+  with the training split as the one batch; unlike a torch ``BatchNorm1d`` the statistics do
+  not move during training. Either is a fixed transform of the inputs, so no gradient flows
+  through it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
+
+ACTIVATIONS = ("relu", "leaky_relu", "tanh", "sigmoid")
+INPUT_NORMS = ("batch", "layer")
+LEAK = 0.01  # leaky_relu's slope below 0 (torch's default)
+NORM_EPS = 1e-5  # added to variances (torch's LayerNorm / BatchNorm default)
+SCORE_CHUNK = 65536  # prediction scores this many rows at a time: memory bounded by the chunk
+
+
+def activate(name: str, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """act(z) and act'(z) (at a ReLU's kink, 0: the subgradient torch takes)."""
+    if name == "relu":
+        return np.maximum(z, 0.0), (z > 0).astype(z.dtype)
+    if name == "leaky_relu":
+        positive = z > 0
+        return np.where(positive, z, LEAK * z), np.where(positive, 1.0, LEAK)
+    if name == "tanh":
+        h = np.tanh(z)
+        return h, 1.0 - h * h
+    if name == "sigmoid":
+        h = 0.5 * (1.0 + np.tanh(0.5 * z))  # overflow-free logistic
+        return h, h * (1.0 - h)
+    raise ValueError(f"unknown activation {name!r}; valid activations: {', '.join(ACTIVATIONS)}")
+
+
+def input_statistics(X: np.ndarray) -> dict[str, list[float]]:
+    """Per-feature mean and scale (standard deviation, 1 where a feature is constant) of ``X``."""
+    X = np.asarray(X, dtype=np.float64)
+    mean = X.mean(axis=0)
+    std = np.sqrt(X.var(axis=0) + NORM_EPS)
+    return {"input_mean": mean.tolist(), "input_scale": std.tolist()}
+
+
+class BoundMLP(BoundScorer):
+    def __init__(self, X: np.ndarray, scorer: "MLPScorer") -> None:
+        self.X = X
+        self.scorer = scorer
+        sizes = [X.shape[1], *scorer.hidden, 1]
+        self.shapes = list(zip(sizes[:-1], sizes[1:]))
+        self.n_penalized = sum(a * b for a, b in self.shapes)
+        self.n_params = self.n_penalized + sum(b for _, b in self.shapes)
+        if scorer.input_norm == "batch" and scorer.input_stats is None:
+            scorer.input_stats = input_statistics(X)  # the first split bound: the training split
+        if scorer.input_norm == "batch" and len(scorer.input_stats["input_mean"]) != X.shape[1]:
+            raise ValueError(f"mlp scorer: input statistics for {len(scorer.input_stats['input_mean'])} features, "
+                             f"the data has {X.shape[1]}")
+
+    def rows(self, rows: np.ndarray) -> "BoundMLP":
+        return BoundMLP(self.X[rows], self.scorer)
+
+    def split(self, theta: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """theta as (weight matrices, bias vectors), views into theta."""
+        weights, biases, at = [], [], 0
+        for a, b in self.shapes:
+            weights.append(theta[at:at + a * b].reshape(a, b))
+            at += a * b
+        for _, b in self.shapes:
+            biases.append(theta[at:at + b])
+            at += b
+        return weights, biases
+
+    def inputs(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        norm = self.scorer.input_norm
+        if norm == "layer":
+            return (X - X.mean(axis=1, keepdims=True)) / np.sqrt(X.var(axis=1, keepdims=True) + NORM_EPS)
+        if norm == "batch":
+            stats = self.scorer.input_stats
+            return (X - np.asarray(stats["input_mean"])) / np.asarray(stats["input_scale"])
+        return X
+
+    def initial(self, rng: np.random.Generator) -> np.ndarray:
+        # the network is not convex in theta and theta = 0 is a stationary point (every hidden
+        # unit alike): start from He (ReLU family) or Glorot (tanh, sigmoid) normal weights
+        he = self.scorer.activation in ("relu", "leaky_relu")
+        theta = np.zeros(self.n_params)
+        weights, _ = self.split(theta)
+        for k, W in enumerate(weights):
+            fan_in, fan_out = W.shape
+            last = k == len(weights) - 1
+            std = np.sqrt(2.0 / fan_in) if he and not last else np.sqrt(2.0 / (fan_in + fan_out))
+            W[...] = rng.normal(0.0, std, W.shape)
+        return theta
+
+    def _run(self, theta: np.ndarray, X: np.ndarray, rng: np.random.Generator | None, need_vjp: bool):
+        theta = self.check(theta)
+        weights, biases = self.split(theta)
+        p = self.scorer.dropout if rng is not None else 0.0
+        h = self.inputs(X)
+        hs, slopes = [h], []  # each layer's input, and act' times the dropout mask
+        for W, b in zip(weights[:-1], biases[:-1]):
+            h, slope = activate(self.scorer.activation, h @ W + b)
+            if p > 0:
+                keep = (rng.random(h.shape) >= p) / (1.0 - p)  # inverted dropout: E[h] unchanged
+                h, slope = h * keep, slope * keep
+            if need_vjp:
+                hs.append(h)
+                slopes.append(slope)
+        scores = h @ weights[-1][:, 0] + biases[-1][0]
+        if not need_vjp:
+            return scores, None
+
+        def vjp(g: np.ndarray) -> np.ndarray:
+            g = np.asarray(g, dtype=np.float64)
+            grad = np.empty(self.n_params)
+            grad_W, grad_b = self.split(grad)
+            grad_W[-1][:, 0] = hs[-1].T @ g
+            grad_b[-1][0] = g.sum()
+            dz = g[:, None]  # d/d(pre-activation) of the current layer
+            for k in range(len(weights) - 1, 0, -1):
+                dz = (dz @ weights[k].T) * slopes[k - 1]
+                grad_W[k - 1][...] = hs[k - 1].T @ dz
+                grad_b[k - 1][...] = dz.sum(axis=0)
+            return grad
+
+        return scores, vjp
+
+    def forward(self, theta: np.ndarray) -> tuple[np.ndarray, Vjp]:
+        return self._run(theta, self.X, None, True)
+
+    def train_forward(self, theta: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, Vjp]:
+        return self._run(theta, self.X, rng, True)
+
+    def scores(self, theta: np.ndarray) -> np.ndarray:
+        n = self.X.shape[0]
+        if n <= SCORE_CHUNK:
+            return self._run(theta, self.X, None, False)[0]
+        return np.concatenate([self._run(theta, self.X[i:i + SCORE_CHUNK], None, False)[0]
+                               for i in range(0, n, SCORE_CHUNK)])
+
+    def unpack(self, theta: np.ndarray) -> dict[str, Any]:
+        weights, biases = self.split(self.check(theta))
+        parts: dict[str, Any] = {"weights": [W.tolist() for W in weights], "biases": [b.tolist() for b in biases]}
+        if self.scorer.input_norm == "batch":
+            parts.update(self.scorer.input_stats)
+        return parts
+
+
+class MLPScorer(Scorer):
+    """See the module docstring. ``hidden``: the hidden layer sizes (may be empty: a linear
+    scorer with a bias); ``input_stats``: the ``"batch"`` norm's saved ``input_mean`` and
+    ``input_scale`` (None: taken from the first split bound)."""
+
+    name = "mlp"
+
+    def __init__(self, hidden=(64, 32), activation: str = "relu", dropout: float = 0.0,
+                 input_norm: str | None = None, input_stats: dict | None = None) -> None:
+        hidden = tuple(hidden)
+        if not all(isinstance(h, (int, np.integer)) and not isinstance(h, bool) and h >= 1 for h in hidden):
+            raise ValueError(f"hidden must be a list of positive integers, got {list(hidden)!r}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {activation!r}; valid activations: {', '.join(ACTIVATIONS)}")
+        if not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        if input_norm is not None and input_norm not in INPUT_NORMS:
+            raise ValueError(f"unknown input_norm {input_norm!r}; valid: {', '.join(INPUT_NORMS)} or null")
+        self.hidden = tuple(int(h) for h in hidden)
+        self.activation, self.dropout, self.input_norm = activation, float(dropout), input_norm
+        self.input_stats = None if input_stats is None else {
+            "input_mean": list(input_stats["input_mean"]), "input_scale": list(input_stats["input_scale"])}
+
+    def bind(self, data) -> BoundMLP:
+        self.check_kind(data)
+        return BoundMLP(data.X, self)
+
+    def pack(self, parts: dict[str, Any]) -> np.ndarray:
+        weights = [np.asarray(W, dtype=np.float64) for W in parts["weights"]]
+        biases = [np.asarray(b, dtype=np.float64) for b in parts["biases"]]
+        sizes = [W.shape for W in weights]
+        expected = len(self.hidden) + 1
+        if len(weights) != expected or len(biases) != expected or any(W.ndim != 2 for W in weights) \
+                or [s[1] for s in sizes] != [*self.hidden, 1] or [len(b) for b in biases] != [*self.hidden, 1]:
+            raise ValueError(f"saved MLP layers {sizes} do not match hidden={list(self.hidden)}")
+        return np.concatenate([W.ravel() for W in weights] + [b.ravel() for b in biases])
+
+    def feature_shape(self, parts: dict[str, Any]) -> tuple[int, ...]:
+        return (len(parts["weights"][0]),)
