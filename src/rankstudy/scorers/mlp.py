@@ -35,7 +35,7 @@ ACTIVATIONS = ("relu", "leaky_relu", "tanh", "sigmoid")
 INPUT_NORMS = ("batch", "layer")
 LEAK = 0.01  # leaky_relu's slope below 0 (torch's default)
 NORM_EPS = 1e-5  # added to variances (torch's LayerNorm / BatchNorm default)
-SCORE_CHUNK = 65536  # prediction scores this many rows at a time: memory bounded by the chunk
+SCORE_CHUNK = 16384  # prediction scores this many rows at a time: memory bounded by the chunk
 
 
 def activate(name: str, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -98,7 +98,11 @@ class Objective:
         scorer runs in training mode (``train_forward``)."""
         theta = np.asarray(theta, dtype=np.float64)
         k = self.scorer.n_params
-        if rng is None:
+        if not need_grad and rng is None:
+            # prediction mode: a scorer may score in chunks (an MLP's hidden layers for every
+            # row of a large split would hold n x width floats at once)
+            scores, vjp = self.scorer.scores(theta[:k]), None
+        elif rng is None:
             scores, vjp = self.scorer.forward(theta[:k])
         else:
             scores, vjp = self.scorer.train_forward(theta[:k], rng)
