@@ -6,11 +6,15 @@ from rankstudy.evaluation.metrics import parse_metric
 from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.rankers.params import Choice, Integer, Listing, Mapping, Real, Text
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
-from rankstudy.scorers.mlp import ACTIVATIONS, INPUT_NORMS, MLPScorer, input_statistics
+from rankstudy.rankers.params import ParamError
+from rankstudy.scorers import attention, mlp
+from rankstudy.scorers.mlp import INPUT_NORMS, MLPScorer, input_statistics
 from rankstudy.solvers.adam import SCHEDULES
 from rankstudy.solvers.registry import SolverSettings, make_solver
 
-SCORERS = ("mlp",)
+# each scorer's activations (the attention module imports JAX only when it first scores)
+ACTIVATIONS = {"mlp": mlp.ACTIVATIONS, "attention": attention.ACTIVATIONS}
+SCORERS = tuple(ACTIVATIONS)
 
 
 class NeuralRanker(ScoredRanker):
@@ -20,6 +24,9 @@ class NeuralRanker(ScoredRanker):
     * ``scorer="mlp"``: :class:`~rankstudy.scorers.mlp.MLPScorer` with ``hidden`` layer sizes,
       ``activation``, ``dropout`` and ``input_norm`` (``"batch"``: statistics of the training
       split, saved with the model; ``"layer"``: per document).
+    * ``scorer="attention"``: :class:`~rankstudy.scorers.attention.AttentionScorer` (allRank's
+      context-aware scorer, in JAX) with ``d_model``, ``n_blocks``, ``n_heads``, ``d_ff``,
+      ``activation`` and ``dropout``; ``hidden`` and ``input_norm`` do not apply.
     * ``loss``: any name of :mod:`rankstudy.losses.registry`; ``loss_params`` its options.
     * Adam: ``learning_rate``, ``epochs``, ``batch_size`` (queries), ``weight_decay`` (AdamW),
       ``schedule`` (``step_epochs``, ``gamma`` for ``step``), ``clip_norm``,
@@ -34,7 +41,9 @@ class NeuralRanker(ScoredRanker):
     parameter_constraints = {
         "scorer": [Choice(SCORERS, "scorer")],
         "hidden": [None, Listing(Integer(1), what="a list of positive integers (hidden layer sizes)")],
-        "activation": [Choice(ACTIVATIONS, "activation")], "dropout": [Real(0, 1, high_open=True)],
+        "activation": [Choice(sorted({a for acts in ACTIVATIONS.values() for a in acts}), "activation")],
+        "d_model": [Integer(1)], "n_blocks": [Integer(1)], "n_heads": [Integer(1)], "d_ff": [Integer(1)],
+        "dropout": [Real(0, 1, high_open=True)],
         "input_norm": [None, Choice(INPUT_NORMS, "input_norm")],
         "loss": [Choice(lambda: sorted(LOSSES), "loss")], "loss_params": [None, Mapping()], "l2": [Real(0)],
         "learning_rate": [Real(0, low_open=True)], "epochs": [Integer(1)], "batch_size": [Integer(1)],
@@ -45,7 +54,8 @@ class NeuralRanker(ScoredRanker):
     }
 
     def __init__(self, scorer: str = "mlp", hidden: list[int] | None = None, activation: str = "relu",
-                 dropout: float = 0.0, input_norm: str | None = None, loss: str = "listnet",
+                 dropout: float = 0.0, input_norm: str | None = None, d_model: int = 64, n_blocks: int = 2,
+                 n_heads: int = 1, d_ff: int = 128, loss: str = "listnet",
                  loss_params: dict | None = None, l2: float = 0.0, learning_rate: float = 1e-3, epochs: int = 50,
                  batch_size: int = 64, weight_decay: float = 0.0, schedule: str = "constant",
                  step_epochs: int = 10, gamma: float = 0.1, clip_norm: float | None = None,
@@ -57,6 +67,10 @@ class NeuralRanker(ScoredRanker):
         self.activation = activation
         self.dropout = dropout
         self.input_norm = input_norm
+        self.d_model = d_model
+        self.n_blocks = n_blocks
+        self.n_heads = n_heads
+        self.d_ff = d_ff
         self.loss = loss
         self.loss_params = None if loss_params is None else dict(loss_params)
         self.l2 = l2
@@ -77,8 +91,21 @@ class NeuralRanker(ScoredRanker):
     @classmethod
     def check_combination(cls, params: dict) -> None:
         loss_options_error(params["loss"], params["loss_params"])
+        scorer = params["scorer"]
+        if params["activation"] not in ACTIVATIONS[scorer]:
+            raise ParamError("activation", f"the {scorer} scorer's activations are {', '.join(ACTIVATIONS[scorer])}, "
+                             f"got {params['activation']!r}")
+        if scorer == "attention":
+            if params["input_norm"] is not None:
+                raise ParamError("input_norm", "input_norm applies to the mlp scorer only")
+            if params["d_model"] % params["n_heads"]:
+                raise ParamError("n_heads", f"d_model ({params['d_model']}) must be a multiple of n_heads "
+                                            f"({params['n_heads']})")
 
-    def make_scorer(self) -> MLPScorer:
+    def make_scorer(self):
+        if self.scorer == "attention":
+            return attention.AttentionScorer(self.d_model, self.n_blocks, self.n_heads, self.d_ff, self.activation,
+                                             self.dropout)
         return MLPScorer(self.hidden, self.activation, self.dropout, self.input_norm, self.input_stats_)
 
     def make_loss(self):
