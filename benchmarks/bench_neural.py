@@ -22,7 +22,9 @@ Memory: the peak traced allocation (tracemalloc) over what was allocated before 
 arrays) of an epoch's batch evaluations (objective and gradient of every batch, as the solver
 takes them), beside the fold's X and one mean batch's X: bounded by the batch, not the fold.
 
-``--scorer attention`` times an epoch of the context-aware scorer instead (no floor).
+``--scorer attention`` times an epoch of the context-aware scorer instead (no floor; its seconds
+include JAX's compilation for each padded batch shape met; tracemalloc does not see XLA's
+buffers, so its memory figure covers the numpy side only).
 
     PYTHONPATH=src python benchmarks/bench_neural.py [--queries 18900] [--max-docs 240] [--batch-size 64]
 """
