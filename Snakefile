@@ -19,7 +19,7 @@ from rankstudy.util.memory import workflow_memory_problem  # standard library on
 if problem := workflow_memory_problem():
     raise WorkflowError(problem)
 try:
-    from rankstudy.pipeline.config import apply_defaults, prepare_cli_values
+    from rankstudy.pipeline.config import apply_defaults, own_methods, prepare_cli_values
     from rankstudy.pipeline.summary import run_summary
     from rankstudy.tracking.errors import check_server_answers
 except Exception as exc:
@@ -32,6 +32,9 @@ RUN_STARTED = time.time()
 min_version("9.0")
 
 configfile: "config/config.yaml"
+
+# a study (--configfile, or --config methods=...) trains the methods it defines, not config.yaml's too
+own_methods(config, workflow.config_settings.overwrite_config)
 
 # `--config` values arrive as YAML (folds=[3] as ['3'], folds=7 as 7): bring them to the
 # schema's types, or fail naming the key and the working form, before anything reads them

@@ -12,7 +12,8 @@ from snakemake.utils import validate
 
 from rankstudy.data.registry import RegistryError
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
-from rankstudy.pipeline.config import ConfigError, apply_defaults, check_config, check_method, prepare_cli_values
+from rankstudy.pipeline.config import ConfigError, apply_defaults, check_config, check_method, own_methods, \
+    prepare_cli_values
 from rankstudy.reporting import paper_tables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,11 +81,14 @@ def test_featureset_types_are_checked(bad):
 
 @pytest.mark.parametrize("study", sorted((REPO / "config/studies").glob("*.yaml")), ids=lambda p: p.stem)
 def test_study_configs_are_valid_over_the_defaults(study):
-    """A study file is passed with --configfile, so Snakemake merges it over config/config.yaml."""
+    """A study file is passed with --configfile, so Snakemake merges it over config/config.yaml;
+    the study's own methods replace the default study's (own_methods, as the Snakefile does)."""
     from snakemake.utils import update_config
 
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    update_config(config, yaml.safe_load(study.read_text()))
+    given = yaml.safe_load(study.read_text())
+    update_config(config, given)
+    own_methods(config, given)
     check_paper_section(config)
 
 
@@ -385,3 +389,24 @@ def test_a_subset_of_a_studys_methods_is_told_which_paper_rows_stay_empty(config
     apply_defaults(merged)
     notes = check_config(merged, REPO).notes
     assert len(notes) == 1 and "SVMauc [first]" in notes[0] and "'not run'" in notes[0] and "DORM [first]" not in notes[0]
+
+
+def test_a_study_trains_the_methods_it_defines_and_not_the_defaults(config):
+    """Snakemake's deep merge gave every study the six default methods (and merged a study's
+    ranknet into the default one); a study now owns its methods."""
+    from snakemake.utils import update_config
+
+    study = {"methods": {"ranknet": {"kind": "linear", "params": {"loss": "listnet"}}, "mine": {"kind": "lambdamart"}}}
+    update_config(config, copy.deepcopy(study))
+    assert config["methods"]["ranknet"]["grid"] == {"l2": [1.0e-4, 1.0e-2, 1.0]}  # the deep merge's mix
+    own_methods(config, study)
+    assert config["methods"] == study["methods"] and "baseline" not in config["report"]
+    assert check_config(config, REPO).baseline == "ranknet [first]"  # the first method run
+    default = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    own_methods(default, {"datasets": ["MQ2008"]})  # nothing defines methods: the default study's
+    assert list(default["methods"]) == ["pointwise", "ranknet", "ranksvm", "listnet", "listmle", "lambdamart"]
+    kept, given = yaml.safe_load((REPO / "config/config.yaml").read_text()), {"methods": {"m": {"kind": "linear"}},
+                                                                            "report": {"baseline": "m"}}
+    update_config(kept, copy.deepcopy(given))
+    own_methods(kept, given)
+    assert kept["report"]["baseline"] == "m" and list(kept["methods"]) == ["m"]

@@ -7,6 +7,7 @@ and derives what the workflow needs: the feature sets and the baseline system.
 
 from __future__ import annotations
 
+import copy
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +120,21 @@ def _coerce(value, schema: dict):
         if any(check(read) for check in wanted):
             return read
     return value
+
+
+def own_methods(config: dict, given: dict) -> None:
+    """A study owns its methods, in place: when the ``--configfile`` files and ``--config`` values
+    (``given``, as Snakemake merged them) define ``methods``, the run trains those alone, as
+    given; ``config/config.yaml``'s methods are the default study's, used only when nothing else
+    defines any. Snakemake's deep merge would otherwise add the six default methods to every study
+    (and merge a study's ``ranknet`` into the default one). The default ``report.baseline`` goes
+    with them unless ``given`` sets one: the first method run is then the baseline."""
+    methods = given.get("methods")
+    if not isinstance(methods, dict) or not methods:
+        return
+    config["methods"] = copy.deepcopy(dict(methods))
+    if "baseline" not in (given.get("report") or {}):
+        config.get("report", {}).pop("baseline", None)
 
 
 def apply_defaults(config: dict) -> None:
