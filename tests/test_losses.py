@@ -257,6 +257,6 @@ def test_pairwise_losses_are_stable_for_large_margins():
 
 def test_unknown_loss_lists_valid_names():
     with pytest.raises(ValueError) as err:
-        get_loss("lambdaloss")
+        get_loss("lambda_loss")
     for name in LOSSES:
         assert name in str(err.value)

@@ -55,7 +55,7 @@ def ensure_env() -> None:
     say("installing rankstudy and its dependencies into .venv (first run takes a few minutes)")
     pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
     subprocess.run(pip + ["--quiet", "--upgrade", "pip"], check=True)
-    subprocess.run(pip + ["--quiet", "-e", f"{REPO}[test,cluster]"], check=True)
+    subprocess.run(pip + ["--quiet", "-e", f"{REPO}[test,cluster,neural]"], check=True)
     STAMP.write_text(wanted)
 
 

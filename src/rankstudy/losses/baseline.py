@@ -1,5 +1,5 @@
-"""The baseline losses a practitioner expects: pointwise regression, RankNet, RankSVM,
-ListNet and ListMLE (conventions in :mod:`rankstudy.losses`)."""
+"""The baseline losses a practitioner expects: pointwise regression (squared error, RMSE),
+RankNet, RankSVM, ListNet and ListMLE (conventions in :mod:`rankstudy.losses`)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,20 @@ def pointwise_mse(scores, labels, mask):
     residual = s - y  # zero at padding
     value = float(((residual ** 2).sum(axis=1) * weights).sum())
     return value, 2.0 * residual * weights[:, None]
+
+
+def rmse(scores, labels, mask, *, scale=1.0):
+    """allRank's pointwise RMSE: per query sqrt(MEAN over its documents of (scale s - y)^2)
+    (allRank's ``no_of_levels`` is ``scale``: its scores are sigmoids in [0, 1]); value = mean over
+    queries with at least one document. At a perfect fit (RMSE 0) the gradient is taken as 0."""
+    s, y, mask = clean(scores, labels, mask)
+    n_docs = mask.sum(axis=1)
+    weights = query_weights(n_docs > 0)
+    residual = scale * s - y  # zero at padding
+    per_query = np.sqrt((residual ** 2).sum(axis=1) / np.maximum(n_docs, 1))
+    # d sqrt(mean r^2) / d s_i = scale r_i / (n RMSE)
+    slope = np.where(per_query > 0, weights / (np.maximum(n_docs, 1) * np.where(per_query > 0, per_query, 1.0)), 0.0)
+    return float(per_query @ weights), scale * residual * slope[:, None]
 
 
 def ranknet_pair(d):

@@ -103,6 +103,14 @@ LOSSES: dict[str, Loss] = {
     "exp_gain_auc": Loss("conditional.exp_gain_auc"),
     "l3": Loss("conditional.l3"),
     "convex_loss": Loss("conditional.convex_loss", convex=True),
+    # the last decade, after Rax and allRank: softmax family, approximate and relaxed NDCG, LambdaLoss
+    "rmse": Loss("baseline.rmse", bias=True, convex=True),
+    "softmax": Loss("listwise.softmax", convex=True),
+    "poly1": Loss("listwise.poly1"),
+    "approx_ndcg": Loss("listwise.approx_ndcg"),
+    "neural_ndcg": Loss("listwise.neural_ndcg"),
+    # piecewise smooth: the weights jump where two documents of different gains swap ranks
+    "lambdaloss": Loss("lambdaloss.lambdaloss"),
 }
 
 

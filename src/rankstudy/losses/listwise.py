@@ -1,0 +1,210 @@
+"""Listwise losses of the last decade, after Rax and allRank (conventions in :mod:`rankstudy.losses`):
+
+``softmax`` (Rax ``softmax_loss``)
+    -sum_i t_i log softmax(s)_i with t = gain / sum(gain) over the query's real documents.
+``poly1`` (Leng et al. 2022, Rax ``poly1_softmax_loss``)
+    softmax + epsilon (1 - p_t), p_t = sum_i t_i softmax(s)_i.
+``approx_ndcg`` (Qin et al. 2010, Rax ``approx_t12n(ndcg_metric)``, allRank ``approxNDCGLoss``)
+    1 - DCG / ideal DCG@k with each rank replaced by pi_i = 1 + sum_{j != i} sigmoid((s_j - s_i) / T).
+    k=None (the whole list) is Tran et al.'s ``smoothed_ndcg`` without cut. With k, as in Rax,
+    the cut is sigmoid((m - pi_i) / T), m the mean of the k-th and (k+1)-th smallest pi
+    (queries of at most k documents are not cut).
+``neural_ndcg`` (Pobrotyn and Bialobrzeski 2021, allRank ``neuralNDCG`` / ``neuralNDCG_transposed``)
+    1 - NeuralNDCG@k: NeuralSort's relaxed permutation matrix, Sinkhorn-scaled, contracted with
+    the gains and the discounts 1/log2(2 + r) of ranks r < k; JAX autodiff
+    (:mod:`rankstudy.losses.neural_jax`, imported only when the loss is called).
+
+``gain``: ``"label"`` (the label itself) or ``"exp"`` (2^label - 1); the defaults are Rax's
+(``softmax``/``poly1`` take the labels as they are, NDCG uses 2^label - 1). Negative gains are
+refused. The ideal DCG@k is exact (gains sorted, discount 1/log2(1 + rank)).
+
+Which queries count (value = mean over them): at least two documents and a positive total gain
+(softmax, poly1) or ideal DCG (the NDCG losses). Differences from the references: Rax averages
+over every non-empty list, with a uniform target where all labels are 0; Rax's ``softmax_loss``
+does not normalise the labels unless given ``label_fn=normalize_probabilities`` (its poly1's
+cross entropy neither, its p_t does); Rax stops the gradient through the cut point m, we
+differentiate it (L-BFGS needs the gradient of the value it sees); allRank's losses are -NDCG
+averaged over all lists in the batch (approxNDCG) or those with ideal DCG > 0 (NeuralNDCG,
+single-document lists included) and add 1e-10 to denominators.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from rankstudy.losses.padded import (
+    PAIR_BLOCK_ELEMENTS,
+    clean,
+    masked_log_softmax,
+    pair_blocks,
+    query_chunks,
+    query_weights,
+)
+
+GAINS = ("label", "exp")
+LN2 = np.log(2.0)
+# NeuralNDCG's (Qc, L, L) chunks: 2 MB a matrix; the 50 Sinkhorn steps keep one each for autodiff
+NEURAL_BLOCK_ELEMENTS = 1 << 18
+
+
+# --------------------------------------------------------------------------- shared parts
+
+def gains(y: np.ndarray, mask: np.ndarray, gain: str) -> np.ndarray:
+    """Per-document gains (0 at padding) of cleaned labels."""
+    if gain == "label":
+        g = y.copy()
+    elif gain == "exp":
+        g = np.where(mask, np.exp2(y) - 1.0, 0.0)
+    else:
+        raise ValueError(f"unknown gain {gain!r}; valid gains: {', '.join(GAINS)}")
+    if np.any(g[mask] < 0):
+        raise ValueError(f"gain={gain!r} needs labels >= 0, got a label of {y[mask].min():g}")
+    return g
+
+
+def ideal_dcg(g: np.ndarray, mask: np.ndarray, k: int | None) -> np.ndarray:
+    """Ideal DCG@k of each row: its real gains sorted in descending order, discount 1/log2(1 + rank)."""
+    top = -np.sort(np.where(mask, -g, np.inf), axis=1)[:, : (g.shape[1] if k is None else check_k(k))]
+    top = np.where(np.isfinite(top), top, 0.0)
+    return top @ (1.0 / np.log2(np.arange(2.0, top.shape[1] + 2.0)))
+
+
+def check_k(k) -> int:
+    if int(k) != k or k < 1:
+        raise ValueError(f"k must be a positive integer or None, got {k!r}")
+    return int(k)
+
+
+def _softmax_target(scores, labels, mask, gain):
+    s, y, mask = clean(scores, labels, mask)
+    g = gains(y, mask, gain)
+    total = g.sum(axis=1)
+    weights = query_weights((mask.sum(axis=1) >= 2) & (total > 0))
+    target = g / np.where(total > 0, total, 1.0)[:, None]
+    log_p = masked_log_softmax(s, mask)
+    return target, log_p, np.where(mask, np.exp(log_p), 0.0), weights
+
+
+# --------------------------------------------------------------------------- losses
+
+def softmax(scores, labels, mask, *, gain="label"):
+    """Softmax cross entropy against the gains normalised to a distribution (module docstring).
+    Per query: -sum_i t_i log p_i; gradient p - t."""
+    target, log_p, p, weights = _softmax_target(scores, labels, mask, gain)
+    value = float(-(target * log_p).sum(axis=1) @ weights)
+    return value, (p - target) * weights[:, None]
+
+
+def poly1(scores, labels, mask, *, epsilon=1.0, gain="label"):
+    """Poly-1 softmax: the softmax loss + epsilon (1 - p_t), p_t = sum_i t_i p_i.
+    d p_t / d s_j = p_j (t_j - p_t)."""
+    target, log_p, p, weights = _softmax_target(scores, labels, mask, gain)
+    pt = (target * p).sum(axis=1)
+    per_query = -(target * log_p).sum(axis=1) + epsilon * (1.0 - pt)
+    grad = p - target - epsilon * p * (target - pt[:, None])
+    return float(per_query @ weights), grad * weights[:, None]
+
+
+def _sigmoid(x):
+    e = np.exp(-np.abs(x))  # no overflow for any x
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)
+
+
+def _approx_pairs(s, mask, block, temperature):
+    """sigmoid((s_j - s_i) / T) and its derivative in x over a block's real pairs i != j (0 elsewhere)."""
+    q, rows, w = block
+    sc = s[q, :w]
+    x = (sc[:, None, :] - sc[:, rows, None]) / temperature
+    valid = mask[q, rows][:, :, None] & mask[q, :w][:, None, :]
+    valid &= np.arange(w)[rows][:, None] != np.arange(w)[None, :]
+    sig = np.where(valid, _sigmoid(x), 0.0)
+    return sig, sig * (1.0 - sig)
+
+
+def approx_ndcg(scores, labels, mask, *, temperature=1.0, k=None, gain="exp",
+                block_elements=PAIR_BLOCK_ELEMENTS):
+    """ApproxNDCG (module docstring): per query 1 - sum_i g_i cut_i / log2(1 + pi_i) / IDCG@k.
+    Pair sums in bounded blocks (:func:`rankstudy.losses.padded.pair_blocks`), two sweeps:
+    approximate ranks, then their adjoints back to the scores."""
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    s, y, mask = clean(scores, labels, mask)
+    g = gains(y, mask, gain)
+    n_docs = mask.sum(axis=1)
+    idcg = ideal_dcg(g, mask, k)
+    active = (n_docs >= 2) & (idcg > 0)
+    weights = query_weights(active)
+    grad = np.zeros(s.shape)
+    if not active.any():
+        return 0.0, grad
+    queries = np.flatnonzero(active)
+    pi = np.ones(s.shape)
+    for block in pair_blocks(mask, queries, block_elements):
+        pi[block.queries, block.rows] += _approx_pairs(s, mask, block, temperature)[0] @ np.ones(block.width)
+    log_rank = np.log2(1.0 + pi)
+    discount = 1.0 / log_rank
+    scale = np.where(active, 1.0 / np.where(idcg > 0, idcg, 1.0), 0.0)[:, None]  # 1/IDCG
+    cut = np.ones(s.shape)
+    cut_pos = None
+    if k is not None:
+        # m between the k-th and (k+1)-th smallest pi of each query longer than k (Rax's cut point)
+        order = np.argsort(np.where(mask, pi, np.inf), axis=1, kind="stable")
+        cut_pos = order[:, [k - 1, k]] if s.shape[1] > k else None
+        if cut_pos is not None:
+            long = active & (n_docs > k)
+            m = np.take_along_axis(pi, cut_pos, axis=1).mean(axis=1)
+            cut = np.where(long[:, None], _sigmoid((m[:, None] - pi) / temperature), 1.0)
+    contribution = g * cut * discount * scale  # each document's share of NDCG
+    value = float((1.0 - contribution.sum(axis=1)) @ weights)
+    # adjoint of pi (d loss / d pi): through the discount and through the cut
+    cut_slope = np.where(mask, g * discount * scale * cut * (1.0 - cut) / temperature, 0.0)
+    adjoint = np.where(mask, g * cut * scale / (LN2 * (1.0 + pi) * log_rank ** 2), 0.0) + cut_slope
+    if cut_pos is not None:
+        # d loss / d m = -sum_i cut_slope_i, shared equally by the two pi that make m
+        np.add.at(adjoint, (np.arange(s.shape[0])[:, None], cut_pos), -0.5 * cut_slope.sum(axis=1, keepdims=True))
+    adjoint *= weights[:, None]
+    for block in pair_blocks(mask, queries, block_elements):
+        q, rows, w = block
+        _, slope = _approx_pairs(s, mask, block, temperature)
+        a = adjoint[q, rows][:, :, None] * slope / temperature
+        # pi_i grows with s_j (j != i) and falls with s_i
+        grad[q, :w] += np.ones(a.shape[1]) @ a
+        grad[q, rows] -= a @ np.ones(w)
+    return value, grad
+
+
+def neural_ndcg(scores, labels, mask, *, temperature=1.0, k=None, transposed=False, sinkhorn_iterations=50,
+                gain="exp", block_elements=NEURAL_BLOCK_ELEMENTS):
+    """NeuralNDCG (module docstring), per query 1 - NeuralNDCG@k. For each query, NeuralSort's
+    P[r, i] = softmax_i(((n + 1 - 2 (r + 1)) s_i - sum_j |s_i - s_j|) / temperature) over its n real
+    documents, then ``sinkhorn_iterations`` column-then-row normalisations (allRank's order; a
+    fixed count, no tolerance, so the value is smooth in the scores), then
+    DCG = sum_{r < k} d_r sum_i P[r, i] g_i (expected gain per rank) or, ``transposed``,
+    sum_i g_i sum_{r < k} P[r, i] d_r (expected discount per document). Both contract the same
+    matrix, so as in allRank's code they give the same value to rounding; the variants of the
+    paper differ only where P is not doubly stochastic. The gradient is JAX's (float64);
+    queries go in chunks of at most ``block_elements`` matrix entries."""
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}")
+    if int(sinkhorn_iterations) != sinkhorn_iterations or sinkhorn_iterations < 0:
+        raise ValueError(f"sinkhorn_iterations must be an integer >= 0, got {sinkhorn_iterations!r}")
+    s, y, mask = clean(scores, labels, mask)
+    g = gains(y, mask, gain)
+    idcg = ideal_dcg(g, mask, k)
+    active = (mask.sum(axis=1) >= 2) & (idcg > 0)
+    weights = query_weights(active)
+    grad = np.zeros(s.shape)
+    if not active.any():
+        return 0.0, grad
+    from rankstudy.losses.neural_jax import neural_dcg_chunk  # JAX only for jobs that use this loss
+
+    value = 0.0
+    for q, w in query_chunks(mask, np.flatnonzero(active), block_elements, lambda widths: widths ** 2):
+        # weight 1/IDCG per query: the chunk's sum of weighted NDCGs and its gradient
+        coef = weights[q] / idcg[q]
+        dcg_sum, dcg_grad = neural_dcg_chunk(s[q, :w], g[q, :w], mask[q, :w], coef, float(temperature),
+                                             None if k is None else check_k(k), bool(transposed),
+                                             int(sinkhorn_iterations))
+        value += weights[q].sum() - dcg_sum
+        grad[q, :w] = -dcg_grad
+    return float(value), grad

@@ -1,0 +1,109 @@
+"""NeuralNDCG's DCG in JAX (the loss is :func:`rankstudy.losses.listwise.neural_ndcg`): NeuralSort's
+relaxed permutation matrix and Sinkhorn scaling are differentiated by autodiff, in float64.
+
+Imported only when the loss runs: JAX costs about a second to import. Chunks are padded to a
+width that is a multiple of 16 and a power-of-two number of queries, so the compiled function
+is reused across chunks and across an optimiser's evaluations (padding is inert).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# allRank's clamp of Sinkhorn's row and column sums: only empty (padding) rows and columns reach it
+SINKHORN_EPS = 1e-10
+
+
+def float64():
+    """JAX's float64 for the duration (without changing the process-wide default)."""
+    if callable(getattr(jax, "enable_x64", None)):
+        return jax.enable_x64(True)
+    try:
+        from jax.experimental import enable_x64  # jax < 0.5
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return enable_x64()
+
+
+def neural_sort(s, real, temperature):
+    """P[b, r, i]: NeuralSort's row-stochastic relaxation of the descending sort of each row's real
+    scores (rank slots r < n, documents i real; 0 elsewhere)."""
+    width = s.shape[1]
+    n = real.sum(axis=1)
+    pair = real[:, :, None] & real[:, None, :]
+    spread = jnp.where(pair, jnp.abs(s[:, :, None] - s[:, None, :]), 0.0).sum(axis=2)  # sum_j |s_i - s_j|
+    slot = jnp.arange(width)
+    slot_real = slot[None, :] < n[:, None]
+    factor = (n[:, None] - 1 - 2 * slot[None, :]).astype(s.dtype)  # n + 1 - 2 (r + 1)
+    logits = (factor[:, :, None] * s[:, None, :] - spread[:, None, :]) / temperature
+    logits = jnp.where(real[:, None, :], logits, -jnp.inf)
+    logits = jnp.where(slot_real[:, :, None], logits, 0.0)  # padding slots: harmless finite rows
+    p = jax.nn.softmax(logits, axis=2)
+    return jnp.where(slot_real[:, :, None] & real[:, None, :], p, 0.0), slot_real
+
+
+def sinkhorn(p, slot_real, real, iterations):
+    """``iterations`` rounds of column then row normalisation of the real block; each round is
+    recomputed in the backward pass (checkpoint) rather than stored. As allRank, the padding
+    block (padding slots x padding documents) holds ones while scaling, so no row or column is
+    empty: an empty one would divide by the clamp, 1e10 per round in the backward pass, and
+    overflow to NaN within 30 rounds."""
+    padding = ~slot_real[:, :, None] & ~real[:, None, :]
+    p = jnp.where(padding, 1.0, p)
+
+    @jax.checkpoint
+    def step(m, _):
+        m = m / jnp.maximum(m.sum(axis=1, keepdims=True), SINKHORN_EPS)
+        m = m / jnp.maximum(m.sum(axis=2, keepdims=True), SINKHORN_EPS)
+        return m, None
+
+    if iterations:
+        p = jax.lax.scan(step, p, None, length=iterations)[0]
+    return jnp.where(padding, 0.0, p)
+
+
+def weighted_dcg(s, g, real, coef, temperature, k, transposed, iterations):
+    """sum over rows of coef * the relaxed DCG@k."""
+    p, slot_real = neural_sort(s, real, temperature)
+    p = sinkhorn(p, slot_real, real, iterations)
+    width = s.shape[1]
+    r = jnp.arange(width)
+    discount = jnp.where(r < (width if k is None else k), 1.0 / jnp.log2(r + 2.0), 0.0)
+    if transposed:
+        dcg = (g * jnp.einsum("bri,r->bi", p, discount)).sum(axis=1)  # expected discount per document
+    else:
+        dcg = (jnp.einsum("bri,bi->br", p, g) * discount).sum(axis=1)  # expected gain per rank
+    return (coef * dcg).sum()
+
+
+@partial(jax.jit, static_argnames=("temperature", "k", "transposed", "iterations"))
+def _value_and_grad(s, g, real, coef, temperature, k, transposed, iterations):
+    return jax.value_and_grad(weighted_dcg)(s, g, real, coef, temperature, k, transposed, iterations)
+
+
+def _bucket(n: int, multiple: int) -> int:
+    return -(-n // multiple) * multiple
+
+
+def neural_dcg_chunk(s: np.ndarray, g: np.ndarray, real: np.ndarray, coef: np.ndarray, temperature: float,
+                     k: int | None, transposed: bool, iterations: int) -> tuple[float, np.ndarray]:
+    """sum_b coef_b DCG_b and its gradient with respect to ``s`` (numpy in and out, float64)."""
+    n_rows, width = s.shape
+    rows, cols = 1 << max(0, (n_rows - 1).bit_length()), _bucket(width, 16)
+
+    def padded(a, fill=0):
+        out = np.full((rows, cols), fill, dtype=a.dtype)
+        out[:n_rows, :width] = a
+        return out
+
+    coef_padded = np.zeros(rows)
+    coef_padded[:n_rows] = coef
+    with float64():
+        value, grad = _value_and_grad(jnp.asarray(padded(s)), jnp.asarray(padded(g)), jnp.asarray(padded(real, False)),
+                                      jnp.asarray(coef_padded), temperature, k, transposed, iterations)
+        return float(value), np.asarray(grad, dtype=np.float64)[:n_rows, :width]
