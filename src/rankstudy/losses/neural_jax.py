@@ -2,8 +2,9 @@
 relaxed permutation matrix and Sinkhorn scaling are differentiated by autodiff, in float64.
 
 Imported only when the loss runs: JAX costs about a second to import. Chunks are padded to a
-width that is a multiple of 16 and a power-of-two number of queries, so the compiled function
-is reused across chunks and across an optimiser's evaluations (padding is inert).
+width of 16, 24, 32, 48, 64, ... (2^n or 1.5 2^n) and a power-of-two number of queries, so a
+handful of compiled shapes serve every chunk and every evaluation of an optimiser (padding is
+inert; compiling one shape takes a second or two).
 """
 
 from __future__ import annotations
@@ -86,15 +87,19 @@ def _value_and_grad(s, g, real, coef, temperature, k, transposed, iterations):
     return jax.value_and_grad(weighted_dcg)(s, g, real, coef, temperature, k, transposed, iterations)
 
 
-def _bucket(n: int, multiple: int) -> int:
-    return -(-n // multiple) * multiple
+def _bucket(width: int) -> int:
+    """The smallest of 16, 24, 32, 48, 64, 96, ... that holds ``width``."""
+    size = 16
+    while size < width:
+        size = size * 3 // 2 if size & (size - 1) == 0 else size // 3 * 4
+    return size
 
 
 def neural_dcg_chunk(s: np.ndarray, g: np.ndarray, real: np.ndarray, coef: np.ndarray, temperature: float,
                      k: int | None, transposed: bool, iterations: int) -> tuple[float, np.ndarray]:
     """sum_b coef_b DCG_b and its gradient with respect to ``s`` (numpy in and out, float64)."""
     n_rows, width = s.shape
-    rows, cols = 1 << max(0, (n_rows - 1).bit_length()), _bucket(width, 16)
+    rows, cols = 1 << max(0, (n_rows - 1).bit_length()), _bucket(width)
 
     def padded(a, fill=0):
         out = np.full((rows, cols), fill, dtype=a.dtype)
