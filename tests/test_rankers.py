@@ -111,7 +111,7 @@ def test_linear_objective_equals_loss_of_padded_scores_plus_penalty(fit_intercep
 
 def test_intercept_only_for_losses_that_need_a_bias(linear_models):
     biased = {loss for loss, entry in LOSSES.items() if entry.bias}
-    assert biased == {"pointwise_mse", "weighted_regression"}
+    assert biased == {"pointwise_mse", "weighted_regression", "rmse"}
     assert all(linear_models[loss].intercept_ != 0.0 for loss in biased)
     assert all(linear_models[loss].intercept_ == 0.0 for loss in LOSSES if loss not in biased)
 
@@ -289,7 +289,7 @@ def test_unknown_param_is_named_with_valid_ones():
 
 def test_unknown_loss_lists_valid_losses():
     with pytest.raises(ValueError) as err:
-        make_ranker("linear", {"loss": "softmax"})
+        make_ranker("linear", {"loss": "softmax_xent"})
     assert all(name in str(err.value) for name in LOSSES)
 
 

@@ -19,9 +19,10 @@ even with 1,000-document queries. RankSVM's squared hinge needs no pair blocks: 
 one sort and two sweeps per query, or over the pairs of a short query
 (:mod:`rankstudy.losses.squared_hinge_numba`).
 
-Families, one module each: :mod:`~rankstudy.losses.baseline` (pointwise, RankNet, RankSVM,
+Families, one module each: :mod:`~rankstudy.losses.baseline` (pointwise, RMSE, RankNet, RankSVM,
 ListNet, ListMLE), :mod:`~rankstudy.losses.elementwise`, :mod:`~rankstudy.losses.pairwise` and
-:mod:`~rankstudy.losses.smoothed` (Tran et al. 2011); :mod:`~rankstudy.losses.groups` applies
+:mod:`~rankstudy.losses.smoothed` (Tran et al. 2011), :mod:`~rankstudy.losses.listwise` (softmax,
+poly1, ApproxNDCG, NeuralNDCG) and :mod:`~rankstudy.losses.lambdaloss`; :mod:`~rankstudy.losses.groups` applies
 any of them to label-tie groups. Shared helpers are in :mod:`~rankstudy.losses.padded`.
 Every loss is found by name in :mod:`rankstudy.losses.registry`; adding one is one function in
 its family's module plus one entry there.

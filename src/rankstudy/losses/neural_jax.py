@@ -2,7 +2,7 @@
 relaxed permutation matrix and Sinkhorn scaling are differentiated by autodiff, in float64.
 
 Imported only when the loss runs: JAX costs about a second to import. Chunks are padded to a
-width of 16, 24, 32, 48, 64, ... (2^n or 1.5 2^n) and a power-of-two number of queries, so a
+width of 16, 24, 32, 48, 64, ... (2^n or 1.5 2^n) and a number of queries of 1, 2, 3, 4, 6, 8, ..., so a
 handful of compiled shapes serve every chunk and every evaluation of an optimiser (padding is
 inert; compiling one shape takes a second or two).
 """
@@ -87,11 +87,13 @@ def _value_and_grad(s, g, real, coef, temperature, k, transposed, iterations):
     return jax.value_and_grad(weighted_dcg)(s, g, real, coef, temperature, k, transposed, iterations)
 
 
-def _bucket(width: int) -> int:
-    """The smallest of 16, 24, 32, 48, 64, 96, ... that holds ``width``."""
-    size = 16
-    while size < width:
-        size = size * 3 // 2 if size & (size - 1) == 0 else size // 3 * 4
+def _bucket(n: int, smallest: int) -> int:
+    """The smallest of ``smallest`` (a power of two), 1.5 times it, twice it, ... that holds ``n``:
+    at most a third is padding."""
+    size = smallest
+    while size < n:
+        # 1, 2, 3, 4, 6, 8, ...: from a power of two up by half, else up to the next power of two
+        size = max(size + 1, size * 3 // 2) if size & (size - 1) == 0 else size // 3 * 4
     return size
 
 
@@ -99,7 +101,7 @@ def neural_dcg_chunk(s: np.ndarray, g: np.ndarray, real: np.ndarray, coef: np.nd
                      k: int | None, transposed: bool, iterations: int) -> tuple[float, np.ndarray]:
     """sum_b coef_b DCG_b and its gradient with respect to ``s`` (numpy in and out, float64)."""
     n_rows, width = s.shape
-    rows, cols = 1 << max(0, (n_rows - 1).bit_length()), _bucket(width)
+    rows, cols = _bucket(n_rows, 1), _bucket(width, 16)
 
     def padded(a, fill=0):
         out = np.full((rows, cols), fill, dtype=a.dtype)
