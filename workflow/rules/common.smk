@@ -225,8 +225,11 @@ def all_targets():
         targets.append(f"{L.PLOTS}.sweep.png")
     if config["report"].get("delta_smear"):
         targets.append(f"{L.PLOTS}.delta_smear.png")
-    # every fold's files too: Snakemake does not remake a missing file that only feeds outputs it
-    # finds up to date, so a fold whose job failed (and whose outputs it removed) would stay missing
+    # every fold's and method's files too: Snakemake does not remake a missing file that only feeds
+    # outputs it finds up to date, so a fold whose job failed, or an aggregate job whose MLflow
+    # logging failed (Snakemake removed its outputs), would stay missing and unlogged
     folds = [f"{L.FOLD_DIR}/{name}" for name in {**L.TRAIN_OUTPUTS, **L.EVALUATE_OUTPUTS}.values()]
     return (expand(targets, study=STUDY, dataset=DATASETS)
+            + expand([L.METHOD_SUMMARY, L.METHOD_PER_QUERY], study=STUDY, dataset=DATASETS,
+                     featureset=FEATURESETS, method=METHODS)
             + expand(folds, study=STUDY, dataset=DATASETS, featureset=FEATURESETS, method=METHODS, fold=FOLDS))

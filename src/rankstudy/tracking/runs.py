@@ -36,6 +36,7 @@ from pathlib import Path
 
 from rankstudy.tracking import store  # first: it sets MLflow's environment defaults
 from rankstudy.tracking.convergence import (
+    FINISHED,
     KEY_TAG,
     LEVEL_TAG,
     LOGGED_TAG,
@@ -53,7 +54,7 @@ from rankstudy.tracking.convergence import (
 from rankstudy.tracking.store import fails_clearly_without_server, sqlite_path, tracking_lock
 
 import pandas as pd
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Metric, Param, RunTag, ViewType
 from mlflow.exceptions import MlflowException
 
 REVISION_TAG = "rankstudy.revision"
@@ -193,14 +194,18 @@ def log_fold_run(
         experiment_id = store.experiment_id(client, uri, experiment)
         deleted: list[str] = []
         parent_id = parent_run_id(client, experiment_id, study, dataset, featureset, method, deleted)
+        # only a finished run of this training is kept: a run still RUNNING (or FAILED) is what a
+        # call killed mid-log left (kill -9, a full disk), half logged; a new run replaces it
         same = [r for r in runs_with_key(client, experiment_id, key, "fold")
-                if uid is not None and r.data.tags.get(UID_TAG) == uid]
+                if uid is not None and r.data.tags.get(UID_TAG) == uid and r.info.status == FINISHED]
         if same:
             run = same[-1]
             run_id = run.info.run_id
             if run.data.tags.get(CONTENT_TAG) != digest:
                 _log_payload(client, run_id, metrics=_metric_entities(metrics, 0, timestamp),
-                             tags=_tag_entities({**(tags or {}), CONTENT_TAG: digest}), artifacts=paths)
+                             tags=_tag_entities(tags), artifacts=paths)
+                # the digest last: an update that fails halfway is redone by the next run
+                client.set_tag(run_id, CONTENT_TAG, digest)
                 client.set_terminated(run_id, end_time=end_time)
             if run.data.tags.get(PARENT_TAG) != parent_id:  # its parent was replaced meanwhile
                 client.set_tag(run_id, PARENT_TAG, parent_id)
@@ -216,6 +221,9 @@ def log_fold_run(
                              metrics=_metric_entities(metrics, 0, timestamp) + _history_entities(history, timestamp),
                              tags=_tag_entities(tags), artifacts=paths)
             run_id = replace_runs(client, experiment_id, key, "fold", run_id, token, deleted)
+        # runs of this fold an earlier call deleted but could not purge (killed, disk full) go now
+        deleted.extend(r.info.run_id for r in store.search_all(
+            client, experiment_id, store.filter_eq(**{KEY_TAG: key, LEVEL_TAG: "fold"}), view=ViewType.DELETED_ONLY))
         if not locked:
             confirm_parent(client, experiment_id, study, dataset, featureset, method, run_id, parent_id, deleted)
         store.purge_runs(client, uri, deleted)

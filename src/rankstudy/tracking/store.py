@@ -169,15 +169,17 @@ def filter_eq(**tags: str) -> str:
     return " and ".join(clauses)
 
 
-def search_all(client: MlflowClient, experiment_id: str, filter_string: str) -> list:
-    """All live runs matching the filter, oldest first (start time, then run id), across result pages."""
+def search_all(client: MlflowClient, experiment_id: str, filter_string: str,
+               view: int = ViewType.ACTIVE_ONLY) -> list:
+    """All live (or, with ``view``, deleted) runs matching the filter, oldest first (start time,
+    then run id), across result pages."""
     runs: list = []
     page_token = None
     while True:
         page = client.search_runs(
             [experiment_id],
             filter_string,
-            run_view_type=ViewType.ACTIVE_ONLY,
+            run_view_type=view,
             max_results=1000,
             order_by=["attributes.start_time ASC"],
             page_token=page_token,
