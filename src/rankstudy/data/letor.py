@@ -46,6 +46,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 MAX_QID_DIGITS = 18  # anything longer may not fit in int64
 CHUNK_BYTES = 32 << 20  # bounds the temporaries (several int64 arrays per field) on big files
 MAX_INFERRED_FEATURES = 100_000  # the widest file read without n_features (the benchmarks have <= 700)
+MAX_SHOWN_CHARS = 16  # the longest field an error message shows as it is
 MAX_COMPILED_WIDTH = 1 << 24  # the compiled scan keeps one int64 per feature; wider files use numpy
 
 _NL, _SPACE, _HASH, _COLON = 10, 32, ord("#"), ord(":")
@@ -454,16 +455,16 @@ def _line_problem(line: str, n_features: int | None, labels: tuple[int, int] | N
     if len(fields) < 2 or not fields[1].startswith("qid:"):
         return "missing qid (expected 'qid:<integer>' as the second field)"
     if not _INTEGER.fullmatch(fields[1][4:]):
-        return f"qid must be an integer, got {fields[1][4:]!r}"
+        return f"qid must be an integer, got {_shown(fields[1][4:])}"
     if len(fields[1][4:].lstrip("-")) > MAX_QID_DIGITS:
         return f"qid {fields[1][4:]} has more than {MAX_QID_DIGITS} digits"
     seen: set[int] = set()
     for token in fields[2:]:
         index, colon, value = token.partition(":")
         if not colon or not index or not value:
-            return f"bad token {token!r} (expected index:value)"
+            return f"bad token {_shown(token)} (expected index:value)"
         if not _INDEX.fullmatch(index) or int(index) < 1:
-            return f"bad feature index {index!r} in {token!r} (must be an integer >= 1)"
+            return f"bad feature index {_shown(index)} in {_shown(token)} (must be an integer >= 1)"
         if n_features is not None and int(index) > n_features:
             return f"feature index {index} exceeds n_features={n_features}"
         if n_features is None and int(index) > MAX_INFERRED_FEATURES:
@@ -477,6 +478,13 @@ def _line_problem(line: str, n_features: int | None, labels: tuple[int, int] | N
         if problem:
             return problem
     return None
+
+
+def _shown(text: str) -> str:
+    """A field as an error shows it: a short one as it is, a longer one only by its length (a
+    file that is no LETOR file, such as /etc/passwd, would otherwise have its content echoed to
+    the console and the log)."""
+    return repr(text) if len(text) <= MAX_SHOWN_CHARS else f"of {len(text)} characters"
 
 
 def _label_problem(text: str, labels: tuple[int, int] | None) -> str | None:
@@ -494,9 +502,9 @@ def _label_problem(text: str, labels: tuple[int, int] | None) -> str | None:
 
 def _number_problem(text: str, what: str) -> str | None:
     if text.lower().lstrip("+-") in _NONFINITE:
-        return f"{what} is NaN or infinite ({text!r})"
+        return f"{what} is NaN or infinite ({_shown(text)})"
     if not _NUMBER.fullmatch(text):
-        return f"non-numeric {what} {text!r}"
+        return f"non-numeric {what} {_shown(text)}" + (" (is this a LETOR file?)" if what == "label" else "")
     if not math.isfinite(float(text)):
-        return f"{what} is NaN or infinite ({text!r})"
+        return f"{what} is NaN or infinite ({_shown(text)})"
     return None

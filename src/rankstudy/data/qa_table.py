@@ -57,8 +57,11 @@ def load_qa_table(path: str | os.PathLike, sep: str | None = None) -> pd.DataFra
     table.columns = [str(c).strip() for c in table.columns]
     missing = [c for c in QA_COLUMNS if c not in table.columns]
     if missing:
+        # a header of column names is shown; a first line that is none (another kind of file) is not echoed
+        names = (', '.join(table.columns) if len(table.columns) <= 20 and all(len(c) <= 24 for c in table.columns)
+                 else f"{len(table.columns)} column(s), not shown (is this a question-answer table?)")
         raise QATableError(f"{path}:1: missing column(s) {', '.join(missing)}; the header has "
-                           f"{', '.join(table.columns)}; required: {', '.join(QA_COLUMNS)}")
+                           f"{names}; required: {', '.join(QA_COLUMNS)}")
     if table.empty:
         raise QATableError(f"{path}: the table has a header but no rows")
 

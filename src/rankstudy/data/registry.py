@@ -86,9 +86,11 @@ def validate_entry(name: str, entry: object, path: Path | str = "<registry>") ->
     if not isinstance(splits, list) or not splits or any(s not in SPLITS for s in splits):
         raise _fail(path, name, "splits", f"must be a non-empty list drawn from {list(SPLITS)}, got {splits!r}")
     split_names = out.get("split_names") or {}
-    if not isinstance(split_names, dict) or any(k not in SPLITS or not isinstance(v, str)
+    if not isinstance(split_names, dict) or any(k not in SPLITS or not isinstance(v, str) or not v
+                                               or Path(v).is_absolute() or ".." in Path(v).parts
                                                for k, v in split_names.items()):
-        raise _fail(path, name, "split_names", f"must map {list(SPLITS)} to file-name parts, got {split_names!r}")
+        raise _fail(path, name, "split_names", f"must map {list(SPLITS)} to file-name parts inside the data "
+                    f"set's folder (no '..', not absolute), got {split_names!r}")
     out["split_names"] = dict(split_names)
     mirrors = out.get("mirrors") or []
     if not isinstance(mirrors, list) or not all(isinstance(m, str) for m in mirrors):

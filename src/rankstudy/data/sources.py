@@ -14,6 +14,7 @@ changes no record.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -26,8 +27,8 @@ from rankstudy.data import qa_table, synthetic, synthetic_qa
 from rankstudy.data.install import install
 from rankstudy.data.letor import check_disjoint_queries, read_letor
 from rankstudy.data.rotation import fold_parts, fold_splits
-from rankstudy.data.splitfiles import SPLITS, DatasetNotFound, candidate_paths, dataset_dir, missing_splits, \
-    shown_path, split_file, verify_split_file
+from rankstudy.data.splitfiles import SPLITS, DatasetNotFound, candidate_paths, dataset_dir, inside_data, \
+    missing_splits, shown_path, split_file, verify_split_file
 from rankstudy.util.names import lookup
 
 __all__ = ["Source", "SOURCES", "source_of", "source_settings", "generator_settings", "data_kind", "fetch",
@@ -87,6 +88,10 @@ class Source:
                          progress: Progress | None = print, folds: list[int] | None = None) -> Path:
         raise ValueError(f"data set {name!r} is {self.name!r}: it has no split files to make available")
 
+    def check_paths(self, name: str, entry: dict, data_root: str | os.PathLike, folds: list[int]) -> None:
+        """Before any job: DataPathError (rankstudy.data.splitfiles.inside_data) if a folder or
+        file of the data set that can be known now lies outside data_root. Generated data: none."""
+
 
 class _Generated(Source):
     """An embedded generator: the config section named like the source, and the seed, are its content."""
@@ -141,9 +146,12 @@ class QATable(Source):
     def settings(self, entry, config):
         return {"entry": entry, "seed": config.get("seed", 0)}  # the seed splits the table into parts
 
-    def table_file(self, name: str, entry: dict, data_root: str | os.PathLike) -> Path:
-        path = Path(data_root) / name / entry["file"]
-        if not path.exists():
+    def check_paths(self, name, entry, data_root, folds):
+        self.table_file(name, entry, data_root, must_exist=False)
+
+    def table_file(self, name: str, entry: dict, data_root: str | os.PathLike, must_exist: bool = True) -> Path:
+        path = inside_data(name, entry, data_root, Path(data_root) / name / entry["file"], "file")
+        if must_exist and not path.exists():
             raise DatasetNotFound(f"data set {name!r}: {path} not found. {entry['instructions']}")
         return path
 
@@ -156,7 +164,8 @@ class QATable(Source):
                 "root": _relative_to_root(path.parent, data_root), "paths": "relative to data_root"}
 
     def read_fold(self, name, record, fold, data_root, progress):
-        path = data_root / record["file"]  # an absolute file (older source.json) stays as it is
+        # an absolute file (older source.json) stays as it is, if it is inside data_root
+        path = inside_data(name, {}, data_root, data_root / record["file"], "file")
         parts = qa_table.table_parts(qa_table.load_qa_table(path), seed=record["seed"])
         tables = {s: pd.concat([parts[k] for k in ks], ignore_index=True) for s, ks in fold_parts(fold).items()}
         words = qa_table.BagOfWords(k=record["vocabulary"]).fit_table(tables["train"])
@@ -184,6 +193,13 @@ class _Files(Source):
                       missing: list[tuple[int, str]], progress: Progress | None) -> Path:
         """Put the ``missing`` (fold, split) files in place, or say what to do."""
         raise NotImplementedError
+
+    def check_paths(self, name, entry, data_root, folds):
+        dataset_dir(name, entry, data_root)
+        for fold in folds:
+            for split in entry.get("splits", SPLITS):
+                with contextlib.suppress(DatasetNotFound):  # a missing file is the source's to report
+                    split_file(name, entry, data_root, fold, split)
 
     def split_file(self, name: str, entry: dict, data_root: str | os.PathLike, fold: int, split: str) -> Path:
         """The file of ``split`` of ``fold``, or DatasetNotFound naming the paths tried and what to do."""

@@ -7,6 +7,10 @@ the sha256 of split files' plain-text content, checked by ``verify_split_file``.
 
 Nothing here depends on the entry's source: what to do about a missing file is the
 source's to say (rankstudy.data.sources), and is passed in.
+
+Every file of a data set, of every source, resolves inside ``data_root`` after symlinks and
+``..`` (or inside a ``local`` entry's own absolute ``folder``): :func:`inside_data` is the one
+check, applied to the data set's folder and to every file the sources read.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from rankstudy.data.download import ArchiveError, ChecksumError, content_digests
 
 __all__ = [
     "SPLITS",
+    "DataPathError",
     "DatasetNotFound",
+    "inside_data",
     "dataset_dir",
     "shown_path",
     "relative_split_path",
@@ -37,10 +43,41 @@ class DatasetNotFound(FileNotFoundError):
     """A data set's files are not where the registry says; the message says what to do."""
 
 
+class DataPathError(ValueError):
+    """A data set's folder or file lies outside data_root (or its own absolute folder); the
+    message names the data set, the path and the registry keys that make it."""
+
+
+def _boundary(entry: dict, data_root: str | os.PathLike) -> tuple[Path, str]:
+    """The folder every file of the data set must resolve inside, and how messages name it:
+    data_root, or the entry's own absolute ``folder`` (only a ``local`` entry may have one;
+    the registry refuses it for the others)."""
+    folder = entry.get("folder")
+    if folder and Path(folder).is_absolute():
+        return Path(folder), "its absolute folder"
+    return Path(data_root), "data_root"
+
+
+def inside_data(name: str, entry: dict, data_root: str | os.PathLike, path: str | os.PathLike,
+                keys: str) -> Path:
+    """``path``, if it resolves (symlinks and ``..`` followed) inside the data set's boundary
+    (:func:`_boundary`); else DataPathError naming it and ``keys``, the registry keys that
+    built it. The path need not exist yet (a data set still to be downloaded)."""
+    boundary, what = _boundary(entry, data_root)
+    real, root = Path(os.path.realpath(path)), Path(os.path.realpath(boundary))
+    if real != root and root not in real.parents:
+        raise DataPathError(
+            f"data set {name!r}: {path} resolves to {real}, outside {what} {root}; a data set's files are "
+            f"read only from inside {what} (after symlinks and '..'): correct its registry entry's {keys}, "
+            f"or move the files (not a symlink to them) inside {root}")
+    return Path(path)
+
+
 def dataset_dir(name: str, entry: dict, data_root: str | os.PathLike) -> Path:
     """The data set's folder: ``{data_root}/{name}``, or ``{data_root}/{folder}`` for an entry
-    with a ``folder`` (a ``local`` entry's absolute ``folder`` is taken as it is)."""
-    return Path(data_root) / (entry.get("folder") or name)
+    with a ``folder`` (a ``local`` entry's absolute ``folder`` is taken as it is); DataPathError
+    if it lies outside data_root (:func:`inside_data`)."""
+    return inside_data(name, entry, data_root, Path(data_root) / (entry.get("folder") or name), "folder")
 
 
 def shown_path(path: str | os.PathLike, data_root: str | os.PathLike) -> str:
@@ -102,7 +139,7 @@ def split_file(name: str, entry: dict, data_root: str | os.PathLike, fold: int, 
     tried = candidate_paths(name, entry, data_root, fold, split)
     for path in tried:
         if path.is_file():
-            return path
+            return inside_data(name, entry, data_root, path, "layout or split_names")
     raise DatasetNotFound(
         f"data set {name!r}: no {split} file for fold {fold}; tried {', '.join(str(p) for p in tried)}. "
         f"{what_to_do}".rstrip()

@@ -20,7 +20,7 @@ from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.features.pairs import pair_correlations_bytes
 from rankstudy.pipeline.errors import ConfigError
-from rankstudy.pipeline.layout import system_label
+from rankstudy.pipeline.layout import path_name_problem, system_label
 from rankstudy.reporting.paper_tables import paper_systems
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.spec import SpecError, check_spec, read_spec_values
@@ -218,6 +218,7 @@ def check_config(config: dict, workdir: Path) -> Settings:
     registry_path, extra = registry_files(config, workdir)
     registry = datasets.load_registries([registry_path, *extra])
     config_folds = normalize_folds(config["folds"])
+    check_path_names(config)
     for name in config["datasets"]:
         if name not in registry:
             raise ConfigError(f"config key datasets: unknown data set {name!r}; "
@@ -290,12 +291,27 @@ def check_baseline(baseline: str, methods: list[str], featuresets: list[str]) ->
     return baseline
 
 
+def check_path_names(config: dict) -> None:
+    """Every name that becomes a folder or file under results/ (rankstudy.pipeline.layout):
+    the study, the data sets, the methods."""
+    named = [("study", config.get("study")), *(("datasets", d) for d in config["datasets"]),
+             *(("methods", m) for m in config["methods"])]
+    for key, name in named:
+        if problem := path_name_problem(name):
+            raise ConfigError(f"config key {key}: {problem}")
+
+
 def check_local_files(config: dict, registry: dict, folds: list[int]) -> None:
-    """A data set that is never downloaded (``local``, ``manual``) must have its files under
-    data_root before any job runs: fail naming the folder looked in and what to do."""
+    """Every data set's folder and files (those there now) resolve inside data_root, and one that
+    is never downloaded (``local``, ``manual``) must have its files there before any job runs:
+    fail naming the folder looked in and what to do."""
     data_root = Path(config.get("data_root", "data"))
     for name in config["datasets"]:
         entry = registry[name]
+        try:  # every file inside data_root, for every source (rankstudy.data.splitfiles.inside_data)
+            sources.source_of(entry).check_paths(name, entry, data_root, folds)
+        except splitfiles.DataPathError as exc:
+            raise ConfigError(f"config key datasets: {exc}") from None
         if not sources.source_of(entry).present_before_run:
             continue
         missing = splitfiles.missing_splits(name, entry, data_root, folds)

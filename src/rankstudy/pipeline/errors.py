@@ -8,7 +8,7 @@ from rankstudy.data.folds import EmptySplitError
 from rankstudy.data.letor import LetorFormatError
 from rankstudy.data.qadata import QATableError
 from rankstudy.data.registry import RegistryError
-from rankstudy.data.splitfiles import DatasetNotFound
+from rankstudy.data.splitfiles import DataPathError, DatasetNotFound
 from rankstudy.tracking.errors import TrackingUnavailable
 
 
@@ -16,5 +16,5 @@ class ConfigError(ValueError):
     """A configuration value is wrong; the message names the key."""
 
 
-USER_ERRORS = (ConfigError, DatasetNotFound, RegistryError, DownloadError, LetorFormatError, QATableError,
+USER_ERRORS = (ConfigError, DatasetNotFound, DataPathError, RegistryError, DownloadError, LetorFormatError, QATableError,
                EmptySplitError, TrackingUnavailable, FileNotFoundError, PermissionError)

@@ -165,6 +165,20 @@ def protocol(dataset: str, entry: dict, config: dict) -> Protocol:
                     norm_name(config["features"]))
 
 
+# a name that becomes one folder or file name under results/: no separator, no '.' or '..'
+PATH_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+
+
+def path_name_problem(name: object) -> str | None:
+    """Why ``name`` (a study, data set, method or feature set) cannot be one component of a path
+    under results/, or None: it must be a plain name (letters, digits, ``_ . + -``, not starting
+    with a dot), so that ``study: ..`` cannot write the study's outputs into results/ itself."""
+    if isinstance(name, str) and PATH_NAME.fullmatch(name):
+        return None
+    return (f"{name!r} cannot name a folder under results/: use letters, digits and _ . + - "
+            f"(not starting with a dot, no '/')")
+
+
 def fill(template: str, **keys) -> str:
     """A template with its wildcards filled (every one must be given)."""
     return template.format(**keys)
