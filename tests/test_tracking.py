@@ -225,6 +225,26 @@ def test_failed_rerun_keeps_the_earlier_run(sqlite_uri, tmp_path):
     assert client.search_runs([experiment_id], "", run_view_type=ViewType.DELETED_ONLY) == []  # purged
 
 
+def test_a_run_left_half_logged_by_a_killed_job_is_replaced_on_the_next_run(sqlite_uri):
+    """kill -9 (or a full disk) mid-log leaves this training's new run RUNNING with part of its
+    payload; the next logging of the same training (same uid) must not keep it as complete."""
+    first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, uid="old"))
+    client = MlflowClient(sqlite_uri)
+    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    parent = live_runs(client, "parent")[0].info.run_id
+    key = f"{PARENT_KEY}/fold1"
+    left = client.create_run(experiment_id, tags={
+        "rankstudy.key": key, "rankstudy.level": "fold", "rankstudy.uid": "new", "mlflow.parentRunId": parent,
+        "rankstudy.logged": f"{int(time.time() * 1000)}.killed"}).info.run_id  # RUNNING, no metrics
+    client.delete_run(first)  # and a replaced run a killed call deleted but could not purge
+    now = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, uid="new"))
+    assert now not in (first, left)
+    table = fold_runs(sqlite_uri, EXPERIMENT)
+    assert list(table["run_id"]) == [now] and list(table["status"]) == ["FINISHED"]
+    assert table["metrics.test.ndcg_at_10"].tolist() == [pytest.approx(0.41)]
+    assert client.search_runs([experiment_id], "", run_view_type=ViewType.DELETED_ONLY) == []  # both purged
+
+
 def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):
     child = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
     keys = dict(study="main", dataset="MQ2008", featureset="all", method="lambdamart")
