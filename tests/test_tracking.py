@@ -27,7 +27,8 @@ from rankstudy.tracking.runs import (
     log_study_run,
     mlflow_key,
 )
-from rankstudy.tracking.store import BACKEND_ENV, resolve_tracking_uri, sqlite_path, tracking_lock
+from rankstudy.tracking.store import BACKEND_ENV, GC_BACKEND_ENV, gc_command, resolve_tracking_uri, sqlite_path, \
+    tracking_lock
 
 from mlflow import MlflowClient  # noqa: E402  (after rankstudy.tracking set its env defaults)
 from mlflow.entities import ViewType  # noqa: E402
@@ -223,6 +224,24 @@ def test_failed_rerun_keeps_the_earlier_run(sqlite_uri, tmp_path):
     client = MlflowClient(sqlite_uri)
     experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
     assert client.search_runs([experiment_id], "", run_view_type=ViewType.DELETED_ONLY) == []  # purged
+
+
+def test_the_gc_command_carries_no_password_and_purges(sqlite_uri):
+    """`mlflow gc` gets its database through the environment: every user can read a command
+    line (/proc/<pid>/cmdline), so a PostgreSQL password must not be on it."""
+    secret = "postgresql://mlflow:s3cr3t-pw@127.0.0.1:5432/mlflow"
+    command, env = gc_command(secret, "--run-ids", "abc")
+    assert not any("s3cr3t-pw" in part for part in command) and "--run-ids" in command
+    assert env[GC_BACKEND_ENV] == secret
+    # and it runs MLflow's own gc: a soft-deleted run is purged from the store
+    client = MlflowClient(sqlite_uri)
+    run_id = client.create_run(client.create_experiment(EXPERIMENT)).info.run_id
+    client.delete_run(run_id)
+    command, env = gc_command(sqlite_uri, "--run-ids", run_id)
+    done = subprocess.run(command, env={**env, "MLFLOW_TRACKING_URI": sqlite_uri}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    with pytest.raises(MlflowException, match="not found"):
+        client.get_run(run_id)
 
 
 def test_a_run_left_half_logged_by_a_killed_job_is_replaced_on_the_next_run(sqlite_uri):

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from rankstudy.tracking.store import GC_BACKEND_ENV
 from test_pipeline_e2e import SNAKEMAKE, git, make_workdir
 from test_tracking import rest as mlflow_rest
 
@@ -223,6 +225,37 @@ def test_artifacts_are_served_by_the_server(pipeline):
     assert {"model.json", "scores.test.tsv", "config.resolved.json"} <= {p.name for p in stored.iterdir()}
 
 
+class CommandLines(threading.Thread):
+    """Every process's command line (/proc/<pid>/cmdline, readable by every user), read again and
+    again while it runs: those holding ``secret``, and how many `mlflow gc` ones were seen."""
+
+    def __init__(self, secret: str):
+        super().__init__(daemon=True)
+        self.secret, self.leaks, self.gc_seen, self.done = secret.encode(), set(), 0, threading.Event()
+
+    def run(self):
+        while not self.done.is_set():
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if self.secret in cmdline:
+                    self.leaks.add(cmdline.replace(b"\0", b" ").decode(errors="replace")[:200])
+                # the pipeline's gc (rankstudy.tracking.store.gc_command), or the script's `mlflow gc`
+                if GC_BACKEND_ENV.encode() in cmdline or b"\0mlflow\0gc\0" in cmdline:
+                    self.gc_seen += 1
+            time.sleep(0.01)
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.join()
+
+
 def test_a_rerun_purges_the_runs_it_replaces(pipeline):
     workdir, env, state, url, experiment_id, _ = pipeline
     before, _ = check_one_run_per_key(url, experiment_id, workdir)
@@ -232,7 +265,12 @@ def test_a_rerun_purges_the_runs_it_replaces(pipeline):
     old_folder = state / "artifacts" / old["info"]["artifact_uri"].removeprefix("mlflow-artifacts:/").removesuffix(
         "/artifacts")
     assert old_folder.is_dir()
-    run_pipeline(workdir, env, "--forcerun", f"results/runs/{key}/model.json")
+    # the database's password is on no process's command line while the rerun purges
+    password = urllib.parse.urlsplit(env["RANKSTUDY_MLFLOW_BACKEND_STORE_URI"]).password
+    assert password
+    with CommandLines(password) as seen:
+        run_pipeline(workdir, env, "--forcerun", f"results/runs/{key}/model.json")
+    assert seen.gc_seen and not seen.leaks, seen.leaks
 
     after, _ = check_one_run_per_key(url, experiment_id, workdir)
     assert after[key]["info"]["run_id"] != old["info"]["run_id"]
@@ -248,6 +286,13 @@ def test_a_rerun_purges_the_runs_it_replaces(pipeline):
     assert not old_folder.exists() or not any(p.is_file() for p in old_folder.rglob("*"))
     served = download(url, after[key], "model.json")
     assert served == (workdir / f"results/runs/{key}/model.json").read_bytes()
+    # nor while the script's own gc purges what the UI deleted
+    rest(url, "runs/delete", {"run_id": after[key]["info"]["run_id"]})
+    with CommandLines(password) as seen:
+        assert script(state, "gc").returncode == 0
+    assert seen.gc_seen and not seen.leaks, seen.leaks
+    with pytest.raises(urllib.error.HTTPError):
+        rest(url, f"runs/get?run_id={urllib.parse.quote(after[key]['info']['run_id'])}")
 
 
 def log_at_once(env: dict, barrier, fold: int, uid: str) -> None:

@@ -319,8 +319,10 @@ cmd_env() {
 cmd_gc() {  # purge every run in the deleted stage: rows from PostgreSQL, artifacts through the server
     load_state
     mlflow_alive || die "not running (start it: $0 start)"
-    MLFLOW_TRACKING_URI=$(local_uri) "$PY" -m mlflow gc --backend-store-uri "$(backend_uri)" \
-        --tracking-uri "$(local_uri)"
+    # the password goes through the environment (libpq's PGPASSWORD), not the command line,
+    # which every user can read (/proc/<pid>/cmdline)
+    PGPASSWORD=$PG_PASSWORD MLFLOW_TRACKING_URI=$(local_uri) "$PY" -m mlflow gc \
+        --backend-store-uri "postgresql://$DB_ROLE@127.0.0.1:$PG_PORT/$DB" --tracking-uri "$(local_uri)"
 }
 
 case "${1:-}" in

@@ -17,6 +17,8 @@ from searches, but their rows and artifacts stay), so every run a logging call d
 named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI`` (``workflow/cluster/mlflow-server.sh start``
 prints it), its artifacts through the server. Without that variable the runs stay soft-deleted
 until ``mlflow-server.sh gc`` (``mlflow gc``) purges them. A purge that fails is only a warning.
+The database URI reaches ``mlflow gc`` through its environment, never its command line, which
+every user can read (:func:`gc_command`).
 
 A server that does not answer: MLflow's HTTP client retries a request for minutes by default;
 here a request gives up after about 20 s (``MLFLOW_HTTP_REQUEST_*`` below, unless set in the
@@ -289,6 +291,22 @@ def _gc_backend(uri: str) -> str | None:
     return backend
 
 
+# `mlflow gc` takes its database only as --backend-store-uri, and a command line is readable by
+# every user (/proc/<pid>/cmdline): a PostgreSQL URI's password would show there for the seconds
+# gc runs. So MLflow's own CLI is started with the URI in this variable (the environment is the
+# process owner's only), which it removes before gc runs.
+GC_BACKEND_ENV = "RANKSTUDY_GC_BACKEND_STORE_URI"
+_GC_MAIN = ("import os, sys; from mlflow.cli import cli; "
+            f"cli.main(['gc', '--backend-store-uri', os.environ.pop({GC_BACKEND_ENV!r}), *sys.argv[1:]], "
+            "prog_name='mlflow')")
+
+
+def gc_command(backend: str, *args: str) -> tuple[list[str], dict[str, str]]:
+    """The command and environment that run ``mlflow gc --backend-store-uri <backend> <args>``
+    without ``backend`` (nor its password) on the command line."""
+    return [sys.executable, "-c", _GC_MAIN, *args], {**os.environ, GC_BACKEND_ENV: backend}
+
+
 def purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
     """Permanently delete runs this call soft-deleted with MLflow's own ``mlflow gc --run-ids``
     (its public command: artifacts first, through the server when there is one, then the rows).
@@ -299,11 +317,10 @@ def purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
     backend = _gc_backend(uri) if runs else None
     if not backend:
         return
-    env = dict(os.environ, MLFLOW_TRACKING_URI=uri)  # gc reaches a server's artifacts through it
-
     def gc(ids: list[str]) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "mlflow", "gc", "--backend-store-uri", backend,
-                               "--run-ids", ",".join(ids)], env=env, capture_output=True, text=True)
+        command, env = gc_command(backend, "--run-ids", ",".join(ids))
+        env["MLFLOW_TRACKING_URI"] = uri  # gc reaches a server's artifacts through it
+        return subprocess.run(command, env=env, capture_output=True, text=True)
 
     done = gc([run.info.run_id for run in runs])
     if done.returncode != 0:
