@@ -229,3 +229,83 @@ def test_snakemake_under_too_small_an_address_space_is_told_so_before_any_job(mo
     assert memory.workflow_memory_problem(ImportError("x.so: cannot open shared object file")) is None
     mapped = memory.workflow_memory_problem(ImportError("libscipy_openblas.so: failed to map segment from shared object"))
     assert "loading the workflow failed with ImportError: libscipy_openblas.so: failed to map segment" in mapped
+
+
+# ---------------------------------------------------------------- damaged files, a full disk
+
+
+def cached_split(tmp_path) -> Path:
+    from rankstudy.data.kinds import save_split
+
+    path = tmp_path / "results" / "train.npz"
+    path.parent.mkdir()
+    save_split(split([2, 1, 0]), path)
+    return path
+
+
+@pytest.mark.parametrize("damage", ["truncated", "corrupted", "empty"])
+def test_a_damaged_split_cache_is_named_and_removed_so_that_the_next_run_makes_it(damage, tmp_path, capsys,
+                                                                                  monkeypatch):
+    from rankstudy.data.kinds import DamagedCache, load_split
+
+    path = cached_split(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes({"truncated": data[: len(data) // 2], "empty": b"",
+                      "corrupted": data[:-200] + b"\xff" * 100 + data[-100:]}[damage])
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    with pytest.raises(SystemExit):
+        with job_logging(FakeJob(tmp_path), "train"):
+            load_split(path)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"rankstudy train: {path}: damaged cache, cannot be read (")
+    assert "it was removed: run again and it is made anew" in err
+    assert not path.exists()
+    with pytest.raises(FileNotFoundError):  # an intact-but-missing cache is no DamagedCache
+        load_split(path)
+    assert issubclass(DamagedCache, Exception)
+
+
+def test_a_damaged_json_intermediate_is_named_with_what_to_do(tmp_path):
+    from rankstudy.util.atomic import DamagedFile, read_json
+
+    (tmp_path / "fit.json").write_text('{"uid": "ab')
+    with pytest.raises(DamagedFile, match=r"fit.json: damaged, not valid JSON \(.*line 1.*\); delete it and run again"):
+        read_json(tmp_path / "fit.json")
+
+
+def full_disk(filename) -> BaseException:
+    """What writing onto a full disk raises inside numpy's savez: three chained errors, the
+    first one Errno 28."""
+    try:
+        try:
+            try:
+                raise OSError(errno.ENOSPC, "No space left on device", filename)
+            except OSError as exc:
+                raise ValueError("write failed") from exc
+        except ValueError:
+            raise RuntimeError("zipfile: cannot close")
+    except RuntimeError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("filename", ["results/features/x/fold1/train.npz", None])
+def test_a_full_disk_ends_the_job_with_one_line_naming_what_it_could_not_write(filename, tmp_path, capsys,
+                                                                               monkeypatch):
+    job = FakeJob(tmp_path)
+    job.output = [str(tmp_path / "results" / "runs" / "model.json")]
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    with pytest.raises(SystemExit):
+        with job_logging(job, "featurize"):
+            raise full_disk(filename)
+    err = capsys.readouterr().err
+    where = filename or job.output[0]
+    assert err.count("\n") == 1 and err.startswith(f"rankstudy featurize: cannot write {where}: no space left on the "
+                                                   f"device (")
+    assert "MB free in" in err and "free some space and run again" in err
+
+
+def test_an_error_that_is_no_full_disk_keeps_its_traceback(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    with pytest.raises(RuntimeError, match="zipfile"):
+        with job_logging(FakeJob(tmp_path), "featurize"):
+            raise RuntimeError("zipfile: cannot close") from OSError(errno.EIO, "Input/output error")

@@ -12,11 +12,15 @@ has to guess it from the arrays present.
 from __future__ import annotations
 
 import os
+import zipfile
+import zlib
+from pathlib import Path
 
 import numpy as np
 
 from rankstudy.data.qadata import QAData
 from rankstudy.data.rankdata import RankData
+from rankstudy.util.atomic import DamagedFile
 from rankstudy.util.names import lookup
 
 DATA_KINDS: dict[str, type] = {"letor": RankData, "qa": QAData}
@@ -35,9 +39,24 @@ def stored_kind(path: str | os.PathLike) -> str:
         return "qa" if "format" in z.files else "letor"
 
 
+# what reading an .npz that was cut short or overwritten raises (zip, npy format, decompression)
+_UNREADABLE = (zipfile.BadZipFile, EOFError, ValueError, KeyError, zlib.error)
+
+
+class DamagedCache(DamagedFile):
+    """A cached split that could not be read, and was removed so that the next run makes it again."""
+
+
 def load_split(path: str | os.PathLike):
-    """A cached split, as the class of its recorded kind."""
-    return data_class(stored_kind(path)).from_npz(path)
+    """A cached split, as the class of its recorded kind. A cache that cannot be read (truncated,
+    overwritten) is removed, and DamagedCache names it: the next run makes it again, instead of
+    every run failing on it until it is deleted by hand."""
+    try:
+        return data_class(stored_kind(path)).from_npz(path)
+    except _UNREADABLE as exc:
+        Path(path).unlink(missing_ok=True)
+        raise DamagedCache(f"{path}: damaged cache, cannot be read ({type(exc).__name__}: {str(exc)[:200]}); "
+                           f"it was removed: run again and it is made anew") from None
 
 
 def save_split(data, path: str | os.PathLike) -> None:

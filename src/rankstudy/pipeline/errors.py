@@ -10,11 +10,12 @@ from rankstudy.data.qadata import QATableError
 from rankstudy.data.registry import RegistryError
 from rankstudy.data.splitfiles import DataPathError, DatasetNotFound
 from rankstudy.tracking.errors import TrackingUnavailable
+from rankstudy.util.atomic import DamagedFile
 
 
 class ConfigError(ValueError):
     """A configuration value is wrong; the message names the key."""
 
 
-USER_ERRORS = (ConfigError, DatasetNotFound, DataPathError, RegistryError, DownloadError, LetorFormatError, QATableError,
-               EmptySplitError, TrackingUnavailable, FileNotFoundError, PermissionError)
+USER_ERRORS = (ConfigError, DatasetNotFound, DataPathError, RegistryError, DownloadError, LetorFormatError,
+               QATableError, EmptySplitError, TrackingUnavailable, DamagedFile, FileNotFoundError, PermissionError)

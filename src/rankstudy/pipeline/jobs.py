@@ -1,13 +1,15 @@
 """Running one pipeline step inside a Snakemake job: its output goes to the job's log, and
-the errors a user can fix (bad data, bad config, missing data set, a folder it cannot write,
-too little memory) end the job with one clear line on the console instead of a traceback.
-Snakemake removes a failed job's outputs, so the next run redoes the job."""
+the errors a user can fix (bad data, bad config, missing data set, a damaged file, a folder it
+cannot write, a full disk, too little memory) end the job with one clear line on the console
+instead of a traceback. Snakemake removes a failed job's outputs, so the next run redoes the job."""
 
 from __future__ import annotations
 
+import errno
+import shutil
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from rankstudy.pipeline.errors import USER_ERRORS
@@ -42,15 +44,43 @@ def job_logging(snakemake, name: str):
         shown = message.replace("{data_root}", str(Path(data_root).resolve())) if data_root else message
         print(f"rankstudy {name}: {shown}", file=console)
         raise SystemExit(1) from None
-    except (MemoryError, OSError, ImportError, RuntimeError) as exc:
-        if memory_symptom(exc) is None:
+    except Exception as exc:
+        if (full := no_space(exc)) is not None:
+            message = no_space_message(full, snakemake)
+        elif isinstance(exc, (MemoryError, OSError, ImportError, RuntimeError)) and memory_symptom(exc) is not None:
+            message = out_of_memory_message(f"the {name} job", exc, getattr(snakemake, "rule", name),
+                                            getattr(getattr(snakemake, "resources", None), "mem_mb", None))
+        else:
             raise
-        message = out_of_memory_message(f"the {name} job", exc, getattr(snakemake, "rule", name),
-                                        getattr(getattr(snakemake, "resources", None), "mem_mb", None))
-        print(f"[{name}] error: {message}")
+        with suppress(OSError):  # the log may be on the full disk
+            print(f"[{name}] error: {message}")
         print(f"rankstudy {name}: {message}", file=console)
         raise SystemExit(1) from None
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, console
         if log:
-            log.close()
+            with suppress(OSError):  # flushing onto a full disk
+                log.close()
+
+
+def no_space(exc: BaseException) -> OSError | None:
+    """The "no space left on device" (or "disk quota exceeded") error behind ``exc``, if any:
+    libraries often raise their own error while handling it (a chain of tracebacks)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def no_space_message(exc: OSError, snakemake) -> str:
+    """One line naming what could not be written, the device's free space and what to do."""
+    outputs = list(getattr(snakemake, "output", None) or [])
+    where = Path(exc.filename or (outputs[0] if outputs else "results"))
+    folder = next((p for p in [where, *where.parents] if p.exists()), Path("."))
+    free = shutil.disk_usage(folder).free / 2**20
+    what = "disk quota exceeded" if exc.errno == errno.EDQUOT else "no space left on the device"
+    return (f"cannot write {where}: {what} ({free:.0f} MB free in {folder.resolve()}); free some space and run "
+            f"again (the job's outputs were removed, so it runs again)")

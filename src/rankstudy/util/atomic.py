@@ -53,8 +53,17 @@ def _jsonable(value):
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+class DamagedFile(ValueError):
+    """A results file a job reads cannot be read as what it should be (cut short, overwritten);
+    the message names it and what to do."""
+
+
 def read_json(path: str | os.PathLike):
-    return json.loads(Path(path).read_text())
+    try:
+        return json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DamagedFile(f"{path}: damaged, not valid JSON ({exc}); delete it and run again (Snakemake "
+                          f"makes it anew, with the jobs that depend on it)") from None
 
 
 def write_rows(rows: list[dict], path: str | os.PathLike) -> Path:
