@@ -67,6 +67,7 @@ def all_runs(workdir: Path) -> pd.DataFrame:
 
 def assert_the_next_run_logs_what_was_missing(workdir: Path, table_before: pd.DataFrame) -> None:
     out = snakemake(workdir)
+    assert "Nothing to be done" not in out.stdout + out.stderr, "the next run left the failed logging undone"
     counts = job_counts(out.stdout + out.stderr)
     assert counts.get("aggregate") == 1 and "train" not in counts
     runs = all_runs(workdir)
