@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from rankstudy.tracking.convergence import delete
 from rankstudy.tracking.relocate import relocate_artifacts
 from rankstudy.tracking.runs import (
     FOLD_RUN_COLUMNS,
@@ -255,13 +256,16 @@ def test_a_run_left_half_logged_by_a_killed_job_is_replaced_on_the_next_run(sqli
     left = client.create_run(experiment_id, tags={
         "rankstudy.key": key, "rankstudy.level": "fold", "rankstudy.uid": "new", "mlflow.parentRunId": parent,
         "rankstudy.logged": f"{int(time.time() * 1000)}.killed"}).info.run_id  # RUNNING, no metrics
-    client.delete_run(first)  # and a replaced run a killed call deleted but could not purge
+    delete(client, first, [])  # and a replaced run a killed call deleted but could not purge
+    by_hand = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(2, uid="x"))
+    client.delete_run(by_hand)  # a run deleted in the UI stays for mlflow gc
     now = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, uid="new"))
     assert now not in (first, left)
     table = fold_runs(sqlite_uri, EXPERIMENT)
     assert list(table["run_id"]) == [now] and list(table["status"]) == ["FINISHED"]
     assert table["metrics.test.ndcg_at_10"].tolist() == [pytest.approx(0.41)]
-    assert client.search_runs([experiment_id], "", run_view_type=ViewType.DELETED_ONLY) == []  # both purged
+    deleted = client.search_runs([experiment_id], "", run_view_type=ViewType.DELETED_ONLY)
+    assert [run.info.run_id for run in deleted] == [by_hand]  # the half-logged and the replaced run purged
 
 
 def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):

@@ -26,7 +26,9 @@ instead, by one order that all clients agree on whatever each of them saw:
   failed rerun leaves the previous run in place.
 
 Deleting a run another client deleted (or purged) meanwhile is not an error (:func:`delete`,
-:func:`unless_gone`); every deleted run is then purged (:func:`store.purge_runs`).
+:func:`unless_gone`); every deleted run is then purged (:func:`store.purge_runs`). A deleted run
+carries ``rankstudy.deleted``, so the next logging of its fold purges it if this call could not
+(killed, a full disk), while a run a user deleted in the UI stays for ``mlflow gc``.
 
 In a pipeline run each key is logged by one job (the fold and parent runs of a (dataset,
 feature set, method) by its ``aggregate`` job, a study run by its ``tables`` job), so these
@@ -61,6 +63,7 @@ log = logging.getLogger(__name__)
 KEY_TAG = "rankstudy.key"
 LEVEL_TAG = "rankstudy.level"
 LOGGED_TAG = "rankstudy.logged"  # "<ms>.<token>": when and by which call a fold or study run was logged
+DELETED_TAG = "rankstudy.deleted"  # deleted by a logging call (replaced, duplicate, failed), to be purged
 PARENT_TAG = "mlflow.parentRunId"
 FINISHED = RunStatus.to_string(RunStatus.FINISHED)
 SETTLE_ROUNDS = 10  # a parent settles in one or two rounds; more means something else is wrong
@@ -84,7 +87,15 @@ def unless_gone(client, run_id: str, action, *args, **kwargs) -> bool:
 
 
 def delete(client, run_id: str, deleted: list[str]) -> None:
-    """Soft-delete a run (and note it for :func:`store.purge_runs`); one already purged is fine."""
+    """Soft-delete a run (and note it for :func:`store.purge_runs`); one already purged is fine.
+    The run is first marked as deleted by rankstudy (:data:`DELETED_TAG`), so that a later call
+    purges it if this one cannot, while runs a user deleted in the UI stay for ``mlflow gc``."""
+    try:
+        client.set_tag(run_id, DELETED_TAG, "true")
+    except MlflowException:
+        if store.is_live(client, run_id):
+            raise
+        return  # another client deleted (or purged) it meanwhile, and purges it
     try:
         client.delete_run(run_id)
     except MlflowException as exc:
@@ -142,6 +153,7 @@ def new_run_or_nothing(client, uri: str, run_id: str, end_time: int | None = Non
         with contextlib.suppress(Exception):
             client.set_terminated(run_id, status=RunStatus.to_string(RunStatus.FAILED))
         with contextlib.suppress(Exception):
+            client.set_tag(run_id, DELETED_TAG, "true")
             client.delete_run(run_id)
             store.purge_runs(client, uri, [run_id])
         raise

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from rankstudy.tracking import store  # first: it sets MLflow's environment defaults
 from rankstudy.tracking.convergence import (
+    DELETED_TAG,
     FINISHED,
     KEY_TAG,
     LEVEL_TAG,
@@ -221,9 +222,11 @@ def log_fold_run(
                              metrics=_metric_entities(metrics, 0, timestamp) + _history_entities(history, timestamp),
                              tags=_tag_entities(tags), artifacts=paths)
             run_id = replace_runs(client, experiment_id, key, "fold", run_id, token, deleted)
-        # runs of this fold an earlier call deleted but could not purge (killed, disk full) go now
+        # runs of this fold an earlier call deleted but could not purge (killed, disk full) go now;
+        # runs a user deleted in the UI (no DELETED_TAG) stay for `mlflow gc`
         deleted.extend(r.info.run_id for r in store.search_all(
-            client, experiment_id, store.filter_eq(**{KEY_TAG: key, LEVEL_TAG: "fold"}), view=ViewType.DELETED_ONLY))
+            client, experiment_id, store.filter_eq(**{KEY_TAG: key, LEVEL_TAG: "fold", DELETED_TAG: "true"}),
+            view=ViewType.DELETED_ONLY))
         if not locked:
             confirm_parent(client, experiment_id, study, dataset, featureset, method, run_id, parent_id, deleted)
         store.purge_runs(client, uri, deleted)
