@@ -18,7 +18,7 @@ from rankstudy.data.qa_table import QATableError, load_qa_table
 from rankstudy.data.registry import RegistryError
 from rankstudy.data.splitfiles import DataPathError, inside_data, split_file
 from rankstudy.pipeline.config import ConfigError, check_config, check_local_files
-from rankstudy.pipeline.errors import USER_ERRORS
+from rankstudy.pipeline.errors import user_errors
 
 REPO = Path(__file__).resolve().parents[1]
 PASSWD_LINE = "root:x:0:0:root:/root:/bin/bash"
@@ -150,7 +150,7 @@ def test_a_qa_table_that_is_another_file_does_not_echo_its_first_line(tmp_path):
 
 
 def test_the_path_error_ends_a_job_as_one_line():
-    assert issubclass(DataPathError, USER_ERRORS)
+    assert issubclass(DataPathError, user_errors())
     with pytest.raises(DataPathError):
         inside_data("Mine", {}, "/tmp/data", "/tmp/data/../x", "folder")
 

@@ -151,7 +151,8 @@ def run_job_under_a_limit(tmp_path, rule: str, before: str, after: str, headroom
 def test_numba_failing_to_load_in_a_job_under_a_memory_limit_says_out_of_memory(tmp_path):
     """What users saw as "Could not find/load shared object file 'libllvmlite.so'"."""
     pytest.importorskip("numba")
-    job = run_job_under_a_limit(tmp_path, "train", before="from rankstudy.pipeline.jobs import job_logging",
+    # a job script has loaded numpy before its job starts (job_logging alone no longer does)
+    job = run_job_under_a_limit(tmp_path, "train", before="import numpy; from rankstudy.pipeline.jobs import job_logging",
                                 after='with job_logging(snakemake, "train"): from rankstudy.data import letor_numba',
                                 headroom_mb=64)
     assert job.returncode == 1
@@ -162,9 +163,11 @@ def test_numba_failing_to_load_in_a_job_under_a_memory_limit_says_out_of_memory(
 
 def test_numpy_failing_to_load_before_the_job_starts_says_out_of_memory(tmp_path):
     """The imports at the top of a job script run before job_logging: rankstudy's first import
-    makes an uncaught memory error end with the message all the same."""
+    makes an uncaught memory error end with the message all the same (here the parser's imports,
+    pandas among them, which job_logging itself no longer loads)."""
     job = run_job_under_a_limit(tmp_path, "parse_fold", before="import rankstudy",
-                                after="from rankstudy.pipeline.jobs import job_logging", headroom_mb=16)
+                                after="from rankstudy.pipeline.jobs import job_logging; from rankstudy.data import letor",
+                                headroom_mb=16)
     assert job.returncode == 1
     last = job.stderr.strip().splitlines()[-1]
     assert last.startswith("rankstudy parse_fold: out of memory: starting the parse_fold job failed with "

@@ -12,7 +12,7 @@ import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
-from rankstudy.pipeline.errors import USER_ERRORS
+from rankstudy.pipeline.errors import user_errors
 from rankstudy.util.memory import memory_symptom, out_of_memory_message
 from rankstudy.util.threads import use_job_threads
 
@@ -32,35 +32,39 @@ def job_logging(snakemake, name: str):
     try:
         yield
         print(f"[{name}] done in {time.perf_counter() - start:.2f} s")
-    except USER_ERRORS as exc:
-        message = str(exc)
-        if isinstance(exc, PermissionError):
-            message = (f"cannot write {exc.filename or 'an output'}: permission denied; make its folder writable "
-                       f"and run again (the job's outputs were removed, so it runs again)")
-        print(f"[{name}] error: {message}")
+    except Exception as exc:
+        # a full disk or too little memory first: knowing the user errors means importing modules
+        if (message := resource_message(exc, snakemake, name)) is None:
+            if not isinstance(exc, user_errors()):
+                raise
+            message = str(exc)
+            if isinstance(exc, PermissionError):
+                message = (f"cannot write {exc.filename or 'an output'}: permission denied; make its folder "
+                           f"writable and run again (the job's outputs were removed, so it runs again)")
+        with suppress(OSError):  # the log may be on the full disk
+            print(f"[{name}] error: {message}")
         # the log names data files as {data_root}/... (no machine's paths in results); the console
         # line is for the person at this machine: the real path
         data_root = (getattr(snakemake, "config", None) or {}).get("data_root")
         shown = message.replace("{data_root}", str(Path(data_root).resolve())) if data_root else message
         print(f"rankstudy {name}: {shown}", file=console)
         raise SystemExit(1) from None
-    except Exception as exc:
-        if (full := no_space(exc)) is not None:
-            message = no_space_message(full, snakemake)
-        elif isinstance(exc, (MemoryError, OSError, ImportError, RuntimeError)) and memory_symptom(exc) is not None:
-            message = out_of_memory_message(f"the {name} job", exc, getattr(snakemake, "rule", name),
-                                            getattr(getattr(snakemake, "resources", None), "mem_mb", None))
-        else:
-            raise
-        with suppress(OSError):  # the log may be on the full disk
-            print(f"[{name}] error: {message}")
-        print(f"rankstudy {name}: {message}", file=console)
-        raise SystemExit(1) from None
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, console
         if log:
             with suppress(OSError):  # flushing onto a full disk
                 log.close()
+
+
+def resource_message(exc: Exception, snakemake, name: str) -> str | None:
+    """One line naming the resource when ``exc`` is a full disk or too little memory; None for
+    any other error (which goes on with its traceback)."""
+    if (full := no_space(exc)) is not None:
+        return no_space_message(full, snakemake)
+    if isinstance(exc, (MemoryError, OSError, ImportError, RuntimeError)) and memory_symptom(exc) is not None:
+        return out_of_memory_message(f"the {name} job", exc, getattr(snakemake, "rule", name),
+                                     getattr(getattr(snakemake, "resources", None), "mem_mb", None))
+    return None
 
 
 def no_space(exc: BaseException) -> OSError | None:
