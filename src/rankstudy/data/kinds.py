@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from rankstudy.data.qadata import QAData
 from rankstudy.data.rankdata import RankData
 from rankstudy.util.atomic import DamagedFile
+from rankstudy.util.lazy import LazyRegistry
 from rankstudy.util.names import lookup
 
-DATA_KINDS: dict[str, type] = {"letor": RankData, "qa": QAData}
+# QAData is loaded when a QA split is read: it brings scipy.sparse, which LETOR jobs do not use
+DATA_KINDS: dict[str, type] = LazyRegistry({"letor": RankData, "qa": "rankstudy.data.qadata:QAData"})
 
 
 def data_class(kind: str) -> type:
