@@ -225,6 +225,8 @@ def all_targets():
         targets.append(f"{L.PLOTS}.sweep.png")
     if config["report"].get("delta_smear"):
         targets.append(f"{L.PLOTS}.delta_smear.png")
+    if config["report"].get("leaderboard"):
+        targets.append(f"{L.LEADERBOARD}.md")
     # every fold's and method's files too: Snakemake does not remake a missing file that only feeds
     # outputs it finds up to date, so a fold whose job failed, or an aggregate job whose MLflow
     # logging failed (Snakemake removed its outputs), would stay missing and unlogged

@@ -135,3 +135,38 @@ rule delta_smear:
         ENV
     script:
         "../scripts/delta_smear.py"
+
+
+# The study's leaderboard over its data sets (report.leaderboard): per data set the systems ranked
+# by one metric with the all-pairs top group, and across data sets the mean rank; a heat map.
+
+
+rule leaderboard:
+    input:
+        numbers=expand(f"{L.TABLES}.csv", study=STUDY, dataset=DATASETS),
+        pairs=expand(f"{L.TABLES}.pairs.csv", study=STUDY, dataset=DATASETS),
+        timing=expand(f"{L.TABLES}.timing.csv", study=STUDY, dataset=DATASETS),
+    output:
+        csv=f"{L.LEADERBOARD}.csv",
+        md=f"{L.LEADERBOARD}.md",
+        html=report(f"{L.LEADERBOARD}.html", caption="../report/leaderboard.rst", category="Leaderboard",
+                    labels={"page": "leaderboard", "file": "html"}),
+        png=report(L.LEADERBOARD_PLOT, caption="../report/leaderboard.rst", category="Leaderboard",
+                   labels={"page": "leaderboard", "file": "heat map"}),
+    params:
+        datasets=DATASETS,  # in the order of the inputs
+        metric=config["report"].get("leaderboard", {}).get("metric"),
+        alpha=config["report"]["alpha"],
+        folds=FOLDS,
+    log:
+        L.log("leaderboard"),
+    benchmark:
+        L.benchmark("leaderboard")
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(base=1000),
+        runtime=job_runtime(),
+    conda:
+        ENV
+    script:
+        "../scripts/leaderboard.py"

@@ -246,6 +246,7 @@ def check_config(config: dict, workdir: Path) -> Settings:
     for m in config["report"].get("metrics", []):
         check_metric("report.metrics", m)
     check_reported_metrics_are_computed(config)
+    check_leaderboard(config["report"])
     sets = featuresets_from_config(config["features"])
     names = [f.name for f in sets]
     if not sets:
@@ -299,6 +300,22 @@ def check_path_names(config: dict) -> None:
     for key, name in named:
         if problem := path_name_problem(name):
             raise ConfigError(f"config key {key}: {problem}")
+
+
+def check_leaderboard(report: dict) -> None:
+    """report.leaderboard ranks the tables' systems by one of report.metrics and groups them by
+    the all-pairs test: both must be there, or its job would fail at the end of a whole run."""
+    board = report.get("leaderboard")
+    if not board:
+        return
+    metric = board["metric"]
+    if metric not in report.get("metrics", []):
+        raise ConfigError(f"config key report.leaderboard.metric: {metric!r} is not among report.metrics "
+                          f"({', '.join(report.get('metrics', []))}); the leaderboard ranks by a metric the tables report")
+    if report.get("compare", "baseline") != "all_pairs":
+        raise ConfigError("config key report.leaderboard: needs report.compare: all_pairs (its top group is the "
+                          "systems the all-pairs test cannot tell from the best); set --config "
+                          "'report={compare: all_pairs}' or drop report.leaderboard")
 
 
 def check_local_files(config: dict, registry: dict, folds: list[int]) -> None:

@@ -14,6 +14,7 @@ is rebuilt by hand or parsed back anywhere else. ::
       runs/{study}/{dataset}/{featureset}/{method}/             its fold means and per-query test metrics
       runs/{study}/{dataset}/complete.json                     a study a scorecard run ran to its end
       tables/{study}/{dataset}.*, plots/{study}/{dataset}.*
+      tables/{study}/leaderboard.*, plots/{study}/leaderboard.png  the study's leaderboard over its data sets
       report/{study}/{dataset}.*.html                          the tables as pages of `snakemake --report`
       tables/scorecard.*                                        the reproduction scorecard over studies
       logs/{rule}/..., benchmarks/{rule}/...                    each job's, named as its outputs are
@@ -79,6 +80,10 @@ SCORECARD = f"{RESULTS}/tables/scorecard"  # .md, .csv, .html, .conventions.csv,
 STUDY_CONFIG = f"{RESULTS}/runs/{{study}}/study.config.yaml"
 FORENSICS = f"{RESULTS}/tables/forensics"  # .md, .csv (every variant's value per cell), .cells.csv, .html, .png
 PLOTS = f"{RESULTS}/plots/{{study}}/{{dataset}}"
+# a study's leaderboard over its data sets (report.leaderboard): .md, .html, .csv, and its heat map
+LEADERBOARD = f"{RESULTS}/tables/{{study}}/leaderboard"
+LEADERBOARD_PLOT = f"{RESULTS}/plots/{{study}}/leaderboard.png"
+LEADERBOARD_PAGE = f"{RESULTS}/report/{{study}}/leaderboard.html"
 # each table file as an HTML page the Snakemake report can show (.csv.html, .md.html, ...)
 REPORT_PAGES = f"{RESULTS}/report/{{study}}/{{dataset}}"
 
@@ -94,6 +99,7 @@ JOB_KEYS = {
     "aggregate": "{study}/{dataset}/{featureset}/{method}",
     "scorecard": "scorecard",
     "forensics": "forensics",
+    "leaderboard": "{study}",
 }
 STUDY_JOB_KEY = "{study}/{dataset}"  # tables, paper_table, sweep_plot, delta_smear, run_study
 

@@ -115,3 +115,45 @@ def ndcg_at_k_plot(per_query: pd.DataFrame, out_png: Path, title: str = "", k_ma
                    metric: str = "ndcg") -> Path:
     """:func:`ndcg_at_k_figure` written to ``out_png``."""
     return save_figure(ndcg_at_k_figure(per_query, title, k_max, metric), out_png)
+
+
+def leaderboard_figure(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFrame, metric: str,
+                       title: str = "") -> Figure:
+    """Heat map of systems (rows, in the given order) x data sets (columns) of ``metric``: each
+    cell shows the mean and the rank, bold in the top group; its colour is the value's place
+    between the lowest and the highest system of that data set (data sets differ in scale, so
+    one shared scale would colour data sets instead of systems); grey where a system did not run.
+    ``means``, ``ranks`` and ``top`` share index and columns."""
+    values = means.to_numpy(dtype=float)
+    low, high = np.nanmin(values, axis=0), np.nanmax(values, axis=0)
+    span = np.where(high > low, high - low, 1.0)
+    relative = (values - low) / span
+    n_rows, n_cols = values.shape
+    fig = Figure(figsize=(2.0 + 1.6 * n_cols, 1.2 + 0.32 * n_rows))
+    ax = fig.add_subplot()
+    cmap = colormaps["viridis"].with_extremes(bad="#d9d9d9")
+    image = ax.imshow(np.ma.masked_invalid(relative), cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto")
+    for i in range(n_rows):
+        for j in range(n_cols):
+            if np.isnan(values[i, j]):
+                ax.text(j, i, "–", ha="center", va="center", fontsize=7)
+                continue
+            rank = float(ranks.iat[i, j])
+            text = f"{values[i, j]:.3f} ({rank:g})" if rank.is_integer() else f"{values[i, j]:.3f} ({rank:.1f})"
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color="black" if relative[i, j] > 0.6 else "white",
+                    fontweight="bold" if bool(top.iat[i, j]) else "normal")
+    ax.set_xticks(range(n_cols), [str(c) for c in means.columns])
+    ax.set_yticks(range(n_rows), [str(r) for r in means.index], fontsize=8)
+    ax.xaxis.tick_top()
+    bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    bar.set_label(f"test {metric}: lowest (0) to highest (1) system of the data set", fontsize=7)
+    if title:
+        ax.set_title(title, fontsize=9, pad=18)
+    return fig
+
+
+def leaderboard_plot(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFrame, metric: str, out_png: Path,
+                     title: str = "") -> Path:
+    """:func:`leaderboard_figure` written to ``out_png``."""
+    return save_figure(leaderboard_figure(means, ranks, top, metric, title), out_png)

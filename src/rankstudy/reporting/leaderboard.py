@@ -1,0 +1,253 @@
+"""The leaderboard of a study: every system ranked by one metric on each data set, and across them.
+
+Pure functions over the files the tables job writes per data set (``rankstudy.reporting.tables``,
+``timing``): the long-form numbers (``{dataset}.csv``: one row per metric and system, with
+``mean``, ``std``, ``n_folds``, ``learned``), the tested pairs (``{dataset}.pairs.csv``, from
+``report.compare: all_pairs``) and the training times (``{dataset}.timing.csv``).
+
+Per data set (:func:`dataset_board`) the systems are ranked by their mean over folds (rank 1
+the highest; tied means share the average of their ranks, as in Demsar's mean ranks). The
+*top group* is the systems the all-pairs test cannot tell from the best: a system is in it
+unless a system with the highest mean beats it (the pair's ``winner``: Holm-adjusted over all
+pairs of the metric, by the test the tables used). Across data sets (:func:`across_datasets`)
+each system gets its mean rank over the data sets it ran on, how many those are, and in how many
+it is in the top group; systems are ordered by mean rank, then by top-group count, then by name.
+A system missing on a data set is left out of that data set's ranking (the others are ranked
+among themselves) and its mean rank is over fewer data sets, which the ``n_datasets`` column says.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rankstudy.reporting.tables import NOT_LEARNED_MARK, markdown_escape, mean_std_text
+from rankstudy.util import atomic
+
+# One row per (data set, system) of leaderboard.csv; the last three are the system's figures
+# across data sets, repeated on each of its rows.
+COLUMNS = ("dataset", "system", "metric", "rank", "mean", "std", "n_folds", "best", "top_group", "learned",
+           "train_seconds", "mean_rank", "n_datasets", "n_top_group")
+_BEST_TOLERANCE = 1e-12  # relative, as the tables' "best": rounding noise does not break a tie
+
+
+def _bool(values) -> pd.Series:
+    """Booleans as written to and read back from CSV ('True'/'False' strings or bools)."""
+    series = pd.Series(values)
+    return series.map(lambda v: v if isinstance(v, (bool, np.bool_)) else str(v).strip().lower() == "true").astype(bool)
+
+
+def top_group(means: pd.Series, pairs: pd.DataFrame, metric: str) -> pd.Series:
+    """Per system (the index of ``means``): True unless a system with the highest mean beats it
+    significantly on ``metric`` (``pairs``' ``winner``). A best system is always in the group.
+    Raises ValueError when a pair of a best system with another is not in ``pairs``: the
+    leaderboard needs every pair tested (``report.compare: all_pairs``)."""
+    means = means.astype(float)
+    top = means.max()
+    if np.isnan(top):
+        return pd.Series(False, index=means.index)
+    best = set(means.index[means >= top - _BEST_TOLERANCE * max(1.0, abs(top))])
+    part = pairs[pairs["metric"] == metric]
+    winner = {}
+    for system, other, won in zip(part["system"], part["other"], part["winner"].fillna("")):
+        winner[frozenset((system, other))] = won
+    beaten = set()
+    for b in best:
+        for s in means.index:
+            if s == b:
+                continue
+            key = frozenset((b, s))
+            if key not in winner:
+                raise ValueError(f"no tested pair of {b!r} and {s!r} on {metric} in the pairs file: the "
+                                 f"leaderboard needs every pair of systems (report.compare: all_pairs)")
+            if winner[key] == b:
+                beaten.add(s)
+    return pd.Series([s not in beaten for s in means.index], index=means.index)
+
+
+def dataset_board(numbers: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame | None, metric: str) -> pd.DataFrame:
+    """One data set's systems ranked by ``metric``: columns ``system``, ``rank``, ``mean``, ``std``,
+    ``n_folds``, ``best``, ``top_group``, ``learned``, ``train_seconds`` (the train job's mean over
+    folds, NaN without a timing row), best first (ties in the tables' order). ``numbers`` is the
+    tables' long CSV, ``pairs`` its pairs CSV, ``timing`` its timing CSV."""
+    part = numbers[numbers["metric"] == metric]
+    if part.empty:
+        raise ValueError(f"metric {metric!r} is not in the tables (they have {sorted(set(numbers['metric']))}): "
+                         f"report.leaderboard.metric must be one of report.metrics")
+    board = pd.DataFrame({"system": part["system"].astype(str).to_numpy(),
+                          "mean": part["mean"].astype(float).to_numpy(),
+                          "std": part["std"].astype(float).to_numpy(),
+                          "n_folds": part["n_folds"].to_numpy(),
+                          "learned": _bool(part["learned"]).to_numpy() if "learned" in part else True})
+    if board["system"].duplicated().any():
+        raise ValueError(f"system(s) {sorted(set(board['system'][board['system'].duplicated()]))} appear twice "
+                         f"for {metric} in the tables")
+    board["rank"] = board["mean"].rank(ascending=False, method="average")
+    board["best"] = board["rank"] == board["rank"].min()
+    board["top_group"] = top_group(board.set_index("system")["mean"], pairs, metric).to_numpy()
+    seconds = {} if timing is None else dict(zip(timing["system"].astype(str), timing["train_job_seconds"]))
+    board["train_seconds"] = board["system"].map(seconds).astype(float)
+    board = board.sort_values("rank", kind="stable").reset_index(drop=True)
+    return board[["system", "rank", "mean", "std", "n_folds", "best", "top_group", "learned", "train_seconds"]]
+
+
+def across_datasets(boards: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per system (over every data set's board): ``mean_rank`` over the data sets it ran on,
+    ``n_datasets`` (how many), ``n_top_group`` (in how many it is in the top group) and
+    ``learned`` (False if it did not learn on some data set); ordered by mean rank, then more
+    top groups, then system name."""
+    if not boards:
+        raise ValueError("no data set to rank")
+    long = pd.concat([b.assign(dataset=d) for d, b in boards.items()], ignore_index=True)
+    out = long.groupby("system", sort=False).agg(mean_rank=("rank", "mean"), n_datasets=("dataset", "nunique"),
+                                                 n_top_group=("top_group", "sum"), learned=("learned", "all"))
+    out["n_top_group"] = out["n_top_group"].astype(int)
+    out = out.reset_index().sort_values(["mean_rank", "n_top_group", "system"], ascending=[True, False, True],
+                                        kind="stable")
+    return out.reset_index(drop=True)
+
+
+def leaderboard_frame(boards: Mapping[str, pd.DataFrame], metric: str) -> pd.DataFrame:
+    """The CSV: one row per (data set, system) in :data:`COLUMNS`, data sets in the given order,
+    each ranked best first, with the system's figures across data sets joined on."""
+    overall = across_datasets(boards).set_index("system")[["mean_rank", "n_datasets", "n_top_group"]]
+    rows = [b.assign(dataset=d, metric=metric) for d, b in boards.items()]
+    frame = pd.concat(rows, ignore_index=True).join(overall, on="system")
+    return frame[list(COLUMNS)]
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def _seconds_text(seconds: float) -> str:
+    return "–" if np.isnan(seconds) else f"{seconds:.1f}"
+
+
+def _rank_text(rank: float) -> str:
+    return f"{rank:g}" if float(rank).is_integer() else f"{rank:.1f}"
+
+
+def _name(system: str, learned: bool) -> str:
+    return system if learned else f"{system} {NOT_LEARNED_MARK}"
+
+
+def dataset_rows(board: pd.DataFrame) -> list[list[str]]:
+    """Plain texts of one data set's table: rank, system (⚠ if it did not learn), mean ± std,
+    top group (●), train seconds."""
+    return [[_rank_text(r.rank), _name(r.system, bool(r.learned)), mean_std_text(r.mean, r.std),
+             "●" if r.top_group else "", _seconds_text(r.train_seconds)] for r in board.itertuples()]
+
+
+def overall_rows(overall: pd.DataFrame, datasets: Sequence[str]) -> list[list[str]]:
+    return [[f"{r.mean_rank:.2f}", _name(r.system, bool(r.learned)), f"{r.n_top_group} of {r.n_datasets}"]
+            for r in overall.itertuples()]
+
+
+DATASET_HEADER = ["rank", "system", "{metric} (mean ± std)", "top group", "train (s)"]
+OVERALL_HEADER = ["mean rank", "system", "in the top group"]
+
+
+def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, any_not_learned: bool) -> str:
+    text = (f"Per data set: systems ranked by test {metric}, mean ± std over folds {list(folds)} of the per-fold "
+            f"means (rank 1 the highest, ties share the mean of their ranks). Top group (●): the systems the "
+            f"all-pairs randomization test over paired test queries cannot tell from the best (Holm-corrected "
+            f"over all pairs of systems, p < {alpha:g}; the data set's .pairs.csv has every pair). Train: "
+            f"seconds of the train job (every hyper-parameter candidate), mean over folds. Across data sets: "
+            f"each system's mean rank over the data sets it ran on, and in how many of them it is in the top "
+            f"group.")
+    if any_missing:
+        text += " A system that did not run on a data set is left out of that data set's ranking."
+    if any_not_learned:
+        text += (f" {NOT_LEARNED_MARK}: in some fold the chosen model did not learn (its training objective did "
+                 f"not fall clearly below its start, or it ranked no better than random; the data set's table "
+                 f"says which fold and why).")
+    return text
+
+
+def markdown_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str, legend_text: str) -> str:
+    def grid(header, rows, align):
+        frame = pd.DataFrame([[markdown_escape(c) for c in row] for row in rows],
+                             columns=[markdown_escape(h) for h in header])
+        return frame.to_markdown(index=False, colalign=align)
+
+    overall = across_datasets(boards)
+    parts = [markdown_escape(caption), "## Across data sets",
+             grid(OVERALL_HEADER, overall_rows(overall, list(boards)), ["right", "left", "right"])]
+    header = [h.format(metric=metric) for h in DATASET_HEADER]
+    for dataset, board in boards.items():
+        parts += [f"## {markdown_escape(dataset)}",
+                  grid(header, dataset_rows(board), ["right", "left", "right", "center", "right"])]
+    parts.append(markdown_escape(legend_text))
+    return "\n\n".join(parts) + "\n"
+
+
+HTML_STYLE = """<style>
+body { font-family: sans-serif; }
+table.leaderboard { border-collapse: collapse; margin: 0.5em 0 1.2em; font-variant-numeric: tabular-nums; }
+table.leaderboard th, table.leaderboard td { border: 1px solid #bbb; padding: 0.25em 0.6em; }
+table.leaderboard thead th { background: #e8e8e8; }
+table.leaderboard td { text-align: right; white-space: nowrap; }
+table.leaderboard td.system { text-align: left; }
+table.leaderboard tr.top { background: #e6f4ea; }
+p.legend, p.caption { font-size: 90%; max-width: 70em; }
+</style>"""
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], top: Sequence[bool]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = []
+    for row, in_top in zip(rows, top):
+        cells = "".join(f'<td class="system">{html.escape(c)}</td>' if i == 1 else f"<td>{html.escape(c)}</td>"
+                        for i, c in enumerate(row))
+        attr = ' class="top"' if in_top else ""
+        body.append(f"<tr{attr}>{cells}</tr>")
+    return f'<table class="leaderboard">\n<thead><tr>{head}</tr></thead>\n<tbody>\n' + "\n".join(body) + "\n</tbody>\n</table>"
+
+
+def html_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str, legend_text: str) -> str:
+    overall = across_datasets(boards)
+    n = len(boards)
+    parts = [f'<p class="caption">{html.escape(caption)}</p>', "<h2>Across data sets</h2>",
+             _html_table(OVERALL_HEADER, overall_rows(overall, list(boards)),
+                         [t == n for t in overall["n_top_group"]])]
+    header = [h.format(metric=metric) for h in DATASET_HEADER]
+    for dataset, board in boards.items():
+        parts += [f"<h2>{html.escape(dataset)}</h2>",
+                  _html_table(header, dataset_rows(board), list(board["top_group"]))]
+    parts.append(f'<p class="legend">{html.escape(legend_text)}</p>')
+    body = "\n".join(parts)
+    return ("<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\">"
+            f"<title>{html.escape(caption)}</title>\n{HTML_STYLE}\n</head>\n<body>\n{body}\n</body>\n</html>\n")
+
+
+def write_leaderboard(boards: Mapping[str, pd.DataFrame], metric: str, out_prefix: Path, caption: str, *,
+                      alpha: float, folds: Sequence[int]) -> list[Path]:
+    """``out_prefix`` + ``.csv`` (:func:`leaderboard_frame`), ``.md`` and ``.html``; all rendered
+    before any is written."""
+    frame = leaderboard_frame(boards, metric)
+    systems = set(frame["system"])
+    any_missing = any(set(b["system"]) != systems for b in boards.values())
+    text = legend(metric, alpha, folds, any_missing, not bool(frame["learned"].all()))
+    documents = {".md": markdown_document(boards, metric, caption, text),
+                 ".html": html_document(boards, metric, caption, text)}
+    out_prefix = Path(out_prefix)
+    written = [atomic.write_csv(frame, out_prefix.with_name(out_prefix.name + ".csv"))]
+    for suffix, document in documents.items():
+        written.append(atomic.write_text(out_prefix.with_name(out_prefix.name + suffix), document))
+    return written
+
+
+def heatmap_frames(boards: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The means, ranks and top-group flags as systems (by :func:`across_datasets` order) x data
+    sets (given order), NaN / False where a system did not run: what the heat map draws."""
+    order = list(across_datasets(boards)["system"])
+    long = pd.concat([b.assign(dataset=d) for d, b in boards.items()], ignore_index=True)
+
+    def wide(column):
+        return long.pivot(index="system", columns="dataset", values=column).reindex(index=order, columns=list(boards))
+
+    return wide("mean"), wide("rank"), wide("top_group").fillna(False).astype(bool)

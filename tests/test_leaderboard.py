@@ -1,0 +1,189 @@
+"""The leaderboard's ranking and top-group logic on small hand-made tables (rankstudy.reporting.leaderboard),
+and one small end-to-end run through the snakemake CLI."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rankstudy.reporting import leaderboard as lb
+from rankstudy.reporting import plots
+
+METRIC = "ndcg@10"
+
+
+def numbers(means: dict[str, float], learned: dict[str, bool] | None = None, metric: str = METRIC) -> pd.DataFrame:
+    """The tables' long CSV for one metric (and a second metric the leaderboard must ignore)."""
+    learned = learned or {}
+    rows = [{"metric": m, "system": s, "mean": v if m == metric else 1.0 - v, "std": 0.01, "n_folds": 5,
+             "learned": learned.get(s, True)} for m in (metric, "map") for s, v in means.items()]
+    return pd.DataFrame(rows)
+
+
+def pairs(winners: dict[tuple[str, str], str], metric: str = METRIC) -> pd.DataFrame:
+    """The pairs CSV: (system, other) -> winner ('' for no significant difference)."""
+    return pd.DataFrame([{"metric": metric, "system": a, "other": b, "winner": w} for (a, b), w in winners.items()],
+                        columns=["metric", "system", "other", "winner"])
+
+
+def timing(seconds: dict[str, float]) -> pd.DataFrame:
+    return pd.DataFrame({"system": list(seconds), "train_job_seconds": list(seconds.values())})
+
+
+def test_ranks_best_first_and_top_group_from_pairs():
+    means = {"a": 0.40, "b": 0.50, "c": 0.48, "d": 0.30}
+    tested = pairs({("a", "b"): "b", ("a", "c"): "", ("a", "d"): "a", ("b", "c"): "", ("b", "d"): "b",
+                    ("c", "d"): "c"})
+    board = lb.dataset_board(numbers(means), tested, timing({"a": 1.0, "b": 2.0, "c": 3.0}), METRIC)
+    assert list(board["system"]) == ["b", "c", "a", "d"]
+    assert list(board["rank"]) == [1.0, 2.0, 3.0, 4.0]
+    # c is not told from b; a and d are beaten by b (a is not beaten by c, but c is not the best)
+    assert list(board["top_group"]) == [True, True, False, False]
+    assert list(board["best"]) == [True, False, False, False]
+    assert board["train_seconds"].iloc[0] == 2.0 and np.isnan(board["train_seconds"].iloc[3])
+
+
+def test_tied_best_share_rank_and_both_decide_the_top_group():
+    means = {"a": 0.5, "b": 0.5, "c": 0.45, "d": 0.44}
+    # c is beaten only by b (one of the two best): it leaves the group; d by neither
+    tested = pairs({("a", "b"): "", ("a", "c"): "", ("b", "c"): "b", ("a", "d"): "", ("b", "d"): "",
+                    ("c", "d"): ""})
+    board = lb.dataset_board(numbers(means), tested, None, METRIC).set_index("system")
+    assert board.loc["a", "rank"] == board.loc["b", "rank"] == 1.5
+    assert board["best"].to_dict() == {"a": True, "b": True, "c": False, "d": False}
+    assert board["top_group"].to_dict() == {"a": True, "b": True, "c": False, "d": True}
+
+
+def test_a_winner_that_is_not_the_best_does_not_remove_anyone():
+    tested = pairs({("a", "b"): "", ("a", "c"): "", ("b", "c"): "b"})
+    board = lb.dataset_board(numbers({"a": 0.6, "b": 0.5, "c": 0.4}), tested, None, METRIC)
+    assert board["top_group"].all()
+
+
+def test_missing_pair_and_unknown_metric_are_clear_errors():
+    with pytest.raises(ValueError, match="all_pairs"):
+        lb.dataset_board(numbers({"a": 0.6, "b": 0.5}), pairs({}), None, METRIC)
+    with pytest.raises(ValueError, match="report.metrics"):
+        lb.dataset_board(numbers({"a": 0.6, "b": 0.5}), pairs({("a", "b"): ""}), None, "err")
+
+
+def test_learned_flag_read_back_from_csv_strings():
+    frame = numbers({"a": 0.6, "b": 0.5}, learned={"b": False})
+    frame["learned"] = frame["learned"].map(str)  # as pd.read_csv may leave it in a mixed column
+    board = lb.dataset_board(frame, pairs({("a", "b"): ""}), None, METRIC).set_index("system")
+    assert board["learned"].to_dict() == {"a": True, "b": False}
+
+
+def two_boards():
+    x = lb.dataset_board(numbers({"a": 0.5, "b": 0.4, "c": 0.3}),
+                         pairs({("a", "b"): "", ("a", "c"): "a", ("b", "c"): ""}), None, METRIC)
+    # c did not run on y
+    y = lb.dataset_board(numbers({"a": 0.2, "b": 0.3}, learned={"a": False}), pairs({("a", "b"): "b"}), None, METRIC)
+    return {"x": x, "y": y}
+
+
+def test_across_datasets_mean_rank_and_top_group_count_with_a_missing_system():
+    overall = lb.across_datasets(two_boards()).set_index("system")
+    assert overall.loc["a", "mean_rank"] == 1.5 and overall.loc["b", "mean_rank"] == 1.5
+    assert overall.loc["c", "mean_rank"] == 3.0 and overall.loc["c", "n_datasets"] == 1
+    assert overall["n_top_group"].to_dict() == {"a": 1, "b": 2, "c": 0}
+    # equal mean ranks: more top groups first
+    assert list(overall.index) == ["b", "a", "c"]
+    assert overall["learned"].to_dict() == {"b": True, "a": False, "c": True}
+
+
+def test_leaderboard_frame_has_each_system_once_per_dataset():
+    frame = lb.leaderboard_frame(two_boards(), METRIC)
+    assert list(frame.columns) == list(lb.COLUMNS)
+    assert not frame.duplicated(["dataset", "system"]).any()
+    assert frame.groupby("dataset")["system"].apply(sorted).to_dict() == {"x": ["a", "b", "c"], "y": ["a", "b"]}
+    assert (frame["metric"] == METRIC).all()
+
+
+def test_one_dataset(tmp_path):
+    boards = {"x": two_boards()["x"]}
+    overall = lb.across_datasets(boards)
+    assert list(overall["mean_rank"]) == [1.0, 2.0, 3.0]
+    written = lb.write_leaderboard(boards, METRIC, tmp_path / "leaderboard", "caption", alpha=0.05, folds=[1])
+    assert sorted(p.name for p in written) == ["leaderboard.csv", "leaderboard.html", "leaderboard.md"]
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert "## x" in md and "left out" not in md
+
+
+def test_documents_mark_not_learned_top_group_and_missing(tmp_path):
+    lb.write_leaderboard(two_boards(), METRIC, tmp_path / "leaderboard", "caption", alpha=0.05, folds=[1, 2])
+    md = (tmp_path / "leaderboard.md").read_text()
+    assert "a ⚠" in md and "did not learn" in md and "left out" in md
+    assert md.index("## Across data sets") < md.index("## x") < md.index("## y")
+    html = (tmp_path / "leaderboard.html").read_text()
+    assert html.count('<tr class="top">') == 2 + 1 + 1  # x: a, b; y: b; across: b (top on both)
+    back = pd.read_csv(tmp_path / "leaderboard.csv")
+    assert len(back) == 5
+
+
+def test_heatmap_frames_and_plot(tmp_path):
+    means, ranks, top = lb.heatmap_frames(two_boards())
+    assert list(means.index) == ["b", "a", "c"] and list(means.columns) == ["x", "y"]
+    assert np.isnan(means.loc["c", "y"]) and not top.loc["c", "y"]
+    assert ranks.loc["b", "y"] == 1.0
+    out = plots.leaderboard_plot(means, ranks, top, METRIC, tmp_path / "board.png", title="t")
+    assert out.stat().st_size > 1000
+
+
+SMALL_CONFIG = """\
+study: boardtest
+datasets: [synthetic, synthetic2]
+folds: [1]
+synthetic: {n_queries: 60, n_features: 8}
+features: {normalization: zscore, first_order: true, rho: []}
+methods:
+  ranknet: {kind: linear, params: {loss: ranknet, max_iter: 30}, grid: {l2: [1.0e-2]}}
+  listnet: {kind: linear, params: {loss: listnet, max_iter: 30}, grid: {l2: [1.0e-2]}}
+  pointwise: {kind: linear, params: {loss: pointwise_mse, max_iter: 30}, grid: {l2: [1.0e-2]}}
+run_methods: [ranknet, listnet, pointwise]
+report:
+  baseline: ranknet
+  metrics: [ndcg@10, map]
+  compare: all_pairs
+  n_resamples: 200
+  leaderboard: {metric: ndcg@10}
+"""
+
+# a second generated data set, so the board spans two (README "Your own data set": registry_extra)
+EXTRA_REGISTRY = """\
+synthetic2:
+  source: synthetic
+  description: the embedded synthetic generator under a second name
+  folds: 5
+"""
+
+
+@pytest.mark.slow
+def test_leaderboard_through_snakemake(tmp_path):
+    """The real CLI on a copy of the workflow: two generated data sets, one fold, three cheap methods."""
+    repo = Path(__file__).resolve().parents[1]
+    for name in ("Snakefile", "workflow", "config", "environment.yml"):
+        src = repo / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / name)
+    (tmp_path / "board.yaml").write_text(SMALL_CONFIG)
+    (tmp_path / "extra.yaml").write_text(EXTRA_REGISTRY)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    snakemake = Path(sys.executable).with_name("snakemake")
+    command = [str(snakemake), "--cores", "2", "--configfile", "board.yaml", "--config", "registry_extra=extra.yaml"]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    frame = pd.read_csv(tmp_path / "results/tables/boardtest/leaderboard.csv")
+    assert sorted(frame["dataset"].unique()) == ["synthetic", "synthetic2"]
+    counts = frame.groupby(["dataset", "system"]).size()
+    assert (counts == 1).all() and len(counts) == 6
+    assert set(frame["system"]) == {"ranknet [first]", "listnet [first]", "pointwise [first]"}
+    assert (frame.groupby("dataset")["top_group"].sum() >= 1).all()
+    md = (tmp_path / "results/tables/boardtest/leaderboard.md").read_text()
+    assert md.count("## synthetic") == 2
+    assert (tmp_path / "results/plots/boardtest/leaderboard.png").stat().st_size > 1000

@@ -1,0 +1,25 @@
+"""The leaderboard of one study over its data sets (rankstudy.reporting.leaderboard): from each
+data set's table, pairs and timing CSVs, the ranked page (.csv, .md, .html) and its heat map."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from rankstudy.pipeline.jobs import job_logging
+from rankstudy.reporting import leaderboard, plots
+
+with job_logging(snakemake, "leaderboard"):
+    w, p = snakemake.wildcards, snakemake.params
+    inputs = zip(p.datasets, snakemake.input.numbers, snakemake.input.pairs, snakemake.input.timing)
+    boards = {dataset: leaderboard.dataset_board(pd.read_csv(numbers), pd.read_csv(pairs, keep_default_na=False,
+                                                                                       na_values=[""]),
+                                                 pd.read_csv(timing), p.metric)
+              for dataset, numbers, pairs, timing in inputs}
+    caption = (f"Leaderboard of study {w.study}: test {p.metric} on {', '.join(p.datasets)}, "
+               f"folds {list(p.folds)}.")
+    prefix = Path(snakemake.output.csv).with_suffix("")
+    leaderboard.write_leaderboard(boards, p.metric, prefix, caption, alpha=p.alpha, folds=p.folds)
+    means, ranks, top = leaderboard.heatmap_frames(boards)
+    plots.leaderboard_plot(means, ranks, top, p.metric, snakemake.output.png,
+                           title=f"{w.study}: test {p.metric} (rank); bold: top group")
+    print(Path(snakemake.output.md).read_text())
