@@ -140,7 +140,7 @@ SMALL_CONFIG = """\
 study: boardtest
 datasets: [synthetic, synthetic2]
 folds: [1]
-synthetic: {n_queries: 60, n_features: 8}
+synthetic: {n_queries: 100, n_features: 17, max_len: 30}
 features: {normalization: zscore, first_order: true, rho: []}
 methods:
   ranknet: {kind: linear, params: {loss: ranknet, max_iter: 30}, grid: {l2: [1.0e-2]}}
@@ -187,3 +187,20 @@ def test_leaderboard_through_snakemake(tmp_path):
     md = (tmp_path / "results/tables/boardtest/leaderboard.md").read_text()
     assert md.count("## synthetic") == 2
     assert (tmp_path / "results/plots/boardtest/leaderboard.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("report, message", [
+    ({"compare": "all_pairs", "leaderboard": {"metric": "ndcg@3"}}, "report.leaderboard.metric"),
+    ({"compare": "baseline", "leaderboard": {"metric": "ndcg@10"}}, "all_pairs"),
+])
+def test_config_check_refuses_a_leaderboard_it_cannot_make(report, message):
+    import yaml
+
+    from rankstudy.pipeline.config import check_config
+    from rankstudy.pipeline.errors import ConfigError
+
+    repo = Path(__file__).resolve().parents[1]
+    config = yaml.safe_load((repo / "config/config.yaml").read_text())
+    config["report"].update(report)
+    with pytest.raises(ConfigError, match=message):
+        check_config(config, repo)
