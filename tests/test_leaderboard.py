@@ -129,9 +129,9 @@ def test_documents_mark_not_learned_top_group_and_missing(tmp_path):
 
 def test_heatmap_frames_and_plot(tmp_path):
     means, ranks, top = lb.heatmap_frames(two_boards())
-    assert list(means.index) == ["b", "a", "c"] and list(means.columns) == ["x", "y"]
+    assert list(means.index) == ["b", "a ⚠", "c"] and list(means.columns) == ["x", "y"]
     assert np.isnan(means.loc["c", "y"]) and not top.loc["c", "y"]
-    assert ranks.loc["b", "y"] == 1.0
+    assert ranks.loc["b", "y"] == 1.0 and list(ranks.index) == list(top.index) == list(means.index)
     out = plots.leaderboard_plot(means, ranks, top, METRIC, tmp_path / "board.png", title="t")
     assert out.stat().st_size > 1000
 

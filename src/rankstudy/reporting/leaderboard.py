@@ -172,7 +172,7 @@ def markdown_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: 
     def grid(header, rows, align):
         frame = pd.DataFrame([[markdown_escape(c) for c in row] for row in rows],
                              columns=[markdown_escape(h) for h in header])
-        return frame.to_markdown(index=False, colalign=align)
+        return frame.to_markdown(index=False, colalign=align, disable_numparse=True)  # keep our number formats
 
     overall = across_datasets(boards)
     parts = [markdown_escape(caption), "## Across data sets",
@@ -242,12 +242,16 @@ def write_leaderboard(boards: Mapping[str, pd.DataFrame], metric: str, out_prefi
 
 
 def heatmap_frames(boards: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The means, ranks and top-group flags as systems (by :func:`across_datasets` order) x data
-    sets (given order), NaN / False where a system did not run: what the heat map draws."""
-    order = list(across_datasets(boards)["system"])
+    """The means, ranks and top-group flags as systems (by :func:`across_datasets` order, ⚠ after
+    one that did not learn somewhere) x data sets (given order), NaN / False where a system did
+    not run: what the heat map draws."""
+    overall = across_datasets(boards)
+    order = list(overall["system"])
+    names = {s: _name(s, bool(learned)) for s, learned in zip(overall["system"], overall["learned"])}
     long = pd.concat([b.assign(dataset=d) for d, b in boards.items()], ignore_index=True)
 
     def wide(column):
-        return long.pivot(index="system", columns="dataset", values=column).reindex(index=order, columns=list(boards))
+        frame = long.pivot(index="system", columns="dataset", values=column).reindex(index=order, columns=list(boards))
+        return frame.rename(index=names)
 
     return wide("mean"), wide("rank"), wide("top_group").fillna(False).astype(bool)
