@@ -71,4 +71,5 @@ onstart:
 onsuccess:
     if not workflow.dryrun:
         print(run_summary(config["study"], list(config["datasets"]), RUN_STARTED, bool(config.get("scorecard")),
-                          os.environ.get("MLFLOW_TRACKING_URI") or config["mlflow"]["tracking_uri"]), file=sys.stderr)
+                          os.environ.get("MLFLOW_TRACKING_URI") or config["mlflow"]["tracking_uri"],
+                          leaderboard=bool(config["report"].get("leaderboard"))), file=sys.stderr)

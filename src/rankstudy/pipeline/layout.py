@@ -83,7 +83,6 @@ PLOTS = f"{RESULTS}/plots/{{study}}/{{dataset}}"
 # a study's leaderboard over its data sets (report.leaderboard): .md, .html, .csv, and its heat map
 LEADERBOARD = f"{RESULTS}/tables/{{study}}/leaderboard"
 LEADERBOARD_PLOT = f"{RESULTS}/plots/{{study}}/leaderboard.png"
-LEADERBOARD_PAGE = f"{RESULTS}/report/{{study}}/leaderboard.html"
 # each table file as an HTML page the Snakemake report can show (.csv.html, .md.html, ...)
 REPORT_PAGES = f"{RESULTS}/report/{{study}}/{{dataset}}"
 

@@ -25,9 +25,9 @@ def jobs_since(started: float, results: Path = Path(layout.RESULTS)) -> pd.DataF
 
 
 def run_summary(study: str, datasets: list[str], started: float, scorecard: bool = False,
-                tracking_uri: str | None = None) -> str:
+                tracking_uri: str | None = None, leaderboard: bool = False) -> str:
     """``scorecard``: a scorecard run, whose own outputs are the scorecard (its member studies
-    printed their summaries as they ended)."""
+    printed their summaries as they ended); ``leaderboard``: the study writes one (report.leaderboard)."""
     jobs = jobs_since(started)
     lines = [f"rankstudy: {'scorecard' if scorecard else 'study'} {study!r} done in {time.time() - started:.0f} s; "
              f"{len(jobs)} job(s) ran"]
@@ -44,6 +44,9 @@ def run_summary(study: str, datasets: list[str], started: float, scorecard: bool
         lines.append(f"  tables:  {tables}.md (also .csv .html .tex, .params.md, .timing.md)")
         lines.append(f"  plots:   {layout.fill(layout.PLOTS, study=study, dataset=dataset)}.ndcg_at_k.png")
         lines.append(f"  runs:    {layout.RESULTS}/runs/{study}/{dataset}/")
+    if leaderboard:
+        lines.append(f"  leaderboard: {layout.fill(layout.LEADERBOARD, study=study)}.md (also .csv .html), "
+                     f"{layout.fill(layout.LEADERBOARD_PLOT, study=study)}")
     lines.append(f"  report:  snakemake --report report.html (add the --configfile/--config of this run)")
     if tracking_uri and tracking_uri.startswith("http"):
         lines.append(f"  MLflow:  {tracking_uri}")
