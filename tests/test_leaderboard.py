@@ -178,6 +178,7 @@ def test_leaderboard_through_snakemake(tmp_path):
     command = [str(snakemake), "--cores", "2", "--configfile", "board.yaml", "--config", "registry_extra=extra.yaml"]
     done = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "leaderboard: results/tables/boardtest/leaderboard.md" in done.stderr  # the run's closing lines
     frame = pd.read_csv(tmp_path / "results/tables/boardtest/leaderboard.csv")
     assert sorted(frame["dataset"].unique()) == ["synthetic", "synthetic2"]
     counts = frame.groupby(["dataset", "system"]).size()
