@@ -21,7 +21,7 @@ from rankstudy.pipeline.errors import ConfigError
 from rankstudy.rankers.spec import training_params
 from rankstudy.rankers import registry as rankers
 from rankstudy.rankers.selection import select_and_fit
-from test_rankers import make_data, mean_ndcg_at_10
+from rankercheck import make_data, mean_ndcg_at_10
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -20,7 +20,7 @@ from rankstudy.evaluation.metrics import per_query
 from rankstudy.losses import inference
 from rankstudy.rankers.linear import LinearRanker
 from rankstudy.rankers.structsvm import StructSVMRanker
-from test_structured import ap_delta, decay, ndcg_delta, po_difference
+from structured_reference import ap_delta, decay, ndcg_delta, po_difference
 
 ROOT = Path(__file__).resolve().parents[1]
 FIG9 = yaml.safe_load((ROOT / "config/studies/chakrabarti2008-fig9.yaml").read_text())

@@ -13,6 +13,7 @@ from losscheck import finite_difference, make_batch, relative_error
 from rankstudy.losses import inference
 from rankstudy.losses.registry import LOSSES
 from rankstudy.losses.structured import structured_hinges, svm_combo
+from structured_reference import ap_delta, decay, ndcg_delta, po_difference
 
 STRUCTURED = ["svm_auc", "svm_map", "svm_ndcg", "svm_ndcg_nc", "svm_mrr", "svm_mrr_po", "dorm", "svm_combo"]
 
@@ -21,34 +22,6 @@ def random_query(rng, n):
     z = np.zeros(n, dtype=bool)
     z[rng.choice(n, rng.integers(1, n), replace=False)] = True  # at least one good and one bad
     return rng.normal(0.0, rng.choice([0.1, 1.0, 5.0]), n), z
-
-
-def po_difference(s, z, rank):
-    """w'(phi_po(y*) - phi_po(y)) for the total order with these ranks."""
-    g, b = np.flatnonzero(z), np.flatnonzero(~z)
-    swapped = rank[b][None, :] < rank[g][:, None]  # bad before good
-    d = (s[g][:, None] - s[b][None, :])[swapped].sum()
-    return 2.0 * d / (len(g) * len(b))
-
-
-def discount(r, k):
-    d = 1.0 if r <= 1 else 1.0 / np.log2(1 + r)
-    return 0.0 if k is not None and r >= k else d
-
-
-def ndcg_delta(z, rank, k):
-    n_good = z.sum()
-    ideal = sum(discount(r, k) for r in range(n_good))
-    return 1.0 - sum(discount(r, k) for r in rank[z]) / ideal
-
-
-def ap_delta(z, rank):
-    good_ranks = np.sort(rank[z])
-    return 1.0 - np.mean((np.arange(len(good_ranks)) + 1) / (good_ranks + 1))
-
-
-def decay(r, cut):
-    return 0.0 if cut is not None and r >= cut else 1.0 / np.sqrt(1 + r)
 
 
 def brute(criterion, s, z, k=None, cut=None):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import multiprocessing
 import os
 import shutil
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from mlflow_rest import rest
 from rankstudy.tracking.convergence import delete
 from rankstudy.tracking.relocate import relocate_artifacts
 from rankstudy.tracking.runs import (
@@ -472,15 +472,6 @@ def mlflow_server(tmp_path: Path):
         log_file.close()
 
 
-def rest(url: str, endpoint: str, body: dict | None = None, timeout: float = 30) -> dict:
-    """Call the MLflow REST API with plain urllib (GET without body, POST with)."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"{url}/api/2.0/mlflow/{endpoint}", data=data,
-                                     headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.load(response)
-
-
 def test_logging_to_a_tracking_server(mlflow_server, artifacts, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     uri = resolve_tracking_uri("sqlite:////not/used.db", "results")
@@ -558,7 +549,7 @@ def test_a_server_is_checked_before_any_job(tmp_path, monkeypatch):
     from http.server import BaseHTTPRequestHandler
 
     from loopback import serving
-    from test_pipeline_e2e import SNAKEMAKE, TINY, make_workdir
+    from pipeline_runs import SNAKEMAKE, TINY, make_workdir
 
     from rankstudy.tracking.errors import TrackingUnavailable, check_server_answers
 

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from mlflow_rest import rest as mlflow_rest
+from pipeline_runs import SNAKEMAKE, git, make_workdir
 from rankstudy.tracking.store import GC_BACKEND_ENV
-from test_pipeline_e2e import SNAKEMAKE, git, make_workdir
-from test_tracking import rest as mlflow_rest
 
 pytestmark = pytest.mark.slow
 
