@@ -1,8 +1,10 @@
-"""Shared fixtures. Tests that need the real LETOR files skip when ../shared/data is absent."""
+"""Shared fixtures, and the base runs of the end-to-end tests built once per session. Tests that
+need the real LETOR files skip when ../shared/data is absent."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,33 @@ def ohsumed_fold(ohsumed_dir: Path):
         return {s: normalizer.transform(d) for s, d in prepared.splits.items()}
 
     return load
+
+
+# ---- base runs built once per session; a test that changes a run works on a copy (copy_run)
+
+@pytest.fixture(autouse=True, scope="session")
+def progress_on_the_terminal(request):
+    """The runs take minutes: show Snakemake's progress as it comes, past pytest's capture."""
+    runs = sys.modules.get("pipeline_runs")
+    if runs is None:  # no collected test runs the pipeline
+        return
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+
+    def to_terminal(line: str) -> None:
+        with capture.global_and_fixture_disabled():
+            print(line, flush=True)
+
+    runs.say = to_terminal
+
+
+@pytest.fixture(scope="session")
+def tiny_base(tmp_path_factory):
+    """``(workdir, CompletedProcess)``: the tiny study (pipeline_runs.TINY) run once in a git clone
+    of its own. Shared by every test that reads it: never change it, copy it (copy_run)."""
+    from pipeline_runs import TINY, git, make_workdir, snakemake
+
+    workdir = make_workdir(tmp_path_factory.mktemp("tiny-base"), TINY)
+    git(workdir, "init", "-q")
+    git(workdir, "add", ".")
+    git(workdir, "commit", "-qm", "the user's clone")
+    return workdir, snakemake(workdir)

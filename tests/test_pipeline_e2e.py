@@ -6,11 +6,7 @@ only the forced fold's run when one fold is forced."""
 from __future__ import annotations
 
 import json
-import re
-import shutil
 import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
@@ -19,141 +15,23 @@ import pandas as pd
 import pytest
 import yaml
 
-from rankstudy.data.registry import load_registry
+from pipeline_runs import (REPO, SNAKEMAKE, TINY, copy_run, features_dir, fold_runs, git, job_counts, make_workdir,
+                           ndcg_at_10, protocol_of, run_dir, snakemake)
 from rankstudy.pipeline import layout
 
-pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-
-
-def run_dir(workdir: Path, method: str, fold: int, featureset: str = "first", dataset: str = "synthetic",
-            study: str = "default") -> Path:
-    """A fold's run folder, as rankstudy.pipeline.layout names it."""
-    return workdir / layout.fill(layout.FOLD_DIR, study=study, dataset=dataset, featureset=featureset,
-                                 method=method, fold=fold)
+@pytest.fixture
+def tiny_run(tiny_base):
+    """The tiny study's run (pipeline_runs.TINY), built once per session by tests/conftest.py and
+    shared: read it, never change it."""
+    return tiny_base
 
 
-def protocol_of(workdir: Path, configfile: str = "test.yaml", dataset: str = "synthetic") -> layout.Protocol:
-    """The data, cleaning and norm names a run of ``configfile`` gives ``dataset``."""
-    config = yaml.safe_load((workdir / configfile).read_text())
-    entry = load_registry(workdir / config.get("registry", "config/datasets.yaml"))[dataset]
-    return layout.protocol(dataset, entry, config)
-
-
-def features_dir(workdir: Path, featureset: str, fold: int, configfile: str = "test.yaml",
-                 dataset: str = "synthetic") -> Path:
-    keys = protocol_of(workdir, configfile, dataset).keys()
-    return workdir / layout.fill(layout.FEATURES_DIR, featureset=featureset, fold=fold, **keys)
-
-
-def make_workdir(tmp: Path, overrides: dict) -> Path:
-    """A copy of the workflow as a user's clone has it, with a config file of our own."""
-    for name in ("Snakefile", "workflow", "config", "environment.yml"):
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / name)
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    config.update(overrides)
-    (tmp / "test.yaml").write_text(yaml.safe_dump(config))
-    return tmp
-
-
-PROGRESS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done$")
-say = print  # replaced by a writer past pytest's output capture, below
-
-
-@pytest.fixture(autouse=True, scope="session")
-def progress_on_the_terminal(request):
-    """The runs take minutes: show Snakemake's progress as it comes, past pytest's capture."""
-    global say
-    capture = request.config.pluginmanager.getplugin("capturemanager")
-
-    def to_terminal(line: str) -> None:
-        with capture.global_and_fixture_disabled():
-            print(line, flush=True)
-
-    say = to_terminal
-
-
-def snakemake(workdir: Path, *args: str, configfile: str = "test.yaml") -> subprocess.CompletedProcess:
-    """Run the CLI; its progress lines go to the terminal as they come (a run takes minutes)."""
-    cmd = [SNAKEMAKE, "--cores", "2", "--configfile", configfile, "--replace-workflow-config", *args]
-    proc = subprocess.Popen(cmd, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # stdout is drained beside stderr: a dry run's long plan would fill the pipe and block snakemake
-    stdout_chunks: list[str] = []
-    reader = threading.Thread(target=lambda: stdout_chunks.append(proc.stdout.read()), daemon=True)
-    reader.start()
-    stderr, last = [], 0.0
-    for line in proc.stderr:  # snakemake reports progress on stderr
-        stderr.append(line)
-        done = PROGRESS.match(line.strip())
-        if done and (time.monotonic() - last > 15 or done.group(1) == done.group(2)):
-            last = time.monotonic()
-            say(f"  [snakemake in {workdir.name}] {line.strip()}")
-    reader.join()
-    stdout = "".join(stdout_chunks)
-    out = subprocess.CompletedProcess(cmd, proc.wait(timeout=1800), stdout, "".join(stderr))
-    if out.returncode != 0:
-        raise AssertionError(f"{' '.join(cmd)} failed:\n{out.stdout[-5000:]}\n{out.stderr[-8000:]}")
-    return out
-
-
-def git(workdir: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=test", "-c", "user.email=test@example.org", *args],
-                   cwd=workdir, check=True, capture_output=True)
-
-
-def job_counts(output: str) -> dict[str, int]:
-    """Parse Snakemake's 'Job stats' table."""
-    stats = output.split("Job stats:")[1]
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)\s*$", stats, re.M)
-            if m.group(1) != "total"}
-
-
-def ndcg_at_10(labels: np.ndarray, scores: np.ndarray) -> float:
-    """Independent per-query NDCG@10 (gain 2^r - 1, log2 discount, stable tie order)."""
-    order = np.argsort(-scores, kind="stable")[:10]
-    ideal = np.sort(labels)[::-1][:10]
-    disc = 1 / np.log2(np.arange(2, 12))
-    idcg = ((2 ** ideal - 1) * disc[: len(ideal)]).sum()
-    return 0.0 if idcg == 0 else ((2 ** labels[order] - 1) * disc[: len(order)]).sum() / idcg
-
-
-def fold_runs(workdir: Path) -> pd.DataFrame:
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
-    exp = client.get_experiment_by_name("rankstudy")
-    runs = client.search_runs([exp.experiment_id], max_results=10000)
-    return pd.DataFrame([{"key": r.data.tags.get("rankstudy.key"), "level": r.data.tags.get("rankstudy.level"),
-                          "id": r.info.run_id, "name": r.info.run_name, "start": r.info.start_time,
-                          "end": r.info.end_time, "folds": r.data.tags.get("folds")} for r in runs])
-
-
-# two folds, three cheap methods, first-order features and one second-order set (so the
-# pair_correlations rule runs too); the SLURM test runs the same study
-TINY = {
-    "folds": [1, 2],
-    "synthetic": {"n_queries": 60, "n_features": 17},
-    "methods": {
-        "pointwise": {"kind": "linear", "params": {"loss": "pointwise_mse"}, "grid": {"l2": [0.01, 1.0]}},
-        "ranknet": {"kind": "linear", "params": {"loss": "ranknet"}, "grid": {"l2": [0.01]}},
-        "lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 30, "num_leaves": 7}},
-    },
-    "features": {"normalization": "zscore", "first_order": True, "rho": [0.1]},
-    "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "err", "map"], "n_resamples": 200},
-}
-
-
-@pytest.fixture(scope="module")
-def tiny_run(tmp_path_factory):
-    workdir = make_workdir(tmp_path_factory.mktemp("e2e"), TINY)
-    git(workdir, "init", "-q")
-    git(workdir, "add", ".")
-    git(workdir, "commit", "-qm", "the user's clone")
-    out = snakemake(workdir)
-    return workdir, out
+@pytest.fixture
+def tiny_copy(tiny_base, tmp_path):
+    """A copy of the tiny study's run for a test that changes it, its files' times and Snakemake's
+    metadata with it (as a user's clone copied elsewhere): Snakemake finds it up to date."""
+    return copy_run(tiny_base[0], tmp_path / "tiny")
 
 
 def test_tables_plots_and_runs_exist(tiny_run):
@@ -287,8 +165,8 @@ def test_the_report_holds_every_table_and_builds_without_a_warning(tiny_run):
     assert "mlflow=" not in report and "tracking_uri=" not in report
 
 
-def test_a_new_commit_plans_nothing(tiny_run):
-    workdir, _ = tiny_run
+def test_a_new_commit_plans_nothing(tiny_copy):
+    workdir = tiny_copy
     (workdir / "README.md").write_text("a change that is not code\n")
     git(workdir, "add", ".")
     git(workdir, "commit", "-qm", "docs")
@@ -306,8 +184,8 @@ def test_a_change_that_does_not_touch_a_job_plans_nothing(tiny_run, change):
     assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
 
 
-def test_a_new_report_metric_evaluates_again_without_training(tiny_run):
-    workdir, _ = tiny_run
+def test_a_new_report_metric_evaluates_again_without_training(tiny_copy):
+    workdir = tiny_copy
     config = yaml.safe_load((workdir / "test.yaml").read_text())
     config["evaluation"]["metrics"] = config["evaluation"]["metrics"] + ["err@5"]
     (workdir / "more-metrics.yaml").write_text(yaml.safe_dump(config))
@@ -316,8 +194,8 @@ def test_a_new_report_metric_evaluates_again_without_training(tiny_run):
     assert counts["evaluate"] == 2 * 3 * 2 and counts["aggregate"] == 3 * 2
 
 
-def test_forcing_one_fold_reruns_only_its_jobs_and_keeps_the_other_runs(tiny_run):
-    workdir, _ = tiny_run
+def test_forcing_one_fold_reruns_only_its_jobs_and_keeps_the_other_runs(tiny_copy):
+    workdir = tiny_copy
     target = str((run_dir(workdir, "ranknet", 2) / "model.json").relative_to(workdir))
     before = fold_runs(workdir).query("level == 'fold'").set_index("key")["id"]
     dry = snakemake(workdir, "--dry-run", "--forcerun", target)
@@ -331,19 +209,19 @@ def test_forcing_one_fold_reruns_only_its_jobs_and_keeps_the_other_runs(tiny_run
     assert after.drop(forced).equals(before.drop(forced))
 
 
-def test_two_studies_of_one_data_set_share_the_data_and_never_overwrite_each_other(tmp_path):
-    """Study A, then study B (same data and protocol, the same method with another grid), then
-    study C (another cleaning): B reuses A's parsed splits and feature sets, C reuses the parsed
-    splits only; neither touches A's runs, and a dry run of A afterwards plans nothing."""
-    base = {**TINY, "folds": [1], "methods": {"ranknet": TINY["methods"]["ranknet"]},
-            "report": {**TINY["report"], "baseline": "ranknet"}}
-    workdir = make_workdir(tmp_path, {**base, "study": "A"})
+def test_two_studies_of_one_data_set_share_the_data_and_never_overwrite_each_other(tiny_copy):
+    """The tiny study's run (study default), then study B (same data and protocol, fold 1, the
+    same method with another grid), then study C (fold 1, another cleaning): B reuses the default
+    study's parsed splits and feature sets, C reuses the parsed splits only; neither touches the
+    default study's runs, and a dry run of it afterwards plans nothing."""
+    workdir = tiny_copy
     config = yaml.safe_load((workdir / "test.yaml").read_text())
+    fold1 = {"folds": [1], "methods": {"ranknet": TINY["methods"]["ranknet"]},
+             "report": {**TINY["report"], "baseline": "ranknet"}}
     for name, change in {"B": {"methods": {"ranknet": {**TINY["methods"]["ranknet"], "grid": {"l2": [1.0]}}}},
                          "C": {"cleaning": {"drop_no_relevant": ["train"], "chakrabarti": ["train"]}}}.items():
-        (workdir / f"{name}.yaml").write_text(yaml.safe_dump({**config, "study": name, **change}))
-    snakemake(workdir)
-    fit_a = (run_dir(workdir, "ranknet", 1, study="A") / "fit.json").read_text()
+        (workdir / f"{name}.yaml").write_text(yaml.safe_dump({**config, **fold1, "study": name, **change}))
+    fit_a = (run_dir(workdir, "ranknet", 1) / "fit.json").read_text()
 
     counts = job_counts(snakemake(workdir, "--dry-run", configfile="B.yaml").stdout)
     assert counts == {"train": 2, "evaluate": 2, "aggregate": 2, "tables": 1, "all": 1}, counts
@@ -355,23 +233,26 @@ def test_two_studies_of_one_data_set_share_the_data_and_never_overwrite_each_oth
 
     dry = snakemake(workdir, "--dry-run")
     assert "Nothing to be done" in dry.stdout + dry.stderr, dry.stdout
-    assert (run_dir(workdir, "ranknet", 1, study="A") / "fit.json").read_text() == fit_a
+    assert (run_dir(workdir, "ranknet", 1) / "fit.json").read_text() == fit_a
     runs = fold_runs(workdir)
     folds = runs[runs.level == "fold"]
-    assert len(folds) == 3 * 2 and folds.key.is_unique
-    assert sorted({key.split("/")[0] for key in folds.key}) == ["A", "B", "C"]
-    for study in "ABC":
+    assert len(folds) == 2 * 3 * 2 + 2 + 2 and folds.key.is_unique
+    assert sorted({key.split("/")[0] for key in folds.key}) == ["B", "C", "default"]
+    for study in ("default", "B", "C"):
         assert (workdir / f"results/tables/{study}/synthetic.md").exists()
 
 
-def test_a_model_forced_not_to_learn_is_marked_in_tables_and_mlflow(tmp_path):
+def test_a_model_forced_not_to_learn_is_marked_in_tables_and_mlflow(tiny_copy):
     """A RankNet whose penalty pins w near 0 (its objective cannot fall) beside a normal one: its
     fold summary says why, the tables mark it, its MLflow runs carry rankstudy.learned=false."""
     from mlflow.tracking import MlflowClient
 
     stuck = {"kind": "linear", "params": {"loss": "ranknet", "l2": 1.0e6}}
-    workdir = make_workdir(tmp_path, {**TINY, "folds": [1], "features": {**TINY["features"], "rho": []},
-                                      "methods": {"ranknet": TINY["methods"]["ranknet"], "stuck": stuck}})
+    workdir = tiny_copy  # its ranknet is already trained
+    config = yaml.safe_load((workdir / "test.yaml").read_text())
+    config.update({"folds": [1], "features": {**TINY["features"], "rho": []},
+                   "methods": {"ranknet": TINY["methods"]["ranknet"], "stuck": stuck}})
+    (workdir / "test.yaml").write_text(yaml.safe_dump(config))
     snakemake(workdir)
     summary = json.loads((run_dir(workdir, "stuck", 1) / "summary.json").read_text())
     assert not summary["learned"]["learned"]

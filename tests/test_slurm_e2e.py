@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from test_pipeline_e2e import TINY, job_counts, make_workdir, progress_on_the_terminal, snakemake  # noqa: F401
+from pipeline_runs import TINY, job_counts, make_workdir, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -98,9 +98,9 @@ def workdir_of_the_tiny_run(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def local_and_slurm_runs(slurm_cluster, tmp_path_factory):
-    local = workdir_of_the_tiny_run(tmp_path_factory.mktemp("local"))
-    local_out = snakemake(local)
+def local_and_slurm_runs(slurm_cluster, request, tmp_path_factory):
+    # the local run is the session's tiny run (tests/conftest.py), asked for once a cluster answers
+    local, local_out = request.getfixturevalue("tiny_base")
     cluster = workdir_of_the_tiny_run(tmp_path_factory.mktemp("slurm"))
     # the profile as a user names it, relative to the copy of the workflow; successful jobs'
     # SLURM logs are kept to be looked at here
