@@ -1,9 +1,23 @@
-"""Shared fixtures, and the base runs of the end-to-end tests built once per session. Tests that
-need the real LETOR files skip when ../shared/data is absent."""
+"""Shared fixtures, and the tiers every test is sorted into at collection (pyproject.toml names them):
+
+* ``realdata``: uses the real LETOR files (the fixtures ``shared_data``, ``mq2008_dir``,
+  ``ohsumed_dir``, ``ohsumed_fold``); skips when ../shared/data is absent;
+* ``e2e``: whole studies through the Snakemake CLI: a module in ``E2E_MODULES`` or named
+  ``*_e2e.py``, a test using a shared base run (``E2E_FIXTURES``), or one marked ``slow``;
+* ``integration``: one component against a real neighbour: the test, a fixture it uses or a
+  helper they call (followed through the module and the helper modules of tests/) starts a
+  process, a server or an MLflow store (``NEIGHBOURS``);
+* ``unit``: everything else.
+
+A tier marker on a test or its module (``pytestmark = pytest.mark.integration``) overrides this.
+``slow`` is e2e plus realdata (``-m "not slow"`` = unit and integration). A unit-tier test that
+starts the Snakemake CLI, Python, MLflow or a shell fails, naming the command."""
 
 from __future__ import annotations
 
+import ast
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -96,3 +110,139 @@ def tiny_base(tmp_path_factory):
     git(workdir, "add", ".")
     git(workdir, "commit", "-qm", "the user's clone")
     return workdir, snakemake(workdir)
+
+
+# ---- tiers
+
+TIERS = ("unit", "integration", "e2e", "realdata")
+TIER = pytest.StashKey[str]()  # the tier a test got, for the unit tier's check below
+REALDATA_FIXTURES = {"shared_data", "mq2008_dir", "ohsumed_dir", "ohsumed_fold"}
+E2E_FIXTURES = {"tiny_base", "tiny_run"}
+E2E_MODULES = {"test_pipeline_e2e", "test_bench_scale"}  # besides every test_*_e2e.py
+# names whose use starts a process or a server, or opens an MLflow store
+NEIGHBOURS = {"subprocess", "Popen", "multiprocessing", "SNAKEMAKE", "LINT_IMPORTS", "snakemake", "serving",
+              "HTTPServer", "ThreadingHTTPServer", "socketserver", "MlflowClient", "mlflow", "sqlite3"}
+NEIGHBOUR_MODULES = {"subprocess", "multiprocessing", "mlflow", "socketserver", "sqlite3"}
+# what a unit-tier test may not start (a library's own helpers, e.g. ldconfig, stay allowed)
+UNIT_FORBIDDEN = {"snakemake", "mlflow", "lint-imports", "bash", "sh", "git", "sinfo", "sbatch", "sacct"}
+
+
+class _Refs:
+    """The names a module-level function or class of a tests/ file uses, followed through the
+    module's own definitions and those it imports from the helper modules of tests/."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.modules: dict[Path, tuple[dict, dict]] = {}
+        self.memo: dict[tuple[Path, str], bool] = {}
+
+    def parse(self, path: Path) -> tuple[dict, dict]:
+        if path not in self.modules:
+            tree = ast.parse(path.read_text(), str(path))
+            defs, imported = {}, {}
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    defs[node.name] = node
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    for alias in node.names:
+                        imported[alias.asname or alias.name] = (node.module, alias.name)
+            self.modules[path] = (defs, imported)
+        return self.modules[path]
+
+    def helper(self, module: str) -> Path | None:
+        path = self.folder / f"{module}.py"
+        return path if path.exists() else None
+
+    def uses_neighbours(self, path: Path, name: str) -> bool:
+        key = (path, name)
+        if key not in self.memo:
+            self.memo[key] = False  # a recursion ends here
+            self.memo[key] = self._walk(path, name)
+        return self.memo[key]
+
+    def _walk(self, path: Path, name: str) -> bool:
+        defs, imported = self.parse(path)
+        if name not in defs:
+            return False
+        for node in ast.walk(defs[name]):
+            used = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                    else None)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("sqlite:"):
+                return True
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+                if any(m.split(".")[0] in NEIGHBOUR_MODULES or m == "http.server" for m in modules):
+                    return True
+                if isinstance(node, ast.ImportFrom) and NEIGHBOURS & {a.name for a in node.names}:
+                    return True
+                if isinstance(node, ast.ImportFrom) and node.module and self.helper(node.module):
+                    if any(self.uses_neighbours(self.helper(node.module), a.name) for a in node.names):
+                        return True
+                continue
+            if used is None:
+                continue
+            if used in NEIGHBOURS:
+                return True
+            if used != name and used in defs and self.uses_neighbours(path, used):
+                return True
+            if used in imported and (found := self.helper(imported[used][0])):
+                if self.uses_neighbours(found, imported[used][1]):
+                    return True
+        return False
+
+
+def tier_of(item: pytest.Item, refs: _Refs) -> str:
+    explicit = {m.name for m in item.iter_markers() if m.name in TIERS}
+    if len(explicit) > 1:
+        raise pytest.UsageError(f"{item.nodeid}: more than one tier marker: {sorted(explicit)}")
+    if explicit:
+        return explicit.pop()
+    fixtures = set(getattr(item, "fixturenames", ()))
+    if fixtures & REALDATA_FIXTURES:
+        return "realdata"
+    module = Path(item.path)
+    if (module.stem in E2E_MODULES or module.stem.endswith("_e2e") or fixtures & E2E_FIXTURES
+            or item.get_closest_marker("slow")):
+        return "e2e"
+    function = getattr(item, "function", None)
+    own = [(module, getattr(item, "cls", None).__name__ if getattr(item, "cls", None) else function.__name__)] \
+        if function is not None else []
+    infos = getattr(item, "_fixtureinfo", None)
+    for name in fixtures - {"unit_tests_start_no_process", "progress_on_the_terminal"}:  # this file's own
+        for fixturedef in (infos.name2fixturedefs.get(name, ()) if infos else ()):
+            code = getattr(fixturedef.func, "__code__", None)
+            if code is not None and Path(code.co_filename).parent == refs.folder:
+                own.append((Path(code.co_filename), fixturedef.func.__name__))
+    if any(refs.uses_neighbours(path, name) for path, name in own):
+        return "integration"
+    return "unit"
+
+
+def pytest_collection_modifyitems(config, items):
+    refs = _Refs(Path(__file__).resolve().parent)
+    for item in items:
+        tier = tier_of(item, refs)
+        if item.get_closest_marker("slow") and tier not in ("e2e", "realdata"):
+            raise pytest.UsageError(f"{item.nodeid}: marked slow but of the {tier} tier (slow is e2e and realdata)")
+        if tier not in {m.name for m in item.iter_markers()}:
+            item.add_marker(tier)
+        if tier in ("e2e", "realdata") and not item.get_closest_marker("slow"):
+            item.add_marker("slow")
+        item.stash[TIER] = tier
+
+
+@pytest.fixture(autouse=True)
+def unit_tests_start_no_process(request, monkeypatch):
+    """The unit tier's promise, checked: its tests start no Snakemake, Python, MLflow or shell."""
+    if request.node.stash.get(TIER, None) != "unit":
+        return
+    real = subprocess.Popen.__init__
+
+    def refuse(self, args, *rest, **kwargs):
+        program = Path(str(args if isinstance(args, (str, os.PathLike)) else args[0]).split()[0]).name
+        if program in UNIT_FORBIDDEN or program.startswith("python") or program == Path(sys.executable).name:
+            raise AssertionError(f"a unit-tier test starts `{program}`: it belongs to the integration tier "
+                                 "(mark it @pytest.mark.integration, or see tests/conftest.py)")
+        real(self, args, *rest, **kwargs)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
