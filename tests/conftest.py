@@ -120,8 +120,9 @@ REALDATA_FIXTURES = {"shared_data", "mq2008_dir", "ohsumed_dir", "ohsumed_fold"}
 E2E_FIXTURES = {"tiny_base", "tiny_run"}
 E2E_MODULES = {"test_pipeline_e2e", "test_bench_scale"}  # besides every test_*_e2e.py
 # names whose use starts a process or a server, or opens an MLflow store
+# (sys.executable: a command line for a library that starts it)
 NEIGHBOURS = {"subprocess", "Popen", "multiprocessing", "SNAKEMAKE", "LINT_IMPORTS", "snakemake", "serving",
-              "HTTPServer", "ThreadingHTTPServer", "socketserver", "MlflowClient", "mlflow", "sqlite3"}
+              "HTTPServer", "ThreadingHTTPServer", "socketserver", "MlflowClient", "mlflow", "sqlite3", "executable"}
 NEIGHBOUR_MODULES = {"subprocess", "multiprocessing", "mlflow", "socketserver", "sqlite3"}
 # what a unit-tier test may not start (a library's own helpers, e.g. ldconfig, stay allowed)
 UNIT_FORBIDDEN = {"snakemake", "mlflow", "lint-imports", "bash", "sh", "git", "sinfo", "sbatch", "sacct"}

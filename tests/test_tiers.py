@@ -73,6 +73,10 @@ def test_each_test_gets_the_tier_of_what_it_uses(tiered):
         def test_says_its_tier(shared_data):
             pass
 
+        def test_hands_python_to_a_library():
+            import sys
+            helper_of_a_library([sys.executable, "-c", "pass"])
+
         class TestGrouped:
             def test_in_a_class(self):
                 import multiprocessing
@@ -83,6 +87,7 @@ def test_each_test_gets_the_tier_of_what_it_uses(tiered):
     assert found == {"test_pure": (["unit"], False), "test_through_two_helpers": (["integration"], False),
                      "test_with_a_store": (["integration"], False), "test_on_real_data": (["realdata"], True),
                      "test_marked_slow": (["e2e"], True), "test_says_its_tier": (["integration"], False),
+                     "test_hands_python_to_a_library": (["integration"], False),
                      "test_in_a_class": (["integration"], False), "test_anything": (["e2e"], True)}
 
 
