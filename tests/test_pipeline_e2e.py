@@ -1,7 +1,9 @@
 """End to end: the real `snakemake` CLI on a tiny config in a temporary copy of the workflow
 (a git repository of its own), run once and shared by the checks of its outputs, its MLflow
 store, and what a rerun redoes: nothing after a commit, no training for a new metric, and
-only the forced fold's run when one fold is forced."""
+only the forced fold's run when one fold is forced (run once per session by tests/conftest.py;
+a test that changes it works on a copy, pipeline_runs.copy_run). Then the studies of
+config/studies on tiny data, and real LETOR data through the CLI."""
 
 from __future__ import annotations
 
