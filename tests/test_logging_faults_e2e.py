@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 from rankstudy.pipeline import layout
-from test_pipeline_e2e import SNAKEMAKE, git, job_counts, make_workdir, progress_on_the_terminal, snakemake  # noqa: F401
+from pipeline_runs import SNAKEMAKE, git, job_counts, make_workdir, snakemake
 
 pytestmark = pytest.mark.slow
 
