@@ -9,6 +9,7 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.data.blocks import pad
+from rankstudy.evaluation.metrics import per_query
 
 
 def finite_difference(fn, s, h=1e-6):
@@ -96,3 +97,14 @@ def ohsumed_shaped(seed: int, n_queries: int = 20, n_docs: int = 150, spread: in
     offsets = np.concatenate([[0], np.cumsum(lengths)])
     return RankData(X=np.vstack(X), y=np.concatenate(y), qid=np.repeat(np.arange(n_queries), lengths),
                     docid=np.arange(offsets[-1]).astype(str), offsets=offsets)
+
+
+def mean_metric(scores, data, metric: str = "ndcg@10") -> float:
+    """Mean over the split's queries of one metric of ``scores``."""
+    return float(per_query(scores, data.y, data.offsets, [metric])[metric].mean())
+
+
+def random_ndcg(data, draws: int = 20) -> float:
+    """Mean NDCG@10 of ``draws`` seeded random rankings of the split."""
+    rng = np.random.default_rng(0)
+    return float(np.mean([mean_metric(rng.random(len(data.y)), data) for _ in range(draws)]))

@@ -7,21 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from losscheck import linear_signal_data, ohsumed_shaped
+from losscheck import linear_signal_data, mean_metric, ohsumed_shaped, random_ndcg
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.adarank import AdaRank
 from rankstudy.rankers.registry import load_ranker, make_ranker
 
-
-def mean(scores, data, metric="ndcg@10") -> float:
-    return float(per_query(scores, data.y, data.offsets, [metric])[metric].mean())
-
-
-def random_ndcg(data, draws=20) -> float:
-    rng = np.random.default_rng(0)
-    return float(np.mean([mean(rng.random(len(data.y)), data) for _ in range(draws)]))
 
 
 def one_query(data: RankData, q: int, scores: np.ndarray, metric: str) -> float:
@@ -130,15 +122,15 @@ def test_learns_and_keeps_the_best_prefix_on_validation(splits):
     train, vali, test = splits
     model = AdaRank().fit(train, vali)
     trace = model.objective_trace_
-    assert trace["start"] == pytest.approx(1 - mean(np.zeros(len(train.y)), train))
-    assert trace["final"] == pytest.approx(1 - mean(model.predict(train), train))
+    assert trace["start"] == pytest.approx(1 - mean_metric(np.zeros(len(train.y)), train))
+    assert trace["final"] == pytest.approx(1 - mean_metric(model.predict(train), train))
     assert trace["final"] < trace["start"] - 0.2
-    assert mean(model.predict(test), test) > random_ndcg(test) + 0.2
+    assert mean_metric(model.predict(test), test) > random_ndcg(test) + 0.2
     # a rollback starts the search for the best prefix afresh
     rollbacks = [i for i, h in enumerate(model.history_) if h.get("rolled_back")]
     since = model.history_[rollbacks[-1] + 1:] if rollbacks else model.history_
     best = max(h["vali_ndcg@10"] for h in since if "vali_ndcg@10" in h and not h.get("stopped"))
-    assert mean(model.predict(vali), vali) == pytest.approx(best)
+    assert mean_metric(model.predict(vali), vali) == pytest.approx(best)
 
 
 def test_save_load_round_trip_gives_identical_scores(splits, tmp_path):
@@ -170,7 +162,7 @@ def test_learns_on_real_ohsumed(metric, ohsumed_fold):
     train, vali, test = splits["train"], splits["vali"], splits["test"]
     model = AdaRank(metric=metric).fit(train, vali)
     scores = model.predict(test)
-    ndcg, ap, random = mean(scores, test), mean(scores, test, "map"), random_ndcg(test)
+    ndcg, ap, random = mean_metric(scores, test), mean_metric(scores, test, "map"), random_ndcg(test)
     print(f"\nadarank-{metric} OHSUMED fold 1: test NDCG@10 {ndcg:.4f}, MAP {ap:.4f} (random NDCG@10 "
           f"{random:.4f}); rounds {len(model.history_)}, kept {len(model.alphas_)}; objective {model.objective_trace_}")
     assert ndcg > random + 0.1

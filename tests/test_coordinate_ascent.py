@@ -7,19 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from losscheck import linear_signal_data
-from rankstudy.evaluation.metrics import per_query
+from losscheck import linear_signal_data, mean_metric, random_ndcg
 from rankstudy.rankers.coordinate_ascent import CoordinateAscent
 from rankstudy.rankers.registry import load_ranker, make_ranker
 
-
-def mean(scores, data, metric="ndcg@10") -> float:
-    return float(per_query(scores, data.y, data.offsets, [metric])[metric].mean())
-
-
-def random_ndcg(data, draws=20) -> float:
-    rng = np.random.default_rng(0)
-    return float(np.mean([mean(rng.random(len(data.y)), data) for _ in range(draws)]))
 
 
 @pytest.fixture(scope="module")
@@ -49,13 +40,13 @@ def test_a_line_search_never_lowers_the_metric_and_its_scores_are_the_full_produ
         w = rng.normal(size=train.n_features)
         w /= np.abs(w).sum()
         s = train.X @ w
-        score = mean(s, train)
+        score = mean_metric(s, train)
         j = int(rng.integers(train.n_features))
         t, value = ca.line_search(w, s, j, score, train)
         assert value >= score
         moved = w.copy()
         moved[j] += t
-        assert value == pytest.approx(mean(train.X @ moved, train), abs=1e-12)
+        assert value == pytest.approx(mean_metric(train.X @ moved, train), abs=1e-12)
         if t == 0.0:
             assert value == score
 
@@ -67,7 +58,7 @@ class Watched(CoordinateAscent):
 
     def line_search(self, w, s, j, score, train):
         np.testing.assert_allclose(s, train.X @ w, rtol=1e-9, atol=1e-12)
-        assert score == pytest.approx(mean(s, train) - self.penalty(w), abs=1e-12)
+        assert score == pytest.approx(mean_metric(s, train) - self.penalty(w), abs=1e-12)
         return super().line_search(w, s, j, score, train)
 
 
@@ -82,18 +73,18 @@ def test_training_metric_never_falls_within_a_restart_and_weights_are_normalised
     key = "train_ndcg@10"
     for restart in {h["restart"] for h in model.history_}:
         curve = [h[key] for h in model.history_ if h["restart"] == restart]
-        assert curve[0] == pytest.approx(mean(train.X.mean(axis=1), train))  # the uniform start
+        assert curve[0] == pytest.approx(mean_metric(train.X.mean(axis=1), train))  # the uniform start
         assert np.all(np.diff(curve) >= -1e-12), curve
         assert len(curve) - 1 <= model.max_iter
     trace = model.objective_trace_
     assert trace["start"] == pytest.approx(1 - model.history_[0][key])
-    assert trace["final"] == pytest.approx(1 - mean(model.predict(train), train))
+    assert trace["final"] == pytest.approx(1 - mean_metric(model.predict(train), train))
     assert trace["final"] < trace["start"] - 0.2
 
 
 def test_learns_the_signal(model, splits):
     test = splits[2]
-    assert mean(model.predict(test), test) > random_ndcg(test) + 0.3
+    assert mean_metric(model.predict(test), test) > random_ndcg(test) + 0.3
 
 
 def test_restarts_differ_and_the_best_on_validation_is_kept(splits):
@@ -103,13 +94,13 @@ def test_restarts_differ_and_the_best_on_validation_is_kept(splits):
     model = CoordinateAscent(restarts=3, line_steps=12).fit(train, vali)
     ends = [h["vali_ndcg@10"] for h in model.history_ if "vali_ndcg@10" in h]
     assert len(ends) == 3 and len(set(ends)) > 1
-    assert mean(model.predict(vali), vali) == max(ends)
+    assert mean_metric(model.predict(vali), vali) == max(ends)
 
 
 def test_other_metrics_train_too(splits):
     train = splits[0]
     model = CoordinateAscent(metric="map", restarts=1, line_steps=12).fit(train)
-    assert model.objective_trace_["final"] == pytest.approx(1 - mean(model.predict(train), train, "map"))
+    assert model.objective_trace_["final"] == pytest.approx(1 - mean_metric(model.predict(train), train, "map"))
     assert model.objective_trace_["final"] < model.objective_trace_["start"] - 0.2
     assert "train_map" in model.history_[-1]
 
@@ -160,7 +151,7 @@ def test_learns_on_real_ohsumed(ohsumed_fold):
     train, vali, test = splits["train"], splits["vali"], splits["test"]
     model = CoordinateAscent(restarts=2).fit(train, vali)
     scores = model.predict(test)
-    ndcg, ap, random = mean(scores, test), mean(scores, test, "map"), random_ndcg(test)
+    ndcg, ap, random = mean_metric(scores, test), mean_metric(scores, test, "map"), random_ndcg(test)
     print(f"\ncoordinate_ascent OHSUMED fold 1: test NDCG@10 {ndcg:.4f}, MAP {ap:.4f} (random NDCG@10 "
           f"{random:.4f}); passes {len(model.history_)}; objective {model.objective_trace_}")
     assert ndcg > random + 0.1

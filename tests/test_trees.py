@@ -7,21 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from losscheck import ohsumed_shaped
-from rankstudy.evaluation.metrics import per_query
+from losscheck import mean_metric, ohsumed_shaped, random_ndcg
 from rankstudy.rankers.forest import RandomForest
 from rankstudy.rankers.mart import MART
 from rankstudy.rankers.params import ParamError
 from rankstudy.rankers.registry import load_ranker, make_ranker
 
-
-def mean(scores, data, metric="ndcg@10") -> float:
-    return float(per_query(scores, data.y, data.offsets, [metric])[metric].mean())
-
-
-def random_ndcg(data, draws=20) -> float:
-    rng = np.random.default_rng(0)
-    return float(np.mean([mean(rng.random(len(data.y)), data) for _ in range(draws)]))
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +44,7 @@ def test_learns_and_lowers_the_training_mse_from_the_label_variance(name, reques
     # the l2 LightGBM reports is the mean squared error of the kept model's predictions
     assert trace["final"] == pytest.approx(np.mean((model.predict(train) - train.y) ** 2), rel=1e-6)
     assert trace["final"] < 0.9 * trace["start"]
-    assert mean(model.predict(test), test) > random_ndcg(test) + 0.1
+    assert mean_metric(model.predict(test), test) > random_ndcg(test) + 0.1
 
 
 def test_mart_stops_early_on_validation_ndcg(mart):
@@ -118,7 +109,7 @@ def test_learns_on_real_ohsumed(kind, ohsumed_fold):
     train, vali, test = splits["train"], splits["vali"], splits["test"]
     model = make_ranker(kind).fit(train, vali)
     scores = model.predict(test)
-    ndcg, ap, random = mean(scores, test), mean(scores, test, "map"), random_ndcg(test)
+    ndcg, ap, random = mean_metric(scores, test), mean_metric(scores, test, "map"), random_ndcg(test)
     print(f"\n{kind} OHSUMED fold 1: test NDCG@10 {ndcg:.4f}, MAP {ap:.4f} (random NDCG@10 {random:.4f}); "
           f"trees kept {model.best_iteration_}; objective {model.objective_trace_}")
     assert ndcg > random + 0.1
