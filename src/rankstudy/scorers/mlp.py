@@ -29,29 +29,12 @@ from typing import Any
 
 import numpy as np
 
+from rankstudy.scorers.activations import ACTIVATIONS, activate
 from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
 
-ACTIVATIONS = ("relu", "leaky_relu", "tanh", "sigmoid")
 INPUT_NORMS = ("batch", "layer")
-LEAK = 0.01  # leaky_relu's slope below 0 (torch's default)
 NORM_EPS = 1e-5  # added to variances (torch's LayerNorm / BatchNorm default)
 SCORE_CHUNK = 16384  # prediction scores this many rows at a time: memory bounded by the chunk
-
-
-def activate(name: str, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """act(z) and act'(z) (at a ReLU's kink, 0: the subgradient torch takes)."""
-    if name == "relu":
-        return np.maximum(z, 0.0), (z > 0).astype(z.dtype)
-    if name == "leaky_relu":
-        positive = z > 0
-        return np.where(positive, z, LEAK * z), np.where(positive, 1.0, LEAK)
-    if name == "tanh":
-        h = np.tanh(z)
-        return h, 1.0 - h * h
-    if name == "sigmoid":
-        h = 0.5 * (1.0 + np.tanh(0.5 * z))  # overflow-free logistic
-        return h, h * (1.0 - h)
-    raise ValueError(f"unknown activation {name!r}; valid activations: {', '.join(ACTIVATIONS)}")
 
 
 def input_statistics(X: np.ndarray) -> dict[str, list[float]]:

@@ -19,10 +19,11 @@ from typing import Any, Callable
 import numpy as np
 
 from rankstudy.data.qadata import QAData
+from rankstudy.scorers.activations import activate
 from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
 
 SEPARATE_FUNCTIONALS = ("f1", "f2")
-ACTIVATIONS = ("sigmoid", "tanh")
+ACTIVATIONS = ("sigmoid", "tanh")  # Tran et al.'s two for f1
 
 # A VJP maps dL/dscores (n,) to (dL/dP (Q, d), dL/dR (n, d)), P = Y A', R = Z B'
 Backward = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -30,21 +31,11 @@ Backward = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 # --------------------------------------------------------------------------- functionals
 
-def _activation(name: str, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """sigma(x) and sigma'(x)."""
-    if name == "tanh":
-        h = np.tanh(x)
-        return h, 1.0 - h * h
-    if name == "sigmoid":
-        h = 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free logistic
-        return h, h * (1.0 - h)
-    raise ValueError(f"unknown activation {name!r}; valid activations: {', '.join(ACTIVATIONS)}")
-
 
 def f1(P: np.ndarray, R: np.ndarray, lengths: np.ndarray, activation: str = "tanh") -> tuple[np.ndarray, Backward]:
     """Eq. 2 for all answers: s_o = sigma(P_q) . R_o with P = Y A' (per question) and
     R = Z B' (per answer); ``lengths`` are the answers per question."""
-    H, dH = _activation(activation, P)
+    H, dH = activate(activation, P)
     H_rows = np.repeat(H, lengths, axis=0)
     scores = np.einsum("nd,nd->n", H_rows, R)
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
