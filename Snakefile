@@ -19,7 +19,8 @@ from rankstudy.util.memory import workflow_memory_problem  # standard library on
 if problem := workflow_memory_problem():
     raise WorkflowError(problem)
 try:
-    from rankstudy.pipeline.config import apply_defaults, own_methods, prepare_cli_values
+    from rankstudy.pipeline.config import apply_defaults, check_config_files, own_methods, prepare_cli_values, \
+        schema_problem
     from rankstudy.pipeline.summary import run_summary
     from rankstudy.tracking.errors import check_server_answers
 except Exception as exc:
@@ -33,6 +34,9 @@ min_version("9.0")
 
 configfile: "config/config.yaml"
 
+# a key given twice in a config file (YAML keeps the last one silently) is named with its file:line
+check_config_files([Path(workflow.basedir) / "config" / "config.yaml", *workflow.config_settings.configfiles])
+
 # a study (--configfile, or --config methods=...) trains the methods it defines, not config.yaml's too
 own_methods(config, workflow.config_settings.overwrite_config)
 
@@ -41,6 +45,9 @@ own_methods(config, workflow.config_settings.overwrite_config)
 SCHEMA = "workflow/schemas/config.schema.yaml"
 prepare_cli_values(config, yaml.safe_load((Path(workflow.basedir) / SCHEMA).read_text()))
 
+# one line naming the key, not Snakemake's message with the whole schema after it
+if problem := schema_problem(config, yaml.safe_load((Path(workflow.basedir) / SCHEMA).read_text())):
+    raise WorkflowError(problem)
 validate(config, SCHEMA)  # also sets the schema's defaults
 apply_defaults(config)
 

@@ -12,8 +12,8 @@ from snakemake.utils import validate
 
 from rankstudy.data.registry import RegistryError
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
-from rankstudy.pipeline.config import ConfigError, apply_defaults, check_config, check_method, own_methods, \
-    prepare_cli_values
+from rankstudy.pipeline.config import ConfigError, apply_defaults, check_config, check_config_files, check_method, \
+    own_methods, prepare_cli_values, schema_problem
 from rankstudy.reporting import paper_tables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -410,3 +410,29 @@ def test_a_study_trains_the_methods_it_defines_and_not_the_defaults(config):
     update_config(kept, copy.deepcopy(given))
     own_methods(kept, given)
     assert kept["report"]["baseline"] == "m" and list(kept["methods"]) == ["m"]
+
+
+def test_a_key_given_twice_in_a_config_file_is_named_with_its_line(tmp_path):
+    """PyYAML keeps the last of two equal keys silently: a method labelled ranknet was trained as
+    the ListNet written under the same name further down."""
+    study = tmp_path / "study.yaml"
+    study.write_text("methods:\n  ranknet: {kind: linear}\n  other: {kind: linear}\n  ranknet: {kind: linear, "
+                     "params: {loss: listnet}}\n")
+    with pytest.raises(ConfigError, match=rf"^config file {study}:4: key 'ranknet' is given twice \(first on line 2\)$"):
+        check_config_files([study])
+    study.write_text("folds: [1\nmethods: {}\n")
+    with pytest.raises(ConfigError, match=rf"^config file {study}:2: "):
+        check_config_files([study])
+    study.write_text("folds: [1, 2]\nmethods: {a: {kind: linear}}\n")
+    check_config_files([study, REPO / "config/config.yaml", *sorted((REPO / "config/studies").glob("*.yaml"))])
+
+
+def test_a_departure_from_the_schema_is_one_line_naming_the_key(config):
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema_problem(copy.deepcopy(config), schema) is None
+    config["studdy"] = "x"
+    assert schema_problem(config, schema) == ("config key (top level): Additional properties are not allowed "
+                                              "('studdy' was unexpected)")
+    del config["studdy"]
+    config["report"]["alpha"] = "high"
+    assert schema_problem(config, schema).startswith("config key report.alpha: 'high' is not of type")

@@ -122,6 +122,49 @@ def _coerce(value, schema: dict):
     return value
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping (PyYAML keeps the last silently: two
+    methods under one name became one, trained as the second)."""
+
+
+def _mapping_without_duplicates(loader, node, deep=False):
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is given twice (first on line {seen[key] + 1})", key_node.start_mark)
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def check_config_files(paths) -> None:
+    """ConfigError naming the file and line of a YAML error or of a key given twice in one mapping,
+    for every config file of the run."""
+    for path in paths:
+        try:
+            yaml.load(Path(path).read_text(), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = f"{path}:{mark.line + 1}" if mark else str(path)
+            raise ConfigError(f"config file {where}: {exc.problem or exc.context}") from None
+
+
+def schema_problem(config: dict, schema: dict) -> str | None:
+    """The config's first departure from the schema as one line naming the key (Snakemake's own
+    message is followed by the whole schema, hundreds of lines)."""
+    import jsonschema
+
+    error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(schema).iter_errors(config))
+    if error is None:
+        return None
+    key = ".".join(str(part) for part in error.absolute_path)
+    return f"config key {key or '(top level)'}: {error.message}"
+
+
 def own_methods(config: dict, given: dict) -> None:
     """A study owns its methods, in place: when the ``--configfile`` files and ``--config`` values
     (``given``, as Snakemake merged them) define ``methods``, the run trains those alone, as
