@@ -500,3 +500,35 @@ def test_ndcg_plot_gives_each_method_a_colour_and_each_featureset_a_line_style()
     assert all(len(s) == 1 for s in styles.values()) and styles["first"] != styles["rho0.10"]
     FigureCanvasAgg(fig).draw()
     assert ax.get_legend().get_window_extent().x0 > ax.get_window_extent().x1  # outside the axes
+
+
+def test_wins_ties_and_losses_against_the_baseline_count_the_paired_queries(table, per_query, tmp_path):
+    """PyTerrier's +/- columns: on how many paired queries a system beats, ties or loses to the
+    baseline, counted independently here from the per-query frame."""
+    for system in ("tied", BEST, ODD_NAME):
+        part = table.loc[system, METRICS[0]]
+        wide = per_query.pivot(index=["fold", "qid"], columns="system", values=METRICS[0])
+        d = (wide[system] - wide["base"]).to_numpy()
+        assert (part["wins"], part["ties"], part["losses"]) == ((d > 0).sum(), (d == 0).sum(), (d < 0).sum())
+        assert part["wins"] + part["ties"] + part["losses"] == part["n_pairs"]
+    assert table.loc["tied", METRICS[0]][["wins", "losses"]].tolist() == [30, 30]
+    assert table.loc["base", METRICS[0]][["wins", "ties", "losses"]].tolist() == [0, 60, 0]
+    md = [p for p in write_tables(table, METRICS, tmp_path / "t", CAPTION) if p.suffix == ".md"][0].read_text()
+    assert "Wins / ties / losses against the baseline base" in md and "30 / 0 / 30 of 60" in md
+
+
+def test_the_chosen_settings_print_integers_as_integers_and_timing_drops_empty_columns(tmp_path):
+    from types import SimpleNamespace
+
+    from rankstudy.reporting import chosen, timing
+
+    summaries = {"lambdamart [first]": SimpleNamespace(chosen={"1": {"num_leaves": 15, "best_iteration": 22}},
+                                                       learned={"1": {"learned": True}}),
+                 "ranknet [first]": SimpleNamespace(chosen={"1": {"l2": 0.01}}, learned={"1": {"learned": True}})}
+    frame = chosen.chosen_frame(summaries)
+    md = [p for p in chosen.write_chosen(frame, tmp_path / "t", "c") if p.suffix == ".md"][0].read_text()
+    assert re.search(r"\| 22 +\| – +\| 15 +\|", md) and "22.0" not in md and "0.01" in md
+    frame = timing.timing_frame({"ranknet [first]": {"train_job_seconds": 3.0, "fit_seconds": 1.0}})
+    md = [p for p in timing.write_timing(frame, tmp_path / "t", "c") if p.suffix == ".md"][0].read_text()
+    assert "argmax" not in md and "QP" not in md and "train job (s)" in md
+    assert "argmax_seconds" in (tmp_path / "t.timing.csv").read_text()  # the CSV keeps every column

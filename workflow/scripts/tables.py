@@ -39,6 +39,13 @@ def cleaning_text(cleaning: dict) -> str:
     return f" Cleaning: {'; '.join(parts)}." if parts else " No cleaning."
 
 
+def folds_text(folds: list[int]) -> str:
+    """What a cell holds: the mean and std over folds, or one fold's mean (no std to give)."""
+    if len(folds) == 1:
+        return f"mean over the test queries of fold {folds[0]} (one fold: no std over folds)"
+    return f"mean ± std over folds {folds}"
+
+
 def significance_text(compare: str, baseline: str, alpha: float) -> str:
     """What the marks test, in the caption's words (the legend says the rest)."""
     if compare == "all_pairs":
@@ -70,8 +77,8 @@ with job_logging(snakemake, "tables"):
     tables.mark_validation_queries(table, {m.fold: m.sizes["vali.n_queries"] for m in fold_metas})
     pairs = (tables.all_pairs_comparison(per_query, metric_names, list(table.index), **tests)
              if compare == "all_pairs" else tables.baseline_pairs(table, metric_names))
-    caption = (f"{w.dataset}, study {w.study}: test split, mean ± std over {len(p.folds)} fold(s) "
-               f"{p.folds}; {significance_text(compare, p.baseline, report['alpha'])}. "
+    caption = (f"{w.dataset}, study {w.study}: test split, {folds_text(p.folds)}; "
+               f"{significance_text(compare, p.baseline, report['alpha'])}. "
                f"Score ties are broken by input order; queries without a relevant document "
                f"(label >= {evaluation['rel_threshold']}) {NO_RELEVANT[evaluation['no_relevant']]}."
                + cleaning_text(p.cleaning))
@@ -81,7 +88,8 @@ with job_logging(snakemake, "tables"):
     plot_p = plots.ndcg_at_k_plot(per_query, snakemake.output.plot_p, title=f"{w.dataset}: test P@k", metric="p")
     timing_written = timing.write_timing(
         timing.timing_frame({s: summaries[s].timing for s in order if s in summaries}), prefix,
-        f"{w.dataset}, study {w.study}: training time, mean over {len(p.folds)} fold(s) {p.folds}.")
+        f"{w.dataset}, study {w.study}: training time, "
+        f"{'mean over folds ' + str(p.folds) if len(p.folds) > 1 else 'fold ' + str(p.folds[0])}.")
     chosen_written = chosen.write_chosen(
         chosen.chosen_frame({s: summaries[s] for s in order if s in summaries}), prefix,
         f"{w.dataset}, study {w.study}: the hyper-parameters chosen per fold on validation "

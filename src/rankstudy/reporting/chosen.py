@@ -21,16 +21,30 @@ def chosen_frame(summaries: Mapping) -> pd.DataFrame:
             verdict = summary.learned.get(str(fold), summary.learned.get(fold, {}))
             rows.append({"system": system, "fold": int(fold), **chosen, "learned": verdict.get("learned")})
     frame = pd.DataFrame(rows)
+    # a setting given as integers stays one where another system has none (NaN made it 22.0)
+    for column in frame.columns:
+        given = [v for v in frame[column] if v is not None and not (isinstance(v, float) and v != v)]
+        if given and all(isinstance(v, int) and not isinstance(v, bool) for v in given):
+            frame[column] = frame[column].astype("Int64")
     first = ["system", "fold"]
     last = [c for c in ("selection_score", "learned") if c in frame.columns]
     return frame[first + sorted(c for c in frame.columns if c not in first + last) + last]
 
 
+def _cell(value) -> str:
+    if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
 def write_chosen(frame: pd.DataFrame, out_prefix: Path, caption: str) -> list[Path]:
     """``out_prefix.params.csv`` and ``.params.md``."""
     out_prefix = Path(out_prefix)
-    shown = frame.astype(object).where(frame.notna(), "–")
-    shown["system"] = [markdown_escape(s) for s in shown["system"]]
-    markdown = f"{markdown_escape(caption)}\n\n{shown.to_markdown(index=False, floatfmt='.4g')}\n"
+    shown = frame.astype(object).map(_cell)
+    shown["system"] = [markdown_escape(s) for s in frame["system"]]
+    # cells are text already: tabulate would read "22" back as a number and print it as 22.0
+    markdown = f"{markdown_escape(caption)}\n\n{shown.to_markdown(index=False, disable_numparse=True)}\n"
     return [atomic.write_csv(frame, out_prefix.with_name(out_prefix.name + ".params.csv")),
             atomic.write_text(out_prefix.with_name(out_prefix.name + ".params.md"), markdown)]

@@ -41,6 +41,9 @@ STATS = (
     "p_ttest_holm",  # Holm-adjusted across the non-baseline systems of this metric
     "p_rand_holm",
     "too_few_queries",  # n_pairs < min_queries: no test is taken as significant
+    "wins",  # paired queries where the system scores above the baseline (PyTerrier's +)
+    "ties",  # ... equal to it
+    "losses",  # ... below it (PyTerrier's -)
     "sig_ttest",  # p_ttest_holm < alpha and not too_few_queries
     "sig_rand",  # p_rand_holm < alpha and not too_few_queries
     "direction",  # better / worse than the baseline where a test is significant, else none
@@ -48,8 +51,9 @@ STATS = (
 )
 # One row per pair of systems and metric (the .pairs.csv file): diff is system - other;
 # winner is the significantly better one by the test named in decided_by ('' if neither).
-PAIR_COLUMNS = ("metric", "system", "other", "n_pairs", "diff", "diff_lo", "diff_hi", "p_ttest", "p_rand",
-                "p_ttest_holm", "p_rand_holm", "too_few_queries", "sig_ttest", "sig_rand", "winner", "decided_by")
+PAIR_COLUMNS = ("metric", "system", "other", "n_pairs", "wins", "ties", "losses", "diff", "diff_lo", "diff_hi",
+                "p_ttest", "p_rand", "p_ttest_holm", "p_rand_holm", "too_few_queries", "sig_ttest", "sig_rand",
+                "winner", "decided_by")
 COMPARE_MODES = ("baseline", "all_pairs")
 # Fewer paired test queries than this and no significance mark is printed (report.min_queries).
 DEFAULT_MIN_QUERIES = 20
@@ -131,6 +135,9 @@ def pair_tests(
     out = pd.DataFrame({
         "system": [a for a, _ in pairs], "other": [b for _, b in pairs], "n_pairs": interval["n"].astype(int),
         "diff": interval["mean"], "diff_lo": interval["lo"], "diff_hi": interval["hi"],
+        # NaN compares False everywhere, so unpaired queries count nowhere
+        "wins": (differences > 0).sum(axis=0), "ties": (differences == 0).sum(axis=0),
+        "losses": (differences < 0).sum(axis=0),
         "p_ttest": p_ttest, "p_rand": p_rand, "p_ttest_holm": holm(p_ttest), "p_rand_holm": holm(p_rand),
     })
     out["too_few_queries"] = out["n_pairs"] < min_queries
@@ -163,10 +170,10 @@ def metric_comparison(
     tests = pair_tests(wide, [(s, baseline) for s in others], n_resamples=n_resamples, alpha=alpha, seed=seed,
                        min_queries=min_queries).set_index("system").drop(columns="other")
     base_n = int(np.count_nonzero(np.isfinite(wide[baseline].to_numpy(dtype=np.float64))))
-    base_row = pd.DataFrame({"n_pairs": base_n, "too_few_queries": base_n < min_queries,
-                             "sig_ttest": False, "sig_rand": False}, index=[baseline])
+    base_row = pd.DataFrame({"n_pairs": base_n, "too_few_queries": base_n < min_queries, "wins": 0,
+                             "ties": base_n, "losses": 0, "sig_ttest": False, "sig_rand": False}, index=[baseline])
     out = out.join(pd.concat([base_row, tests]).reindex(systems))
-    out["n_pairs"] = out["n_pairs"].astype(int)
+    out[["n_pairs", "wins", "ties", "losses"]] = out[["n_pairs", "wins", "ties", "losses"]].astype(int)
     out["direction"] = direction(out["diff"], out["sig_ttest"] | out["sig_rand"])
     out["best"] = best_mask(out["mean"])
     return out[list(STATS)]
@@ -463,6 +470,9 @@ def baseline_detail_grids(table: pd.DataFrame, metrics: Sequence[str], style: St
         f"[{confidence} t-interval].": grid(lambda part: diff_text(part["diff"], part["diff_lo"], part["diff_hi"])),
         f"Holm-adjusted p-values vs the baseline {baseline}: paired t-test / randomization test.":
             grid(lambda part: f"{p_text(part['p_ttest_holm'])} / {p_text(part['p_rand_holm'])}"),
+        f"Wins / ties / losses against the baseline {baseline}: paired test queries where the system scores "
+        f"above / equal to / below it, of n.": grid(lambda part: f"{part['wins']} / {part['ties']} / {part['losses']} "
+                                                                 f"of {part['n_pairs']}"),
     }
 
 
@@ -532,9 +542,11 @@ def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.
                  + e(f": better/worse than the baseline {baseline} (sign of the mean paired difference), "
                      f"significantly by ") + style.mark("", "ttest")
                  + e(" the paired t-test and/or ") + style.mark("", "rand")
-                 + e(f" the paired sign-flip randomization test ({n_resamples} resamples), each Holm-corrected "
-                     f"across the {len(table) - 1} systems compared with it, p < {alpha:g}. Differences with "
-                     f"their {CONFIDENCE:.0%} t-intervals and the adjusted p-values follow below."))
+                 + e(f" the paired sign-flip randomization test ({n_resamples} resamples), "
+                     + (f"each Holm-corrected across the {len(table) - 1} systems compared with it"
+                        if len(table) > 2 else "one system compared with it, so no correction")
+                     + f", p < {alpha:g}. Differences with their {CONFIDENCE:.0%} t-intervals, the adjusted "
+                       f"p-values and the wins / ties / losses over paired queries follow below."))
     few = few_queries_text(table, metrics, pairs)
     if few:
         text += " " + style.mark("", "few") + e(few)

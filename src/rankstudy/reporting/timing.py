@@ -26,9 +26,11 @@ def timing_frame(timings: Mapping[str, Mapping[str, float | None]]) -> pd.DataFr
 
 
 def write_timing(frame: pd.DataFrame, out_prefix: Path, caption: str) -> list[Path]:
-    """``out_prefix.timing.csv`` (the numbers) and ``.timing.md`` (caption and table)."""
+    """``out_prefix.timing.csv`` (the numbers) and ``.timing.md`` (caption and table, without the
+    columns no system has a number for)."""
     out_prefix = Path(out_prefix)
-    shown = frame.rename(columns=COLUMNS)
+    # a solver's parts that no system recorded (argmax, QP: the cutting plane's) are left out
+    shown = frame.dropna(axis=1, how="all").rename(columns=COLUMNS)
     shown.index = [markdown_escape(s) for s in shown.index]
     shown.index.name = "system"
     markdown = f"{markdown_escape(caption)}\n\n{shown.to_markdown(floatfmt='.3f')}\n".replace("nan", "–")
