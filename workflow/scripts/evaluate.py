@@ -37,9 +37,10 @@ with job_logging(snakemake, "evaluate"):
     verdict = learning_check(fit.objective, evaluation["selection_metric"], means, random)
     if not verdict["learned"]:
         print(f"WARNING: {w.method} [{w.featureset}] fold {w.fold} did not learn: {'; '.join(verdict['problems'])}")
-    key = f"test.{evaluation['selection_metric']}"
-    print(f"summary: {key} {means[key]:.4f} (a random ranking {random[key]:.4f})"
-          + ("" if verdict["learned"] else f"; DID NOT LEARN: {'; '.join(verdict['problems'])}"))
+    # the first metric the evaluation computes and the random ranking was scored on
+    key = next((k for k in (f"test.{m}" for m in checked) if k in means and k in random), None)
+    shown = f"{key} {means[key]:.4f} (a random ranking {random[key]:.4f})" if key else "evaluated"
+    print(f"summary: {shown}" + ("" if verdict["learned"] else f"; DID NOT LEARN: {'; '.join(verdict['problems'])}"))
     atomic.write_json(out.resolved, {
         "study": w.study, "dataset": w.dataset, "featureset": w.featureset, "method": w.method, "fold": int(w.fold),
         "kind": fit.kind, "params": fit.params, "grid": fit.grid, "seed": fit.seed, "selection": fit.selection,
