@@ -39,6 +39,7 @@ def main() -> None:
     subprocess.run([sys.executable, "-c", "import rankstudy.tracking.runs, rankstudy.rankers.registry, rankstudy.evaluation.metrics, pandas"],
                    check=True)
     reference = time.perf_counter() - start
+    numpy_start = bare_numpy_start()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for name in ("Snakefile", "workflow", "config", "environment.yml"):
@@ -67,8 +68,21 @@ def main() -> None:
     print(f"{jobs} jobs, wall {wall:.1f} s, inside steps {inside:.1f} s")
     print(f"fixed overhead per job: {overhead:.2f} s = {overhead / reference:.2f} x reference "
           f"(includes Snakemake's own scheduling between jobs; target < 3 s)")
-    print("\nper rule, from each job's benchmark file (the job's process) and its log (the step inside it):")
+    print(f"bare `python -c 'import numpy'`: {numpy_start:.2f} s (median of 5, this session)")
+    per_rule["x_numpy_start"] = per_rule["overhead_s"] / numpy_start
+    print("\nper rule, from each job's benchmark file (the job's process) and its log (the step inside it);"
+          "\nx_numpy_start: the job's fixed cost over a bare numpy start (spine v4's target for train and evaluate: <= 2):")
     print(per_rule.to_markdown(index=False, floatfmt=".2f"))
+
+
+def bare_numpy_start(repeats: int = 5) -> float:
+    """Median wall seconds of a Python process that only imports numpy: the floor of any job."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import numpy"], check=True)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[len(times) // 2]
 
 
 def rule_overheads(work: Path, steps: dict[Path, float]) -> pd.DataFrame:
