@@ -532,3 +532,15 @@ def test_the_chosen_settings_print_integers_as_integers_and_timing_drops_empty_c
     md = [p for p in timing.write_timing(frame, tmp_path / "t", "c") if p.suffix == ".md"][0].read_text()
     assert "argmax" not in md and "QP" not in md and "train job (s)" in md
     assert "argmax_seconds" in (tmp_path / "t.timing.csv").read_text()  # the CSV keeps every column
+
+
+def test_a_random_ranking_is_a_row_of_its_own_outside_the_tests(table, tmp_path):
+    table = table.copy()
+    table.attrs = {**table.attrs, "random": {METRICS[0]: 0.1234, "map": 0.2345}}
+    md = [p for p in write_tables(table, METRICS, tmp_path / "t", CAPTION) if p.suffix == ".md"][0].read_text()
+    row = next(line for line in md.splitlines() if "(a random ranking)" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "0.1234" and cells[METRICS.index("map") + 1] == "0.2345" and cells[2] == "–"
+    assert "10 seeded random rankings per fold" in md
+    csv = (tmp_path / "t.csv").read_text()
+    assert "random" not in csv  # the long CSV holds the tested systems only

@@ -101,7 +101,9 @@ with job_logging(snakemake, "aggregate"):
         std={k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()},
         # mean over folds; null where the solver does not record it
         timing={k: None if np.isnan(v) else float(v) for k, v in pd.DataFrame(timing).astype(float).mean().items()},
-        learned=learned, chosen=chosen_per_fold, fold_runs=fold_runs)
+        learned=learned, chosen=chosen_per_fold, fold_runs=fold_runs,
+        random={k: float(np.nanmean([f.random[k] for f in folds]))
+                for k in sorted(set.intersection(*(set(f.random) for f in folds)))})
     not_learned = method.not_learned
     method.mlflow_parent_run_id = tracking.log_parent_metrics(
         uri, mlflow["experiment"], **identity,

@@ -73,6 +73,9 @@ with job_logging(snakemake, "tables"):
     summaries = results.summaries(snakemake.input.summaries, p.systems)
     table = tables.comparison_table(per_query, metric_names, p.baseline, **tests)
     tables.mark_not_learned(table, results.not_learned(summaries))
+    # a random ranking's scores depend on the test queries only: any system's summary holds them
+    random = next((summaries[s].random for s in order if s in summaries and summaries[s].random), {})
+    table.attrs["random"] = {m: random[f"test.{m}"] for m in metric_names if f"test.{m}" in random}
     fold_metas = [FoldMeta.read(path) for path in snakemake.input.get("fold_meta", [])]
     tables.mark_validation_queries(table, {m.fold: m.sizes["vali.n_queries"] for m in fold_metas})
     pairs = (tables.all_pairs_comparison(per_query, metric_names, list(table.index), **tests)

@@ -158,6 +158,8 @@ class MethodSummary(Record):
     chosen: dict[int, dict[str, Any]] = field(default_factory=dict)
     fold_runs: dict[int, str] = field(default_factory=dict)  # fold -> MLflow run id
     mlflow_parent_run_id: str | None = None
+    # a random ranking's metrics on the same splits (mean of 10 seeded draws per fold): fold means
+    random: dict[str, float] = field(default_factory=dict)
 
     @property
     def not_learned(self) -> dict[int, list[str]]:

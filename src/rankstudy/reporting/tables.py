@@ -433,6 +433,9 @@ class Grid:
     separate_first: bool = False  # the baseline row, set apart
 
 
+RANDOM_ROW = "(a random ranking)"
+
+
 def main_grid(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.DataFrame | None) -> Grid:
     cells = main_cells(table, metrics, pairs)
     letters = system_letters(list(table.index))
@@ -444,6 +447,10 @@ def main_grid(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: 
         if pairs is not None:
             names.insert(0, letters[system])
         rows.append(names + [cell_text(cells.loc[system, m], style, joiner) for m in metrics])
+    random = table.attrs.get("random") or {}
+    if random:  # the floor every system must clear: not tested, not ranked
+        rows.append([""] * (len(lead) - 1) + [style.escape(RANDOM_ROW)]
+                    + [style.escape(mean_std_text(random.get(m, np.nan), np.nan)) for m in metrics])
     return Grid([style.escape(h) for h in (*lead, *metrics)], rows, ["l"] * len(lead) + ["r"] * len(metrics),
                 separate_first=pairs is None)
 
@@ -550,6 +557,9 @@ def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.
     few = few_queries_text(table, metrics, pairs)
     if few:
         text += " " + style.mark("", "few") + e(few)
+    if table.attrs.get("random"):
+        text += e(f" {RANDOM_ROW}: the mean over folds of 10 seeded random rankings per fold, on the same "
+                  f"test queries: the floor a model that learned clears (not tested, not ranked).")
     return text + e(not_learned_text(table))
 
 
