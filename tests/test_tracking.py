@@ -576,3 +576,17 @@ def test_a_server_is_checked_before_any_job(tmp_path, monkeypatch):
     assert f"the MLflow tracking server {dead} does not answer" in out.stderr
     assert "set config key mlflow.tracking_uri to null" in out.stderr
     assert not (workdir / "results" / "data").exists()  # no job ran
+
+
+def test_an_experiment_made_without_its_kind_gets_the_model_training_kind(tmp_path):
+    """MLflow 3's UI reads the experiment tag mlflow.experimentKind: without it, an experiment with
+    no GenAI traces may still open on the GenAI pages. A store made before rankstudy set the tag
+    gets it the next time a job looks the experiment up."""
+    from rankstudy.tracking.store import EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, experiment_id
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(tracking_uri=uri)
+    made = client.create_experiment("old", artifact_location=str(tmp_path / "mlartifacts"))
+    assert EXPERIMENT_KIND_TAG not in client.get_experiment(made).tags
+    assert experiment_id(client, uri, "old") == made
+    assert client.get_experiment(made).tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND

@@ -264,6 +264,9 @@ def experiment_id(client: MlflowClient, uri: str, name: str) -> str:
     if experiment.lifecycle_stage == "deleted":
         log.warning("restoring deleted MLflow experiment %r", name)
         client.restore_experiment(experiment.experiment_id)
+    if experiment.tags.get(EXPERIMENT_KIND_TAG) is None:
+        # a store made before rankstudy set the kind: MLflow 3's UI would open it on its GenAI pages
+        client.set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
     db = sqlite_path(uri)
     if db is not None and moved(experiment.artifact_location, artifact_root(db)):
         # the store moved with its folder: its runs follow it (MLflow recorded the old absolute path)
