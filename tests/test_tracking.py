@@ -268,6 +268,34 @@ def test_a_run_left_half_logged_by_a_killed_job_is_replaced_on_the_next_run(sqli
     assert [run.info.run_id for run in deleted] == [by_hand]  # the half-logged and the replaced run purged
 
 
+def test_two_clients_deleting_one_run_at_once_both_succeed(sqlite_uri):
+    """Two clients settling the same duplicate tag it at the same moment; PostgreSQL refuses the
+    second insert of the tag as a duplicate key (seen in CI). The loser must go on deleting."""
+    run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
+
+    class Racing(MlflowClient):
+        def set_tag(self, run_id, key, value, **kwargs):
+            super().set_tag(run_id, key, value, **kwargs)  # the other client's insert wins
+            raise MlflowException("duplicate key value violates unique constraint \"tag_pk\"")
+
+    deleted: list[str] = []
+    delete(Racing(sqlite_uri), run_id, deleted)
+    assert deleted == [run_id]
+    assert MlflowClient(sqlite_uri).get_run(run_id).info.lifecycle_stage == "deleted"
+
+
+def test_a_tag_that_fails_for_another_reason_still_raises(sqlite_uri):
+    run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
+
+    class Broken(MlflowClient):
+        def set_tag(self, run_id, key, value, **kwargs):
+            raise MlflowException("the store is read-only")
+
+    with pytest.raises(MlflowException, match="read-only"):
+        delete(Broken(sqlite_uri), run_id, [])
+    assert MlflowClient(sqlite_uri).get_run(run_id).info.lifecycle_stage == "active"
+
+
 def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):
     child = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
     keys = dict(study="main", dataset="MQ2008", featureset="all", method="lambdamart")

@@ -86,6 +86,13 @@ def unless_gone(client, run_id: str, action, *args, **kwargs) -> bool:
     return True
 
 
+def _has_tag(client, run_id: str, key: str, value: str) -> bool:
+    try:
+        return client.get_run(run_id).data.tags.get(key) == value
+    except MlflowException:
+        return False
+
+
 def delete(client, run_id: str, deleted: list[str]) -> None:
     """Soft-delete a run (and note it for :func:`store.purge_runs`); one already purged is fine.
     The run is first marked as deleted by rankstudy (:data:`DELETED_TAG`), so that a later call
@@ -93,9 +100,12 @@ def delete(client, run_id: str, deleted: list[str]) -> None:
     try:
         client.set_tag(run_id, DELETED_TAG, "true")
     except MlflowException:
-        if store.is_live(client, run_id):
+        if not store.is_live(client, run_id):
+            return  # another client deleted (or purged) it meanwhile, and purges it
+        if not _has_tag(client, run_id, DELETED_TAG, "true"):
             raise
-        return  # another client deleted (or purged) it meanwhile, and purges it
+        # Another client set the tag at the same moment (a SQL store then refuses the
+        # second insert as a duplicate key): the run is being deleted either way.
     try:
         client.delete_run(run_id)
     except MlflowException as exc:
