@@ -37,3 +37,22 @@ def test_a_failed_write_leaves_nothing(tmp_path):
     with pytest.raises(TypeError):
         atomic.write_json(target, {"bad": object()})
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("sep,header", [(",", True), ("\t", True), (" ", False)])
+def test_columns_are_written_as_pandas_writes_them(tmp_path, sep, header):
+    """The job scripts write their tables without pandas; the files must stay what pandas wrote
+    (readers use pandas): floats at full precision, NaN empty, ints as ints, awkward text quoted."""
+    import pandas as pd
+
+    columns = {"qid": np.array([3, 3, 10, 11], dtype=np.int64),
+               "doc": np.array(["a", 'say "x"', "b,c d", "e\tf"]),
+               "label": np.array([2.0, 0.5, 1.0, 0.0]),
+               "score": np.array([0.1, np.nan, -1e-300, 1 / 3])}
+    ours = atomic.write_columns(columns, tmp_path / "ours.txt", sep=sep, header=header)
+    pd.DataFrame(columns).to_csv(tmp_path / "pandas.txt", sep=sep, header=header, index=False, float_format="%.17g")
+    assert ours.read_text() == (tmp_path / "pandas.txt").read_text()
+
+
+def test_columns_without_rows_are_a_header_alone():
+    assert atomic.format_columns({"qid": np.zeros(0, dtype=np.int64), "map": np.zeros(0)}) == "qid,map\n"

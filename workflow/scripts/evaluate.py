@@ -25,8 +25,8 @@ with job_logging(snakemake, "evaluate"):
         data = load_split(snakemake.input[split])
         scores = ranker.predict(data)
         runfiles.write_scores(data, scores, out[f"scores_{split}"])
-        per_query = metrics.evaluate(data, scores, names, **options)
-        atomic.write_csv(per_query, out[f"per_query_{split}"], float_format="%.17g")
+        per_query = {"qid": data.query_ids, **metrics.per_query(scores, data.y, data.offsets, names, **options)}
+        atomic.write_columns(per_query, out[f"per_query_{split}"])
         means.update({f"{split}.{k}": v for k, v in metrics.mean_metrics(per_query).items()})
         random.update({f"{split}.{k}": v for k, v in random_metrics(data, checked, **options).items()})
         n_queries[split] = data.n_queries

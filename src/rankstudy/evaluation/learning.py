@@ -30,7 +30,8 @@ def random_metrics(data, names: list[str], draws: int = RANDOM_DRAWS, seed: int 
     draws of i.i.d. uniform scores (ties have probability 0)."""
     rng = np.random.default_rng(seed)
     n = len(data.y)
-    rows = [metrics.mean_metrics(metrics.evaluate(data, rng.random(n), names, **options)) for _ in range(draws)]
+    rows = [metrics.mean_metrics(metrics.per_query(rng.random(n), data.y, data.offsets, names, **options))
+            for _ in range(draws)]
     return {name: float(np.nanmean([row[name] for row in rows])) for name in names}
 
 
