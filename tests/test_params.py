@@ -112,3 +112,17 @@ def test_the_train_job_imports_only_what_training_a_linear_ranker_uses(repo_root
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     heavy = {"mlflow", "lightgbm", "qpsolvers", "jax", "rankstudy.pipeline.config", "sklearn"}
     assert not heavy & loaded, heavy & loaded
+
+
+def test_the_evaluate_job_imports_no_pandas_mlflow_or_optimizer(repo_root):
+    """The evaluate job's own imports in a fresh interpreter: its cost is the metric arithmetic,
+    not pandas' (0.7 s) or MLflow's import."""
+    import subprocess
+    import sys
+
+    script = repo_root / "workflow" / "scripts" / "evaluate.py"
+    imports = [line for line in script.read_text().splitlines() if line.startswith(("import ", "from "))]
+    code = "\n".join(imports + ["import sys; print(' '.join(sorted(sys.modules)))"])
+    loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
+    heavy = {"pandas", "mlflow", "lightgbm", "jax", "scipy.optimize", "rankstudy.pipeline.config", "sklearn"}
+    assert not heavy & loaded, heavy & loaded
