@@ -91,3 +91,14 @@ def test_one_fold_draws_the_means_without_bars():
     for container in errorbars(ndcg_at_k_figure(frame)).values():
         assert np.isfinite(container.lines[0].get_ydata()).all()
         assert all(len(segment) == 0 for segment in container.lines[2][0].get_segments())  # std NaN: no bar
+
+
+def test_a_method_keeps_its_colour_and_marker_when_a_run_picks_a_subset_of_the_study():
+    palette = ["ranknet", "lambdamart", "pointwise"]
+    look = lambda c: (c.lines[0].get_color(), c.lines[0].get_marker())  # noqa: E731
+    whole = errorbars(ndcg_at_k_figure(per_query_frame(SYSTEMS), palette=palette))
+    alone = errorbars(ndcg_at_k_figure(per_query_frame({"pointwise [first]": 0.3}), palette=palette))
+    assert look(alone["pointwise [first]"]) == look(whole["pointwise [first]"])
+    without = errorbars(ndcg_at_k_figure(per_query_frame({"pointwise [first]": 0.3})))  # no palette: by position
+    assert look(without["pointwise [first]"]) != look(whole["pointwise [first]"])
+    assert len({look(c)[0] for s, c in whole.items() if s != "ranknet [rho0.10]"}) == 3

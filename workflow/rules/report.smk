@@ -34,6 +34,7 @@ rule tables:
         # no MLflow settings: where the job logs to is not what it computes, so it is read from
         # the config (a changed store reruns nothing, and no path shows in the report's params)
         systems=study_systems(),  # in the order of input.per_query and input.summaries
+        palette=list(config["methods"]),  # every method the study defines: one colour each, whatever runs
         folds=FOLDS,
         baseline=SETTINGS.baseline,
         report=config["report"],

@@ -87,8 +87,10 @@ with job_logging(snakemake, "tables"):
                + cleaning_text(p.cleaning))
     prefix = Path(snakemake.output.csv).with_suffix("")
     written = tables.write_tables(table, metric_names, prefix, caption, pairs=pairs, compare=compare)
-    plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k")
-    plot_p = plots.ndcg_at_k_plot(per_query, snakemake.output.plot_p, title=f"{w.dataset}: test P@k", metric="p")
+    palette = p.get("palette")  # absent from a run whose workflow was read before it existed
+    plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k", palette=palette)
+    plot_p = plots.ndcg_at_k_plot(per_query, snakemake.output.plot_p, title=f"{w.dataset}: test P@k", metric="p",
+                                  palette=palette)
     timing_written = timing.write_timing(
         timing.timing_frame({s: summaries[s].timing for s in order if s in summaries}), prefix,
         f"{w.dataset}, study {w.study}: training time, "

@@ -69,13 +69,16 @@ def dodge_offsets(n: int, width: float = 0.6) -> np.ndarray:
     return (np.arange(n) - (n - 1) / 2) * step
 
 
-def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10, metric: str = "ndcg") -> Figure:
+def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10, metric: str = "ndcg",
+                     palette: list[str] | None = None) -> Figure:
     """One line per system of the mean over folds of ``metric``@k (``ndcg`` or ``p``) for
     k = 1..k_max (cf. Huang & Frey 2008, Fig. 4), with bars of ± one standard deviation over
     folds: one colour and marker shape per method, one line style and marker fill per feature
     set, the legend outside the axes. Each system's points are shifted a little sideways (:func:`dodge_offsets`), so
     systems with equal curves stay visible side by side. Uses the ``method`` and ``featureset``
-    columns when present, else each system is its own method."""
+    columns when present, else each system is its own method. ``palette``: every method of the
+    study in its order, so that a method keeps its colour and marker in every plot of the study,
+    whichever of its methods a run picked (default: the methods plotted, in their order)."""
     columns = [f"{metric}@{k}" for k in range(1, k_max + 1)]
     missing = [c for c in columns if c not in per_query.columns]
     if missing:
@@ -85,7 +88,7 @@ def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10, 
         parts = per_query.drop_duplicates("system").set_index("system")[["method", "featureset"]]
     else:
         parts = pd.DataFrame({"method": means.index, "featureset": ""}, index=means.index)
-    methods = list(dict.fromkeys(parts.loc[means.index, "method"]))
+    methods = list(dict.fromkeys([*(palette or []), *parts.loc[means.index, "method"]]))
     featuresets = list(dict.fromkeys(parts.loc[means.index, "featureset"]))
     colors = method_colors(methods)
     ks = np.arange(1, k_max + 1)
@@ -112,9 +115,9 @@ def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10, 
 
 
 def ndcg_at_k_plot(per_query: pd.DataFrame, out_png: Path, title: str = "", k_max: int = 10,
-                   metric: str = "ndcg") -> Path:
+                   metric: str = "ndcg", palette: list[str] | None = None) -> Path:
     """:func:`ndcg_at_k_figure` written to ``out_png``."""
-    return save_figure(ndcg_at_k_figure(per_query, title, k_max, metric), out_png)
+    return save_figure(ndcg_at_k_figure(per_query, title, k_max, metric, palette), out_png)
 
 
 def leaderboard_figure(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFrame, metric: str,
