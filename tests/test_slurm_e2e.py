@@ -130,11 +130,25 @@ def test_slurm_ran_every_job_but_the_download(local_and_slurm_runs):
     log = cluster_out.stdout + cluster_out.stderr
     run_id = re.search(r"SLURM run ID: (\S+)", log).group(1)
     submitted = SUBMITTED.findall(log)
-    # what ran where: SLURM's log of each job sits under .snakemake/slurm_logs/rule_<rule>/
-    per_rule = Counter(re.search(r"/rule_(\w+?)/", path).group(1) for _, path in submitted)
+    # what ran where: SLURM's log of each job sits under .snakemake/slurm_logs/rule_<rule>/, or
+    # group_<group>_<its rules>/ for the profile's group jobs (one SLURM job each)
+    per_job = Counter(re.search(r"/(?:rule_(\w+?)|group_([a-z]+)_\w+)/", path).group(1, 2) for _, path in submitted)
+    per_job = Counter({rule or group: n for (rule, group), n in per_job.items()})
     expected = job_counts(local_out.stdout + local_out.stderr)
     del expected["all"], expected["fetch_dataset"]  # a target, and a local rule (the download)
-    assert per_rule == expected
+    # the profile's groups: a fold's preparation is one SLURM job, a training with its evaluation another
+    groups = {"prepare": ("parse_fold", "clean_fold", "featurize", "pair_correlations"), "fit": ("train", "evaluate")}
+    assert expected["train"] == expected["evaluate"]
+    folds = expected["parse_fold"]
+    fits = expected["train"]
+    for members in groups.values():
+        for rule in members:
+            del expected[rule]
+    expected.update(prepare=folds, fit=fits)
+    assert per_job == expected
+    # and every member job of every group ran: the benchmark file of each job is there
+    assert len(list((cluster / "results/benchmarks/train").rglob("*.tsv"))) == fits
+    assert len(list((cluster / "results/benchmarks/evaluate").rglob("*.tsv"))) == fits
     for _, path in submitted:
         assert Path(path).is_file() and Path(path).is_relative_to(cluster / ".snakemake/slurm_logs"), path
     # SLURM's accounting has every job, named after the run, completed
