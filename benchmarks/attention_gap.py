@@ -1,0 +1,85 @@
+"""Why the attention scorer sits below linear ListNet on OHSUMED: training curves and test scores.
+
+Trains linear ListNet (L-BFGS) and the context-aware attention scorer (minibatch Adam, ListNet
+loss) on one fold of OHSUMED (QueryLevelNorm, the pipeline's cleaning off and its query-level
+normalisation), under a few settings and seeds, and prints for each: the training objective's
+start and end, the validation NDCG@10 curve (every few epochs), the best epoch, validation and
+test NDCG@10; then each attention run's test gap to linear ListNet with the paired standard error
+over test queries (the std of the per-query differences / sqrt(queries)).
+
+It answers one question: is the gap a model that cannot fit (train objective above linear's),
+or one that fits better and generalises worse, picked on a validation curve too noisy to pick on
+(few queries)? Settings are ``name=json`` pairs; the default set is the one quoted in the README.
+
+    PYTHONPATH=src python benchmarks/attention_gap.py [--data ../shared/data/OHSUMED/QueryLevelNorm]
+        [--fold 1] [--setting 'name={"dropout": 0.2}' ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rankstudy.data.folds import Fold, clean
+from rankstudy.data.letor import read_letor
+from rankstudy.evaluation import metrics
+from rankstudy.evaluation.learning import random_metrics
+from rankstudy.features.normalize import Normalizer
+from rankstudy.rankers.registry import make_ranker
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = {"scorer": "attention", "loss": "listnet", "epochs": 30, "batch_size": 8, "patience": 10,
+        "learning_rate": 1e-3, "seed": 0}  # tests/test_neural.py's attention run
+SETTINGS = {"attention seed 0": {}, "attention seed 1": {"seed": 1},
+            "attention dropout 0.2, weight decay 0.01": {"dropout": 0.2, "weight_decay": 0.01},
+            "attention d_model 16, d_ff 32": {"d_model": 16, "d_ff": 32}}
+
+
+def load_fold(folder: Path, fold: int) -> dict:
+    parsed = {s: read_letor(folder / f"Fold{fold}" / f"{s}.txt.gz", n_features=45, labels=[0, 2])
+              for s in ("train", "vali", "test")}
+    prepared = Fold(parsed, 2.0)
+    clean(prepared, {}, 1)
+    normalizer = Normalizer("querylevel").fit(prepared.splits["train"])
+    return {s: normalizer.transform(d) for s, d in prepared.splits.items()}
+
+
+def per_query_ndcg(ranker, data) -> np.ndarray:
+    return metrics.per_query(ranker.predict(data), data.y, data.offsets, ["ndcg@10"])["ndcg@10"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/OHSUMED/QueryLevelNorm")
+    parser.add_argument("--fold", type=int, default=1)
+    parser.add_argument("--setting", action="append", default=[], help='name={"param": value} over the base')
+    args = parser.parse_args()
+    settings = dict(SETTINGS)
+    if args.setting:
+        settings = {name: json.loads(value) for name, value in (s.split("=", 1) for s in args.setting)}
+    splits = load_fold(args.data, args.fold)
+    print(f"OHSUMED fold {args.fold}: queries " + ", ".join(f"{s} {d.n_queries}" for s, d in splits.items())
+          + f"; a random ranking's test NDCG@10 {random_metrics(splits['test'], ['ndcg@10'])['ndcg@10']:.4f}")
+    linear = make_ranker("linear", {"loss": "listnet", "l2": 1e-3}).fit(splits["train"], splits["vali"])
+    linear_test = per_query_ndcg(linear, splits["test"])
+    print(f"linear ListNet: objective {linear.objective_trace_['start']:.4f} -> {linear.objective_trace_['final']:.4f}, "
+          f"vali {per_query_ndcg(linear, splits['vali']).mean():.4f}, test {linear_test.mean():.4f}")
+    for name, overrides in settings.items():
+        start = time.perf_counter()
+        ranker = make_ranker("neural", {**BASE, **overrides}).fit(splits["train"], splits["vali"])
+        test = per_query_ndcg(ranker, splits["test"])
+        diff = test - linear_test
+        curve = [(h["epoch"], round(h["vali_metric"], 3)) for h in ranker.history_ if "vali_metric" in h]
+        print(f"{name}: train loss {ranker.objective_trace_['start']:.4f} -> {ranker.objective_trace_['final']:.4f}, "
+              f"best epoch {ranker.best_epoch_}, vali {per_query_ndcg(ranker, splits['vali']).mean():.4f}, "
+              f"test {test.mean():.4f}; test - linear {diff.mean():+.4f} ± {diff.std(ddof=1) / np.sqrt(len(diff)):.4f} "
+              f"(paired s.e.), {time.perf_counter() - start:.0f} s")
+        print(f"    vali NDCG@10 by epoch: {curve[::3]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
