@@ -23,7 +23,7 @@ from pipeline_runs import TINY, job_counts, make_workdir, snakemake
 pytestmark = pytest.mark.slow
 
 START_HINT = "start one on this machine with: bash workflow/cluster/local-slurm.sh start"
-SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
+SUBMITTED = re.compile(r"Job \S+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 
 
 def why_no_cluster() -> str | None:
