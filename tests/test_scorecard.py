@@ -64,6 +64,26 @@ def test_a_cell_names_its_closest_convention_and_every_one_it_tried():
     assert [v["convention"] for v in map_variants] == ["ours"]
 
 
+def test_a_study_scored_under_letor3_puts_ours_under_letor3_as_its_paper_table_does():
+    """LETOR's baselines were scored by Eval-Score-3.0.pl: the cell's "ours" is our scores under
+    letor3 (the per-query values of conventions.per_query), and the variants move from there."""
+    from rankstudy.evaluation import conventions
+
+    folds = folds_of(np.random.default_rng(3), n_queries=12)
+    # a short query (3 documents) so that letor3's NDCG@10 of a query shorter than 10 counts
+    short = {f: sc.FoldScores(x.scores[:3], x.labels[:3], np.array([0, 3]), x.qids[:1]) for f, x in folds.items()}
+    folds = {f: sc.FoldScores(np.r_[x.scores, short[f].scores], np.r_[x.labels, short[f].labels],
+                              np.r_[x.offsets, x.offsets[-1] + 3], np.r_[x.qids, -f]) for f, x in folds.items()}
+    cell = sc.Cell("p", "s", "r", "NDCG@10", "m [first]", "ndcg@10", published=0.4)
+    plain, _ = sc.score_cell(cell, folds, 300, 0, 0.95)
+    letor, variants = sc.score_cell(cell, folds, 300, 0, 0.95, convention="letor3")
+    by_hand = np.mean([conventions.per_query(x.scores, x.labels, x.offsets, "ndcg@10", "letor3").mean()
+                       for x in folds.values()])
+    assert letor["ours"] == pytest.approx(by_hand) and letor["ours"] != pytest.approx(plain["ours"])
+    # letor3 already discounts as Jarvelin: that variant changes nothing and is not listed
+    assert "Jarvelin discount" not in {v["convention"] for v in variants}
+
+
 def test_a_claim_is_the_paired_difference_over_common_queries():
     rng = np.random.default_rng(2)
     better = folds_of(rng)

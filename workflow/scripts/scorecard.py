@@ -30,7 +30,8 @@ with job_logging(snakemake, "scorecard"):
                     continue
                 folds, learned = found
                 row, variants = sc.score_cell(
-                    sc.Cell(**{**cell.__dict__, "learned": learned}), folds, p.n_resamples, p.seed, p.confidence)
+                    sc.Cell(**{**cell.__dict__, "learned": learned}), folds, p.n_resamples, p.seed, p.confidence,
+                    convention=member["paper"].get("convention"))
                 rows.append(row)
                 variant_rows += variants
             if study in p.claims:

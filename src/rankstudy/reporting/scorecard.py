@@ -135,11 +135,15 @@ class Claim:
 
 
 def score_cell(cell: Cell, folds: dict[int, FoldScores], n_resamples: int, seed: int,
-               confidence: float) -> tuple[dict, list[dict]]:
-    """The scorecard row of a cell, and one row per evaluation convention that can move it."""
+               confidence: float, convention: dict | str | None = None) -> tuple[dict, list[dict]]:
+    """The scorecard row of a cell, and one row per evaluation convention that can move it.
+    ``convention``: the study's ``paper.convention`` (e.g. ``letor3``, LETOR's own script for its
+    baselines), under which "ours" is scored as the paper table scores it; each variant is one
+    choice away from it."""
+    base = conventions.resolve(convention) if convention else {}
     variants, ours_values = [], None
     for name in conventions.moves(cell.metric):
-        per_fold = query_values(folds, cell.metric, conventions.VARIANTS[name])
+        per_fold = query_values(folds, cell.metric, {**base, **conventions.VARIANTS[name]})
         flat = np.concatenate([v.to_numpy() for v in per_fold.values()])
         if name == "ours":
             ours_values = flat
