@@ -140,6 +140,10 @@ def test_lambdamart_history_and_early_stopping(lambdamart):
     vali = [h["vali_ndcg@10"] for h in history]
     assert [h["step"] for h in history] == list(range(1, len(history) + 1))
     assert "train_ndcg@10" in history[0]
+    # the objective curve (the step metric every ranker logs): 1 - training NDCG@10, ending where
+    # the objective trace ends at the kept rounds
+    assert [h["objective"] for h in history] == [1.0 - h["train_ndcg@10"] for h in history]
+    assert history[lambdamart.best_iteration_ - 1]["objective"] == lambdamart.objective_trace_["final"]
     assert 1 <= lambdamart.best_iteration_ <= len(history) <= 300
     # kept rounds = the first best validation round
     assert vali[lambdamart.best_iteration_ - 1] == max(vali)

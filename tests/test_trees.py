@@ -41,6 +41,8 @@ def test_learns_and_lowers_the_training_mse_from_the_label_variance(name, reques
     assert trace["start"] == pytest.approx(np.var(train.y))
     kept = model.history_[model.best_iteration_ - 1]
     assert trace["final"] == pytest.approx(kept["train_l2"])
+    # the objective curve (the step metric every ranker logs) is the training l2 of every round
+    assert [h["objective"] for h in model.history_] == [h["train_l2"] for h in model.history_]
     # the l2 LightGBM reports is the mean squared error of the kept model's predictions
     assert trace["final"] == pytest.approx(np.mean((model.predict(train) - train.y) ** 2), rel=1e-6)
     assert trace["final"] < 0.9 * trace["start"]

@@ -43,13 +43,15 @@ class BoostedTrees(Ranker):
     in their ``metric`` list when they ask for several) and, when the training objective is
     another evaluation, ``objective_metric``; they implement ``lightgbm_params``, ``dataset``
     and ``scores``; they take ``n_estimators`` and ``early_stopping_rounds`` among their
-    parameters.
+    parameters; when the objective is a score (higher is better), they override
+    ``objective_value`` to turn it into a loss.
 
     With ``vali``, training stops when the validation metric has not improved for
     ``early_stopping_rounds`` rounds and the model is cut back to the best iteration; without
     it all ``n_estimators`` rounds are kept. History: one dict per round with
     ``train_<metric>`` and, with vali, ``vali_<metric>`` for every evaluation LightGBM
-    records; ``best_iteration_`` is the number of rounds kept."""
+    records, and ``objective``: the training objective after that round (lower is better), the
+    step metric every ranker's history has; ``best_iteration_`` is the number of rounds kept."""
 
     metric: ClassVar[str] = ""
     # the evaluation whose training value at the kept rounds is the objective's final value
@@ -69,9 +71,14 @@ class BoostedTrees(Ranker):
         """Scores from the booster's predictions (one per document)."""
         return raw
 
+    def objective_value(self, evaluation: float) -> float:
+        """The training objective (lower is better) from the training ``objective_metric`` (or
+        ``metric``) LightGBM evaluated after a round."""
+        return evaluation
+
     def objective_trace(self, train: RankData, final: float) -> dict:
         """The training objective before the first tree and at the rounds kept (lower is
-        better), from the training ``objective_metric`` (or ``metric``) at the kept rounds (``final``)."""
+        better); ``final`` is :meth:`objective_value` at the kept rounds."""
         raise NotImplementedError
 
     def fit(self, train: RankData, vali: RankData | None = None) -> "BoostedTrees":
@@ -100,13 +107,14 @@ class BoostedTrees(Ranker):
         best = booster.best_iteration if booster.best_iteration > 0 else booster.current_iteration()
         # keep only the best rounds so predict() and the saved model agree
         self._set_state({"model": booster.model_to_string(num_iteration=best), "best_iteration": best})
+        objective = [self.objective_value(float(v)) for v in evals["train"][self.objective_metric or self.metric]]
         self.history_ = [
             {"step": i + 1, **{f"{name}_{metric}": float(values[i])
-                               for name in names for metric, values in evals[name].items()}}
-            for i in range(len(evals["train"][self.metric]))
+                               for name in names for metric, values in evals[name].items()},
+             "objective": objective[i]}
+            for i in range(len(objective))
         ]
-        final = evals["train"][self.objective_metric or self.metric][best - 1]
-        self.objective_trace_ = self.objective_trace(train, float(final))
+        self.objective_trace_ = self.objective_trace(train, objective[best - 1])
         return self
 
     def predict(self, data: RankData) -> np.ndarray:

@@ -49,8 +49,11 @@ class LambdaMART(BoostedTrees):
             return lightgbm().Dataset(data.X, label=label, group=data.query_lengths, params={"verbosity": -1})
         return lightgbm().Dataset(data.X, label=label, group=data.query_lengths, reference=reference)
 
+    def objective_value(self, evaluation: float) -> float:
+        """1 - training NDCG@10: lambdarank reports no value of its own objective."""
+        return 1.0 - evaluation
+
     def objective_trace(self, train: RankData, final: float) -> dict:
-        """1 - training NDCG@10: lambdarank reports no value of its own objective. Before the
-        first tree every score is equal (ties in input order)."""
+        """Before the first tree every score is equal (ties in input order)."""
         start = float(per_query(np.zeros(len(train.y)), train.y, train.offsets, [self.metric])[self.metric].mean())
-        return {"start": 1.0 - start, "final": 1.0 - final}
+        return {"start": self.objective_value(start), "final": final}
