@@ -56,6 +56,7 @@ def test_first_round_by_hand_and_the_pick_against_a_loop_over_queries(metric, sp
     assert model.features_.tolist() == [f]
     assert model.alphas_[0] == pytest.approx(0.5 * np.log((P @ (1 + E[f])) / (P @ (1 - E[f]))))
     assert model.history_[0][f"train_{metric}"] == pytest.approx(E[f].mean())
+    assert model.history_[0]["objective"] == 1 - model.history_[0][f"train_{metric}"]
 
 
 def test_query_weights_follow_exp_minus_the_models_metric(splits):

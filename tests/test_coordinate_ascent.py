@@ -75,6 +75,7 @@ def test_training_metric_never_falls_within_a_restart_and_weights_are_normalised
         curve = [h[key] for h in model.history_ if h["restart"] == restart]
         assert curve[0] == pytest.approx(mean_metric(train.X.mean(axis=1), train))  # the uniform start
         assert np.all(np.diff(curve) >= -1e-12), curve
+        assert [h["objective"] for h in model.history_ if h["restart"] == restart] == [1 - v for v in curve]
         assert len(curve) - 1 <= model.max_iter
     trace = model.objective_trace_
     assert trace["start"] == pytest.approx(1 - model.history_[0][key])

@@ -39,7 +39,8 @@ def test_one_round_by_hand():
     assert model.thresholds_.tolist() == [2.5]
     assert model.alphas_[0] == pytest.approx(0.5 * np.log((1 + r) / (1 - r)))  # = ln 3
     # pair (0,1) keeps its weight, the four others are ordered by h: weight * e^-alpha = 1/3
-    assert model.history_ == [{"step": 1, "train_exp_loss": pytest.approx(0.2 * (1 + 4 / 3))}]
+    loss = pytest.approx(0.2 * (1 + 4 / 3))
+    assert model.history_ == [{"step": 1, "train_exp_loss": loss, "objective": loss}]
     assert model.best_round_ == 1
     np.testing.assert_allclose(model.predict(data), np.log(3) * np.array([1, 1, 0, 0]))
 
@@ -133,7 +134,7 @@ def test_history_and_best_round(fitted):
 
 def test_without_vali_keeps_every_round(synthetic_splits):
     model = RankBoost(n_rounds=7).fit(synthetic_splits[0])
-    assert model.best_round_ == 7 and all(set(h) == {"step", "train_exp_loss"} for h in model.history_)
+    assert model.best_round_ == 7 and all(set(h) == {"step", "train_exp_loss", "objective"} for h in model.history_)
 
 
 # --------------------------------------------------------------------------- save / load, errors

@@ -51,7 +51,7 @@ class AdaRank(Ranker):
     (checked every round; a rollback starts the search afresh, as RankLib's). The query weights
     follow the paper: P(q) proportional to exp(-E(q, model)) (RankLib multiplies the previous
     weights by exp(-alpha_t E(q, model)) instead). History: one dict per round: ``feature``
-    (0-based), ``phase`` (1, 2), ``alpha``, ``train_<metric>``, ``vali_<metric>``; a rolled-back
+    (0-based), ``phase`` (1, 2), ``alpha``, ``train_<metric>``, ``objective`` (1 - it), ``vali_<metric>``; a rolled-back
     round has ``rolled_back`` 1, a round that stopped its phase ``stopped`` 1, a pick after which
     the feature left the pool ``removed`` 1. ``objective_trace_``: 1 -
     the training metric before any round (every score tied: data order) and of the kept model."""
@@ -174,7 +174,8 @@ class _Boosting:
             self.alphas.append(float(alpha))
             E_model = ranker.per_query(self.model_scores(self.train_data), self.train_data)
             score = float(E_model.mean())
-            entry = {"step": self.t, "phase": 1 if enqueue else 2, "feature": f, "alpha": float(alpha), self.key: score}
+            entry = {"step": self.t, "phase": 1 if enqueue else 2, "feature": f, "alpha": float(alpha), self.key: score,
+                     "objective": 1.0 - score}
             if not enqueue and self.count_repeats(f, score):
                 entry["removed"] = 1
             if self.vali is not None:

@@ -45,8 +45,8 @@ class CoordinateAscent(Ranker):
     * ``regularization``: RankLib's ``-reg`` slack: the training score is the metric minus
       slack * ||w/|w|_1 - u||_2, u the uniform start (0: off).
 
-    History: one dict per pass (``restart``, ``pass``, ``train_<metric>``; pass 0 is the start;
-    a restart's last pass also has ``vali_<metric>`` with a validation split).
+    History: one dict per pass (``restart``, ``pass``, ``train_<metric>``, ``objective`` (1 - it);
+    pass 0 is the start; a restart's last pass also has ``vali_<metric>`` with a validation split).
     ``objective_trace_``: 1 - the training metric at the uniform start and of the model kept."""
 
     kind = "coordinate_ascent"
@@ -125,7 +125,7 @@ class CoordinateAscent(Ranker):
             s = train.X @ w
             score = start_metric - self.penalty(w)
             history.append({"step": len(history), "restart": restart, "pass": 0,
-                            f"train_{self.metric}": start_metric})
+                            f"train_{self.metric}": start_metric, "objective": 1.0 - start_metric})
             for n_pass in range(1, int(self.max_iter) + 1):
                 before = score
                 for j in rng.permutation(d):
@@ -139,8 +139,9 @@ class CoordinateAscent(Ranker):
                             w /= total
                             s /= total
                 s = train.X @ w  # exact again for the next pass: no drift from the updates
+                metric = self.mean_metric(s, train)
                 history.append({"step": len(history), "restart": restart, "pass": n_pass,
-                                f"train_{self.metric}": self.mean_metric(s, train)})
+                                f"train_{self.metric}": metric, "objective": 1.0 - metric})
                 progress.update(restart * int(self.max_iter) + n_pass, restart=restart + 1, score=score)
                 if score - before < self.tolerance:
                     break

@@ -86,8 +86,8 @@ class RankBoost(Ranker):
     * ``seed``: unused (the algorithm is deterministic), taken like every ranker's.
 
     The initial pair distribution weights queries equally. History: one dict per round with
-    ``train_exp_loss`` (prod_t Z_t, the exponential pair loss under the initial distribution)
-    and, every 10 rounds with a validation split, ``vali_ndcg@10``."""
+    ``train_exp_loss`` (prod_t Z_t, the exponential pair loss under the initial distribution),
+    the same as ``objective``, and, every 10 rounds with a validation split, ``vali_ndcg@10``."""
 
     kind = "rankboost"
     parameter_constraints = {
@@ -134,7 +134,7 @@ class RankBoost(Ranker):
             features.append(f)
             thresholds.append(theta)
             alphas.append(float(alpha))
-            entry = {"step": t, "train_exp_loss": float(loss)}
+            entry = {"step": t, "train_exp_loss": float(loss), "objective": float(loss)}
             if vali is not None:
                 vali_scores += alpha * (vali.X[:, f] > theta)  # incremental: one weak ranker per round
                 if t % VALI_EVERY == 0 or t == self.n_rounds:
