@@ -82,7 +82,7 @@ def assert_the_next_run_logs_what_was_missing(workdir: Path, table_before: pd.Da
     parent = runs[runs.level == "parent"]
     assert len(parent) == 1
     method = json.loads((workdir / layout.fill(layout.METHOD_SUMMARY, **KEYS)).read_text())
-    assert parent.iloc[0].metrics["mean.test.ndcg_at_10"] == pytest.approx(method["mean"]["test.ndcg@10"])
+    assert parent.iloc[0].metrics["test.ndcg_at_10"] == pytest.approx(method["mean"]["test.ndcg@10"])
     # the retrained fold is the same deterministic training: the tables are the uninterrupted run's
     pd.testing.assert_frame_equal(pd.read_csv(workdir / TABLE), table_before)
 

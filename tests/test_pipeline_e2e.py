@@ -115,16 +115,23 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
         selection.loc[selection["selected"], "vali.ndcg@10"].iloc[0])
     assert run.data.metrics["train_seconds"] > 0
     assert {a.path for a in client.list_artifacts(run_id)} >= {"model.json", "scores.test.tsv", "config.resolved.json"}
-    # names say what runs are; a fold run spans its fold's jobs; a parent names the folds it averages
+    # names say what runs are; a fold run spans its fold's training; a parent names the folds it averages
     fold = folds.set_index("key").loc["default/synthetic/first/pointwise/fold1"]
     assert fold["name"] == "pointwise [first] synthetic fold1 (default)"
     fit = json.loads((run_dir(workdir, "pointwise", 1) / "fit.json").read_text())
-    assert fold["start"] == fit["started_ms"] < fit["finished_ms"] <= fold["end"]
+    assert fold["start"] == fit["started_ms"] < fit["finished_ms"] == fold["end"]
     parents = runs[runs.level == "parent"].set_index("name")
     assert parents.loc["pointwise [first] synthetic (default)", "folds"] == "1,2"
     parent_tags = client.get_run(parents.loc["pointwise [first] synthetic (default)", "id"]).data.tags
     assert parent_tags["kind"] == "linear" and parent_tags["params.loss"] == "pointwise_mse"
     assert parent_tags["grid.l2"] == "[0.01, 1.0]"
+    # the settings are the parent's params too (the compare view lines parents up by params), and
+    # a parent holds its folds' means under the fold runs' metric names
+    parent = client.get_run(parents.loc["pointwise [first] synthetic (default)", "id"])
+    assert parent.data.params == {"kind": "linear", "params.loss": "pointwise_mse", "grid.l2": "[0.01, 1.0]"}
+    pointwise = folds[folds.key.str.startswith("default/synthetic/first/pointwise/")]
+    assert parent.data.metrics["test.ndcg_at_10"] == pytest.approx(
+        np.mean([client.get_run(i).data.metrics["test.ndcg_at_10"] for i in pointwise.id]))
     # the UI opens on the training runs, not on the GenAI pages
     assert client.get_experiment_by_name("rankstudy").tags["mlflow.experimentKind"] == "custom_model_development"
 

@@ -316,6 +316,34 @@ def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):
     assert client.get_run(lone).data.tags["rankstudy.key"] == "main/MQ2008/all/ranknet"
 
 
+def test_parent_params_are_the_settings_and_new_settings_replace_the_parent(sqlite_uri):
+    keys = dict(study="main", dataset="MQ2008", featureset="all", method="lambdamart")
+    settings = {"kind": "lambdamart", "params": {"n_estimators": 30}, "grid": {"num_leaves": [7, 15]}}
+    first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
+    parent_id = log_parent_metrics(sqlite_uri, EXPERIMENT, **keys, metrics={"test.map": 0.3}, params=settings)
+    client = MlflowClient(sqlite_uri)
+    flat = {"kind": "lambdamart", "params.n_estimators": "30", "grid.num_leaves": "[7, 15]"}
+    assert client.get_run(parent_id).data.params == flat
+    # the same settings again: the same parent, its metric history goes on
+    assert log_parent_metrics(sqlite_uri, EXPERIMENT, **keys, metrics={"test.map": 0.4}, params=settings) == parent_id
+    assert [m.step for m in client.get_metric_history(parent_id, "test.map")] == [0, 1]
+
+    # new settings: MLflow cannot change a param, so a new parent holds them and the old one's
+    # children, and the old parent is gone from the store
+    second = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(2))
+    changed = {**settings, "params": {"n_estimators": 60}}
+    new_id = log_parent_metrics(sqlite_uri, EXPERIMENT, **keys, metrics={"test.map": 0.5}, params=changed)
+    assert new_id != parent_id
+    assert client.get_run(new_id).data.params == {**flat, "params.n_estimators": "60"}
+    assert [m.value for m in client.get_metric_history(new_id, "test.map")] == [0.5]
+    assert [run.info.run_id for run in live_runs(client, "parent")] == [new_id]
+    assert {client.get_run(run).data.tags["mlflow.parentRunId"] for run in (first, second)} == {new_id}
+    with pytest.raises(MlflowException):
+        client.get_run(parent_id)  # purged, not only deleted
+    # a call without params (an older caller) leaves the parent and its params alone
+    assert log_parent_metrics(sqlite_uri, EXPERIMENT, **keys, metrics={"test.map": 0.6}) == new_id
+
+
 def test_study_run_is_replaced_on_rerun(sqlite_uri, artifacts):
     first = log_study_run(sqlite_uri, EXPERIMENT, study="main", dataset="MQ2008",
                           artifacts=artifacts, params={"methods": ["a", "b"]})

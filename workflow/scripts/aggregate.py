@@ -105,13 +105,17 @@ with job_logging(snakemake, "aggregate"):
         random={k: float(np.nanmean([f.random[k] for f in folds]))
                 for k in sorted(set.intersection(*(set(f.random) for f in folds)))})
     not_learned = method.not_learned
+    settings = {"kind": snakemake.params.spec["kind"], "params": snakemake.params.spec.get("params") or {},
+                "grid": snakemake.params.spec.get("grid") or {}}
     method.mlflow_parent_run_id = tracking.log_parent_metrics(
         uri, mlflow["experiment"], **identity,
-        metrics={**{f"mean.{k}": v for k, v in method.mean.items()}, **{f"std.{k}": v for k, v in method.std.items()}},
-        # the method's settings as tags (a parent outlives changes of them; params could not change)
-        tags={**tracking.flatten_params({"kind": snakemake.params.spec["kind"],
-                                         "params": snakemake.params.spec.get("params") or {},
-                                         "grid": snakemake.params.spec.get("grid") or {}}),
+        # the fold runs' names, holding the fold means, so one column of the runs table shows both
+        metrics={**method.mean, **{f"std.{k}": v for k, v in method.std.items()},
+                 **{f"random.{k}": v for k, v in method.random.items()}},
+        # the settings as params (the compare view lines parents up by them; a change replaces the
+        # parent, as MLflow cannot change a param) and as tags, which searches and older readers use
+        params=settings,
+        tags={**tracking.flatten_params(settings),
               "folds": ",".join(map(str, method.folds)), "rankstudy.learned": str(not not_learned).lower(),
               **({"rankstudy.not_learned_folds": ",".join(map(str, not_learned))} if not_learned else {})},
     )

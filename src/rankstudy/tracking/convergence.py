@@ -14,6 +14,11 @@ instead, by one order that all clients agree on whatever each of them saw:
   all clients settle on the same one. Whoever attaches a child to a parent that is being
   deleted either has it moved by the deleter (attached before the deleter looked for children)
   or sees the deletion in its check (attached after), so no child stays under a deleted parent.
+  One exception: a parent whose params (the method's settings, which MLflow cannot change)
+  differ from the settings being logged is replaced (:func:`replace_parent`): deleted, then a
+  new parent resolved as above, then its children moved to that one. Two pipelines logging one
+  key with different settings at once would replace each other's parent until
+  :data:`SETTLE_ROUNDS` runs out; with the same settings they settle as above.
 * fold and study runs: the run logged last wins (the ``rankstudy.logged`` tag, ms and a token
   per call, then run id; :func:`_logged_order`). After finishing its run a job deletes every
   live run of its key older than the newest finished one, its own included if a newer one
@@ -202,6 +207,19 @@ def parent_run_id(client, experiment_id: str, study: str, dataset: str, features
         for child in store.search_all(client, experiment_id, store.filter_eq(**{PARENT_TAG: run.info.run_id})):
             unless_gone(client, child.info.run_id, client.set_tag, child.info.run_id, PARENT_TAG, winner)
     return winner
+
+
+def replace_parent(client, experiment_id: str, study: str, dataset: str, featureset: str, method: str,
+                   old_id: str, deleted: list[str]) -> str:
+    """Replace the parent ``old_id`` (its settings changed: MLflow params cannot): delete it, resolve
+    the parent again (a new one, or one another client made meanwhile) and move the old one's
+    children there. Deleting before looking for children means a child attached meanwhile is
+    either found here or sees the deletion in its own :func:`confirm_parent`. Returns the new id."""
+    delete(client, old_id, deleted)
+    new_id = parent_run_id(client, experiment_id, study, dataset, featureset, method, deleted)
+    for child in store.search_all(client, experiment_id, store.filter_eq(**{PARENT_TAG: old_id})):
+        unless_gone(client, child.info.run_id, client.set_tag, child.info.run_id, PARENT_TAG, new_id)
+    return new_id
 
 
 def confirm_parent(client, experiment_id: str, study: str, dataset: str, featureset: str, method: str,

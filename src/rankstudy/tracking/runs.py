@@ -47,6 +47,7 @@ from rankstudy.tracking.convergence import (
     new_run_or_nothing,
     parent_key,
     parent_run_id,
+    replace_parent,
     replace_runs,
     runs_with_key,
     unless_gone,
@@ -243,10 +244,16 @@ def log_parent_metrics(
     featureset: str,
     method: str,
     metrics: Mapping[str, float],
+    params: Mapping | None = None,
     artifacts: Iterable[os.PathLike | str] = (),
     tags: Mapping | None = None,
 ) -> str:
-    """Set the fold-mean metrics on the parent run (created if missing).
+    """Set the fold-mean metrics on the parent run (created if missing), and ``params`` (the
+    method's settings, flattened as for a fold run) if it has none yet.
+
+    MLflow cannot change a param, so a parent whose params differ from ``params`` (the settings
+    changed since) is replaced by a new parent holding its children
+    (:func:`~rankstudy.tracking.convergence.replace_parent`); its metric history starts again.
 
     Each call logs all metrics at a new step (the parent's ``rankstudy.revision``
     tag, 0, 1, 2, ...), so the value the UI lists for a metric is the one of the
@@ -262,14 +269,21 @@ def log_parent_metrics(
         experiment_id = store.experiment_id(client, uri, experiment)
         deleted: list[str] = []
 
+        wanted = {param.key: param.value for param in _param_entities(params)}
+
         def write(parent_id: str) -> bool:
             try:
-                revision = int(client.get_run(parent_id).data.tags.get(REVISION_TAG, -1)) + 1
+                run = client.get_run(parent_id)
             except MlflowException:
                 if store.is_live(client, parent_id):
                     raise
                 return False  # deleted as a duplicate meanwhile: resolve again
+            if wanted and run.data.params and run.data.params != wanted:
+                replace_parent(client, experiment_id, study, dataset, featureset, method, parent_id, deleted)
+                return False  # write to the new parent
+            revision = int(run.data.tags.get(REVISION_TAG, -1)) + 1
             payload = dict(metrics=_metric_entities(metrics, revision, store.now_ms()),
+                           params=[] if run.data.params else [Param(k, v) for k, v in wanted.items()],
                            tags=_tag_entities({**(tags or {}), REVISION_TAG: revision}), artifacts=paths)
             return (unless_gone(client, parent_id, _log_payload, client, parent_id, **payload)
                     and unless_gone(client, parent_id, client.set_terminated, parent_id))  # end_time: now
