@@ -646,3 +646,27 @@ def test_an_experiment_made_without_its_kind_gets_the_model_training_kind(tmp_pa
     assert EXPERIMENT_KIND_TAG not in client.get_experiment(made).tags
     assert experiment_id(client, uri, "old") == made
     assert client.get_experiment(made).tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND
+
+
+def test_the_saved_runs_view_lists_the_metrics_and_the_ui_address_opens_it(sqlite_uri):
+    from rankstudy.tracking.views import VIEW_KEY, VIEW_TAG, decode_view, save_runs_view
+
+    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+    bootstrap = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bootstrap)
+    log_parent_metrics(sqlite_uri, EXPERIMENT, study="main", dataset="MQ2008", featureset="all",
+                       method="ranknet", metrics={"test.map": 0.2})
+    db = sqlite_path(sqlite_uri)
+    address = bootstrap.runs_url(db, "5000", EXPERIMENT)
+    assert address.endswith("/runs?workflowType=machine_learning")  # no view yet: none asked for
+    assert save_runs_view(sqlite_uri, EXPERIMENT, ["test.ndcg@10", "test.map"]) == VIEW_KEY == bootstrap.VIEW_KEY
+    assert bootstrap.runs_url(db, "5000", EXPERIMENT) == f"{address}&viewStateShareKey={VIEW_KEY}"
+    client = MlflowClient(sqlite_uri)
+    tag = client.get_experiment_by_name(EXPERIMENT).tags[VIEW_TAG]
+    # the metrics under their MLflow names, as the UI names a metric column
+    assert decode_view(tag)["selectedColumns"] == ["metrics.`test.ndcg_at_10`", "metrics.`test.map`"]
+    save_runs_view(sqlite_uri, EXPERIMENT, ["test.ndcg@10", "test.map"])
+    assert client.get_experiment_by_name(EXPERIMENT).tags[VIEW_TAG] == tag  # unchanged: not rewritten
+    save_runs_view(sqlite_uri, EXPERIMENT, ["test.err"])
+    assert decode_view(client.get_experiment_by_name(EXPERIMENT).tags[VIEW_TAG])["selectedColumns"] == [
+        "metrics.`test.err`"]

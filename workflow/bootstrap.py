@@ -59,18 +59,26 @@ def ensure_env() -> None:
     STAMP.write_text(wanted)
 
 
+# the saved view of the runs table the pipeline writes (rankstudy.tracking.views.VIEW_KEY)
+VIEW_KEY = "rankstudy"
+
+
 def runs_url(db: Path, port: str, experiment: str = "rankstudy") -> str:
     """The UI's page of the experiment's training runs. MLflow 3 opens an experiment on its
-    GenAI pages unless the URL asks for the machine-learning workflow."""
+    GenAI pages unless the URL asks for the machine-learning workflow; the saved view the
+    tables job writes (when there is one) puts the test metrics in the table's columns."""
     base = f"http://127.0.0.1:{port}/"
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
             row = con.execute("SELECT experiment_id FROM experiments WHERE name = ?", (experiment,)).fetchone()
+            view = row and con.execute("SELECT 1 FROM experiment_tags WHERE experiment_id = ? AND key = ?",
+                                       (row[0], f"mlflow.sharedViewState.{VIEW_KEY}")).fetchone()
     except sqlite3.Error:
-        row = None
+        row = view = None
     if row is None:
         return base
-    return f"{base}#/experiments/{row[0]}/runs?workflowType=machine_learning"
+    return (f"{base}#/experiments/{row[0]}/runs?workflowType=machine_learning"
+            + (f"&viewStateShareKey={VIEW_KEY}" if view else ""))
 
 
 def ui_command(args: list[str], db: Path = REPO / "results" / "mlflow.db") -> list[str]:
@@ -80,6 +88,8 @@ def ui_command(args: list[str], db: Path = REPO / "results" / "mlflow.db") -> li
     subprocess.run([str(BIN / "python"), "-m", "rankstudy.tracking.relocate", str(db)], check=True)
     port = args[args.index("--port") + 1] if "--port" in args[:-1] else "5000"
     say(f"open {runs_url(db, port)}")
+    # MLflow 3.17 keeps the mode per browser and starts in GenAI mode (README: Browse the runs)
+    say("a run page showing Traces, Judges and Evaluation runs: pick 'Model training' at the top left once")
     return [str(BIN / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}", *args]
 
 

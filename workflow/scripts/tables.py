@@ -7,6 +7,7 @@ import pandas as pd
 
 from rankstudy.reporting import chosen, pages, plots, tables, timing
 from rankstudy.tracking import runs as tracking
+from rankstudy.tracking import views
 from rankstudy.tracking.store import resolve_tracking_uri
 from rankstudy.pipeline import results
 from rankstudy.pipeline.records import FoldMeta
@@ -109,3 +110,5 @@ with job_logging(snakemake, "tables"):
     tracking.log_study_run(uri, mlflow["experiment"], study=w.study, dataset=w.dataset,
                            artifacts=[*map(Path, written), *timing_written, *chosen_written, Path(plot), Path(plot_p)],
                            params={"baseline": p.baseline, "folds": p.folds, "caption": caption})
+    # the runs table the UI opens on (the address bootstrap.py ui prints) shows these metrics
+    views.save_runs_view(uri, mlflow["experiment"], [f"test.{m}" for m in metric_names])

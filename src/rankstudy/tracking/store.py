@@ -66,7 +66,8 @@ log = logging.getLogger(__name__)
 DEFAULT_DB_NAME = "mlflow.db"
 # The database behind a tracking server, for purging the runs a job deleted (no REST API does)
 BACKEND_ENV = "RANKSTUDY_MLFLOW_BACKEND_STORE_URI"
-# MLflow 3's UI opens an experiment on its GenAI pages unless it is marked as model training
+# The experiment's kind, model training. MLflow 3's UI has code choosing its GenAI or model-training pages
+# by it, but 3.17's builds with a per-browser switch that decides instead (README, Browse the runs)
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 
 _held_locks = threading.local()  # lock files this thread already holds (re-entrancy)
@@ -265,7 +266,7 @@ def experiment_id(client: MlflowClient, uri: str, name: str) -> str:
         log.warning("restoring deleted MLflow experiment %r", name)
         client.restore_experiment(experiment.experiment_id)
     if experiment.tags.get(EXPERIMENT_KIND_TAG) is None:
-        # a store made before rankstudy set the kind: MLflow 3's UI would open it on its GenAI pages
+        # a store made before rankstudy set the kind
         client.set_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND)
     db = sqlite_path(uri)
     if db is not None and moved(experiment.artifact_location, artifact_root(db)):
