@@ -253,14 +253,16 @@ def run_checks(address: str, picked: dict, out: Path, chromium: str) -> list[Che
             row(page, run.info.run_id).locator(".ag-selection-checkbox").first.click()
         page.get_by_role("button", name="Compare").first.click()
         settle(page, "Run details")
-        page.screenshot(path=out / "compare.png", full_page=True)
         checks.append(Check("after one switch to Model training, the compare view stays in model-training mode",
                             "compare-runs" in page.url and not genai_navigation(page),
                             f"GenAI navigation: {genai_navigation(page)} ({page.url})"))
+        objective = page.locator('a[title="Plot chart"]', has_text="objective").first
         try:
-            page.locator('a[title="Plot chart"]', has_text="objective").first.wait_for()
+            objective.wait_for()
+            objective.scroll_into_view_if_needed()  # the screenshot shows the metrics table's row
         except Exception:  # Playwright's TimeoutError: no objective row; the check reports it
             pass
+        page.screenshot(path=out / "compare.png")
         values = compare_values(page, "objective")
         numbers = []
         for value in values or []:
