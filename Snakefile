@@ -19,8 +19,9 @@ from rankstudy.util.memory import workflow_memory_problem  # standard library on
 if problem := workflow_memory_problem():
     raise WorkflowError(problem)
 try:
-    from rankstudy.pipeline.config import apply_defaults, check_config_files, own_methods, prepare_cli_values, \
-        schema_problem
+    from rankstudy.pipeline.config import apply_defaults, own_methods, prepare_cli_values, schema_problem
+    from rankstudy.pipeline.configfiles import check_cli_values, check_config_files
+    from rankstudy.pipeline.errors import ConfigError
     from rankstudy.pipeline.summary import run_summary
     from rankstudy.tracking.errors import check_server_answers
 except Exception as exc:
@@ -32,10 +33,17 @@ RUN_STARTED = time.time()
 
 min_version("9.0")
 
-configfile: "config/config.yaml"
+# bad YAML or a key given twice (YAML keeps the last one silently) is named with its file:line,
+# before `configfile:` reads config.yaml (Snakemake's message names neither); a --configfile
+# file Snakemake has read already: bootstrap.py run checks those before it starts Snakemake.
+# A ConfigError is raised again here, as one line with no traceback into rankstudy's modules
+try:
+    check_config_files([Path(workflow.basedir) / "config" / "config.yaml", *workflow.config_settings.configfiles])
+    check_cli_values(workflow.config_settings.config)
+except ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
 
-# a key given twice in a config file (YAML keeps the last one silently) is named with its file:line
-check_config_files([Path(workflow.basedir) / "config" / "config.yaml", *workflow.config_settings.configfiles])
+configfile: "config/config.yaml"
 
 # a study (--configfile, or --config methods=...) trains the methods it defines, not config.yaml's too
 own_methods(config, workflow.config_settings.overwrite_config)
@@ -43,7 +51,10 @@ own_methods(config, workflow.config_settings.overwrite_config)
 # `--config` values arrive as YAML (folds=[3] as ['3'], folds=7 as 7): bring them to the
 # schema's types, or fail naming the key and the working form, before anything reads them
 SCHEMA = "workflow/schemas/config.schema.yaml"
-prepare_cli_values(config, yaml.safe_load((Path(workflow.basedir) / SCHEMA).read_text()))
+try:
+    prepare_cli_values(config, yaml.safe_load((Path(workflow.basedir) / SCHEMA).read_text()))
+except ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
 
 # one line naming the key, not Snakemake's message with the whole schema after it
 if problem := schema_problem(config, yaml.safe_load((Path(workflow.basedir) / SCHEMA).read_text())):

@@ -120,3 +120,23 @@ def test_the_full_output_flag_passes_every_line_on():
     out = io.StringIO()
     bootstrap.relay(["localrule train:\n", "    jobid: 3\n"], out, lambda: 1.0, full=True)
     assert out.getvalue() == "localrule train:\n    jobid: 3\n"
+
+
+def test_the_configfiles_given_to_snakemake_are_found_in_its_arguments():
+    assert bootstrap.configfiles_of(["--configfile", "a.yaml", "b.yaml", "--config", "folds=[1]", "-n",
+                                     "--configfiles=c.yaml", "all"]) == ["a.yaml", "b.yaml", "c.yaml"]
+    assert bootstrap.configfiles_of(["-n", "--forcerun", "x.json"]) == []
+
+
+@pytest.mark.integration
+def test_run_names_the_file_and_line_of_bad_yaml_in_a_configfile_before_snakemake(tmp_path, capfd):
+    """Snakemake parses --configfile itself, before the Snakefile, and says only "Config file is
+    not valid JSON or YAML": the bootstrap checks the files first."""
+    study = tmp_path / "study.yaml"
+    study.write_text("study: s\nfolds:\n\t- 1\n")
+    assert bootstrap.check_configfiles(["--configfile", str(study), "-n"], dict(os.environ)) == 1
+    assert capfd.readouterr().err == (f"rankstudy: config file {study}:3: found character '\\t' (a tab; indent with "
+                                      f"spaces) that cannot start any token\n")
+    study.write_text("study: s\nfolds: [1]\n")
+    assert bootstrap.check_configfiles(["--configfile", str(study)], dict(os.environ)) == 0
+    assert bootstrap.check_configfiles(["-n"], dict(os.environ)) == 0

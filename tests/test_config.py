@@ -427,6 +427,38 @@ def test_a_key_given_twice_in_a_config_file_is_named_with_its_line(tmp_path):
     check_config_files([study, REPO / "config/config.yaml", *sorted((REPO / "config/studies").glob("*.yaml"))])
 
 
+@pytest.mark.parametrize("text, line, problem", [
+    ("folds:\n\t- 1\n", 2, r"found character '\\t' \(a tab; indent with spaces\)"),
+    ("study: x\n  folds: [1]\n", 2, "mapping values are not allowed here"),
+    ("folds: [1, 2\nstudy: x\n", 2, r"expected ',' or '\]'"),
+])
+def test_bad_yaml_in_a_config_file_is_named_with_its_line(tmp_path, capsys, text, line, problem):
+    """Snakemake says only "Config file is not valid JSON or YAML", naming neither."""
+    from rankstudy.pipeline.configfiles import main
+
+    study = tmp_path / "study.yaml"
+    study.write_text(text)
+    with pytest.raises(ConfigError, match=rf"^config file {study}:{line}: {problem}"):
+        check_config_files([study])
+    assert main([str(study), str(tmp_path / "missing.yaml")]) == 1  # what bootstrap.py run calls first
+    err = capsys.readouterr().err
+    assert err.startswith(f"rankstudy: config file {study}:{line}: ") and err.count("\n") == 1
+    assert main([str(REPO / "config/config.yaml"), str(tmp_path / "missing.yaml")]) == 0  # missing: Snakemake says
+
+
+def test_a_config_value_that_is_not_valid_yaml_is_named_by_its_key():
+    """Snakemake keeps `--config 'folds=[1,2'` as the string '[1,2', then blamed for its type."""
+    from rankstudy.pipeline.configfiles import check_cli_values
+
+    with pytest.raises(ConfigError, match=r"^--config folds=\[1,2: not valid YAML at column 5: expected ',' or '\]'"):
+        check_cli_values({"study": "s", "folds": "[1,2", "l2": 0.1})
+    with pytest.raises(ConfigError, match=r"^--config methods=\{a: \{kind: linear\}: not valid YAML"):
+        check_cli_values({"methods": "{a: {kind: linear}"})
+    with pytest.raises(ConfigError, match=r"^--config methods=\{a: 1, a: 2\}: .*key 'a' is given twice"):
+        check_cli_values({"methods": "{a: 1, a: 2}"})
+    check_cli_values({"study": "my study", "folds": ["1", "2"], "methods": {"a": {"kind": "linear"}}})
+
+
 def test_a_departure_from_the_schema_is_one_line_naming_the_key(config):
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     assert schema_problem(copy.deepcopy(config), schema) is None

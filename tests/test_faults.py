@@ -312,3 +312,30 @@ def test_an_error_that_is_no_full_disk_keeps_its_traceback(tmp_path, monkeypatch
     with pytest.raises(RuntimeError, match="zipfile"):
         with job_logging(FakeJob(tmp_path), "featurize"):
             raise RuntimeError("zipfile: cannot close") from OSError(errno.EIO, "Input/output error")
+
+
+# ---------------------------------------------------------------- bad YAML under plain snakemake
+
+
+@pytest.mark.slow
+def test_bad_yaml_in_config_yaml_or_a_config_value_is_one_line_naming_where_before_any_job(tmp_path):
+    """Snakemake's own message for bad YAML ("Config file is not valid JSON or YAML") names
+    neither the file nor the line; a ConfigError raised in rankstudy's modules came with their
+    traceback. (A --configfile file is read by Snakemake before the Snakefile: bootstrap.py run
+    checks it, tests/test_bootstrap.py.)"""
+    from pipeline_runs import SNAKEMAKE, make_workdir
+
+    workdir = make_workdir(tmp_path, {})
+    config = workdir / "config" / "config.yaml"
+    lines = config.read_text().splitlines(keepends=True)
+    config.write_text("".join(lines[:2]) + "\t" + "".join(lines[2:]))
+    runs = {}
+    for name, args in {"config.yaml": [], "--config": ["--config", "folds=[1,2"]}.items():
+        if name == "--config":
+            config.write_text("".join(lines))
+        runs[name] = subprocess.run([SNAKEMAKE, "--cores", "2", *args], cwd=workdir, capture_output=True, text=True,
+                                    timeout=120)
+        assert runs[name].returncode == 1 and "rankstudy/" not in runs[name].stderr, runs[name].stderr
+        assert not (workdir / "results" / "runs").exists()
+    assert f"\nconfig file {config}:3: found character '\\t' (a tab; indent with spaces)" in runs["config.yaml"].stderr
+    assert "\n--config folds=[1,2: not valid YAML at column 5: expected ',' or ']'" in runs["--config"].stderr

@@ -139,6 +139,31 @@ def thread_failure_hint(line: str) -> str | None:
             f"jobs at once (CORES=1)")
 
 
+def configfiles_of(args: list[str]) -> list[str]:
+    """The files given to Snakemake's ``--configfile`` (or ``--configfiles``) in ``args``."""
+    files, taking = [], False
+    for arg in args:
+        option, _, value = arg.partition("=")
+        if option in ("--configfile", "--configfiles"):
+            taking = not value
+            files += [value] if value else []
+        elif arg.startswith("-"):
+            taking = False
+        elif taking:
+            files.append(arg)
+    return files
+
+
+def check_configfiles(args: list[str], env: dict) -> int:
+    """Snakemake reads ``--configfile`` files before the Snakefile runs, and says of bad YAML only
+    "Config file is not valid JSON or YAML": check them first, so that the message names the file
+    and line (rankstudy.pipeline.configfiles). Returns the check's exit code."""
+    files = configfiles_of(args)
+    if not files:
+        return 0
+    return subprocess.call([str(BIN / "python"), "-m", "rankstudy.pipeline.configfiles", *files], cwd=REPO, env=env)
+
+
 def duration(seconds: float) -> str:
     """``45s``, ``3m05s``, ``2h07m``."""
     seconds = round(seconds)
@@ -292,6 +317,8 @@ def main(argv: list[str]) -> int:
         argv = [a for a in argv if a != "--full-output"]
     if argv[0] == "run":
         cores = os.environ.get("CORES", "2")
+        if code := check_configfiles(argv[1:], env):
+            return code
         clear_stale_lock(REPO, str(BIN / "snakemake"), argv[1:], env)
         # outputs a killed run left half-written are redone rather than refused
         cmd = [str(BIN / "snakemake"), "--cores", cores, "--rerun-incomplete", *argv[1:]]

@@ -19,6 +19,7 @@ from rankstudy.data import sources, splitfiles
 from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.features.pairs import pair_correlations_bytes
+from rankstudy.pipeline.configfiles import check_config_files  # noqa: F401 - part of this module's interface
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import path_name_problem, system_label
 from rankstudy.reporting.paper_tables import paper_systems
@@ -120,37 +121,6 @@ def _coerce(value, schema: dict):
         if any(check(read) for check in wanted):
             return read
     return value
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """YAML that refuses a key given twice in one mapping (PyYAML keeps the last silently: two
-    methods under one name became one, trained as the second)."""
-
-
-def _mapping_without_duplicates(loader, node, deep=False):
-    seen: dict = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is given twice (first on line {seen[key] + 1})", key_node.start_mark)
-        seen[key] = key_node.start_mark.line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
-
-
-def check_config_files(paths) -> None:
-    """ConfigError naming the file and line of a YAML error or of a key given twice in one mapping,
-    for every config file of the run."""
-    for path in paths:
-        try:
-            yaml.load(Path(path).read_text(), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            where = f"{path}:{mark.line + 1}" if mark else str(path)
-            raise ConfigError(f"config file {where}: {exc.problem or exc.context}") from None
 
 
 def schema_problem(config: dict, schema: dict) -> str | None:

@@ -1,0 +1,88 @@
+"""Reading a run's config files and ``--config`` values as YAML, strictly: a syntax error or a key
+given twice in one mapping is one line naming the file and line (or the ``--config`` key), before
+any job. PyYAML alone keeps the last of two equal keys silently, and Snakemake's own message for
+bad YAML ("Config file is not valid JSON or YAML") names neither the file nor the line.
+
+Light on purpose (PyYAML and the standard library): ``python -m rankstudy.pipeline.configfiles
+FILE...`` is what ``workflow/bootstrap.py run`` runs on the ``--configfile`` files before
+Snakemake, which parses those itself before the Snakefile can say anything."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import yaml
+
+from rankstudy.pipeline.errors import ConfigError
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML that refuses a key given twice in one mapping (PyYAML keeps the last silently: two
+    methods under one name became one, trained as the second)."""
+
+
+def _mapping_without_duplicates(loader, node, deep=False):
+    seen: dict = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is given twice (first on line {seen[key] + 1})", key_node.start_mark)
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
+def _problem(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc)
+    # PyYAML's words for a tab ("found character '\t' that cannot start any token") hide the cause
+    return problem.replace("'\\t'", "'\\t' (a tab; indent with spaces)")
+
+
+def check_config_files(paths) -> None:
+    """ConfigError naming the file and line of a YAML error or of a key given twice in one mapping,
+    for every config file of the run."""
+    for path in paths:
+        try:
+            yaml.load(Path(path).read_text(), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = f"{path}:{mark.line + 1}" if mark else str(path)
+            raise ConfigError(f"config file {where}: {_problem(exc)}") from None
+
+
+def check_cli_values(given: Mapping) -> None:
+    """ConfigError naming the key of a ``--config KEY=VALUE`` whose value is not valid YAML.
+    Snakemake keeps such a value as the string written (``folds=[1,2`` as ``'[1,2'``), which
+    a later check would then blame for its type rather than its syntax."""
+    for key, value in given.items():
+        if not isinstance(value, str):
+            continue
+        try:
+            yaml.load(value, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            at = f" at column {mark.column + 1}" if mark and mark.line == 0 else ""
+            raise ConfigError(f"--config {key}={value}: not valid YAML{at}: {_problem(exc)}") from None
+
+
+def main(argv: list[str]) -> int:
+    """Check the files named in ``argv`` (a missing one is left to Snakemake, which names it); on
+    the first problem, print it as one line and return 1."""
+    try:
+        check_config_files([path for path in argv if Path(path).is_file()])
+    except ConfigError as exc:
+        print(f"rankstudy: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"rankstudy: config file {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
