@@ -3,6 +3,7 @@
 # Run:  snakemake --cores 4            (config/config.yaml, see config/README.md)
 # Rerun one fold:  snakemake --cores 2 --forcerun results/runs/<study>/<dataset>/<featureset>/<method>/fold3/model.json
 # Where everything goes: rankstudy.pipeline.layout (README, "Outputs").
+import atexit
 import os
 import sys
 import time
@@ -12,16 +13,29 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from rankstudy.util.memory import workflow_memory_problem  # standard library only
+from rankstudy.util.memory import spare_address_space, thread_start_failed, thread_start_message, \
+    workflow_memory_problem  # standard library only
 
 # under a small memory limit Snakemake fails without saying so ("failed to map segment" loading
 # scipy below, "can't start new thread" or std::bad_alloc later): say it before anything runs
 if problem := workflow_memory_problem():
     raise WorkflowError(problem)
+spare_address_space()  # under ulimit -v: threads here and in the jobs share malloc arenas
+
+
+# a thread Snakemake could not start ends the run with Snakemake's traceback (no onerror: when its
+# scheduler raises, no hook runs): the last line says what ran out and what to do
+@atexit.register
+def _say_a_thread_could_not_start():
+    if thread_start_failed(getattr(getattr(workflow, "logger_manager", None), "get_logfile", list)()):
+        print(thread_start_message(), file=sys.stderr)
+
+
 try:
     from rankstudy.pipeline.config import apply_defaults, own_methods, prepare_cli_values, schema_problem
     from rankstudy.pipeline.configfiles import check_cli_values, check_config_files
     from rankstudy.pipeline.errors import ConfigError
+    from rankstudy.pipeline.snakemake_timers import one_reevaluation_timer
     from rankstudy.pipeline.summary import run_summary
     from rankstudy.tracking.errors import check_server_answers
 except Exception as exc:
@@ -30,6 +44,8 @@ except Exception as exc:
     raise
 
 RUN_STARTED = time.time()
+
+one_reevaluation_timer()  # Snakemake's scheduler would start one more timer thread per finished job
 
 min_version("9.0")
 

@@ -209,7 +209,14 @@ def test_the_bootstrap_says_a_thread_that_could_not_start_means_too_little_memor
     code = load_bootstrap().run_snakemake([sys.executable, "-c", starts_a_thread], dict(os.environ))
     out = capsys.readouterr().out
     assert code == 1 and "Building DAG of jobs..." in out and "can't start new thread" in out
-    assert "[bootstrap] snakemake could not start a thread: too little memory" in out and "CORES=1" in out
+    assert "[bootstrap] out of memory: snakemake could not start a thread: too little address space" in out
+    assert "CORES=1" in out and "address-space limit (ulimit -v)" in out
+    # the Snakefile's own line (once the workflow loaded) is not said twice
+    said = starts_a_thread.replace('threading.Thread(target=print).start()',
+                                   'try:\n    threading.Thread(target=print).start()\nfinally:\n'
+                                   '    print("rankstudy: out of memory: snakemake could not start a thread")')
+    assert load_bootstrap().run_snakemake([sys.executable, "-c", said], dict(os.environ)) == 1
+    assert "[bootstrap]" not in capsys.readouterr().out
 
 
 def test_the_bootstrap_adds_no_hint_to_other_failures(capsys):
@@ -339,3 +346,85 @@ def test_bad_yaml_in_config_yaml_or_a_config_value_is_one_line_naming_where_befo
         assert not (workdir / "results" / "runs").exists()
     assert f"\nconfig file {config}:3: found character '\\t' (a tab; indent with spaces)" in runs["config.yaml"].stderr
     assert "\n--config folds=[1,2: not valid YAML at column 5: expected ',' or ']'" in runs["--config"].stderr
+
+
+# ---------------------------------------------------------------- Snakemake's own threads under ulimit -v
+
+
+def test_snakemake_s_scheduler_keeps_one_reevaluation_timer_not_one_more_per_finished_job():
+    """Each pass of Snakemake's scheduler loop started a 1-s timer whose firing starts the next
+    pass: one more endless chain of timer threads per finished job (26 threads after 21 jobs)."""
+    import threading
+
+    from snakemake.scheduling.job_scheduler import JobScheduler
+
+    from rankstudy.pipeline import snakemake_timers
+
+    original = JobScheduler._schedule_reevalutation
+    try:
+        assert snakemake_timers.one_reevaluation_timer()  # the installed Snakemake has the method it replaces
+        scheduler = JobScheduler.__new__(JobScheduler)
+        scheduler._open_jobs = threading.Semaphore(0)
+        before = threading.active_count()
+        for _ in range(20):  # twenty passes of the loop (finished jobs) within the timespan
+            scheduler._schedule_reevalutation(0.3)
+        assert threading.active_count() == before + 1
+        assert scheduler._open_jobs.acquire(timeout=5)  # the pending timer still wakes the loop
+        getattr(scheduler, snakemake_timers._PENDING).join(5)
+        scheduler._schedule_reevalutation(0.01)  # and once it has fired, the next pass arms a new one
+        assert scheduler._open_jobs.acquire(timeout=5)
+    finally:
+        JobScheduler._schedule_reevalutation = original
+
+
+THREADS_UNDER_A_LIMIT = """
+    import resource, sys, threading
+    resource.setrlimit(resource.RLIMIT_AS, (2**40, 2**40))
+    from rankstudy.util.memory import spare_address_space
+    assert spare_address_space() == (sys.argv[1] == "spare")
+    def vm_size():
+        return next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
+    go, done = threading.Event(), threading.Barrier(9)
+    def allocate():
+        blocks = [bytearray(64 * 1024) for _ in range(50)]  # small blocks: from the thread's arena
+        done.wait()
+        go.wait()
+    start = vm_size()
+    threads = [threading.Thread(target=allocate) for _ in range(8)]
+    for t in threads:
+        t.start()
+    done.wait()
+    print((vm_size() - start) // 2**20)
+    go.set()
+"""
+
+
+def test_under_an_address_space_limit_threads_share_malloc_arenas():
+    """glibc reserved a 64 MiB arena for each thread that allocates: Snakemake, a thread per
+    running job, needed 1.4 GiB of address space on the default study and stopped with "can't
+    start new thread" under ulimit -v 1048576. Under a limit, threads share two arenas."""
+    grown = {}
+    for mode in ("spare", "default"):
+        env = dict(os.environ)
+        env.pop("MALLOC_ARENA_MAX", None)
+        code = textwrap.dedent(THREADS_UNDER_A_LIMIT)
+        if mode == "default":  # the same process without the limit: glibc's own arenas
+            code = code.replace("resource.setrlimit(resource.RLIMIT_AS, (2**40, 2**40))", "")
+        out = subprocess.run([sys.executable, "-c", code, mode], capture_output=True, text=True, env=env, timeout=60)
+        assert out.returncode == 0, out.stderr
+        grown[mode] = int(out.stdout)
+    # eight thread stacks (8 MiB each) and at most two arenas, against an arena per thread
+    assert grown["spare"] <= 8 * 8 + 2 * 64 + 16 < grown["default"], grown
+
+
+def test_a_thread_snakemake_could_not_start_ends_the_run_with_a_line_naming_the_limits(tmp_path):
+    from rankstudy.util.memory import thread_start_failed, thread_start_message
+
+    log = tmp_path / "snakemake.log"
+    log.write_text("localrule aggregate:\nTraceback (most recent call last):\n    _start_new_thread(self._bootstrap, ())\n"
+                   "RuntimeError: can't start new thread\n")
+    assert thread_start_failed([tmp_path / "missing.log", log])
+    assert not thread_start_failed([tmp_path / "missing.log"])
+    message = thread_start_message()
+    assert message.startswith("rankstudy: out of memory: snakemake could not start a thread: too little address space")
+    assert "address-space limit (ulimit -v)" in message and "--cores 1" in message and "\n" not in message

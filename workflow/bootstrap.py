@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import resource
 import signal
 import sqlite3
 import subprocess
@@ -123,20 +122,17 @@ def clear_stale_lock(workdir: Path, snakemake: str, args: list[str], env: dict |
     return True
 
 
-def _soft_limit(kind: int, unit: int = 1, suffix: str = "") -> str:
-    soft = resource.getrlimit(kind)[0]
-    return "unlimited" if soft == resource.RLIM_INFINITY else f"{soft // unit}{suffix}"
-
-
 def thread_failure_hint(line: str) -> str | None:
     """What to do when Snakemake itself could not start a thread: under a small memory or process
-    limit that is how running out shows, without a word about memory."""
+    limit that is how running out shows, without a word about memory. The words are the
+    Snakefile's own (rankstudy.util.memory, standard library only), which says them itself when
+    the workflow got as far as loading."""
     if "can't start new thread" not in line:
         return None
-    return (f"snakemake could not start a thread: too little memory or too many processes for the limits it "
-            f"runs under (ulimit -v {_soft_limit(resource.RLIMIT_AS, 2**20, ' MiB')}, ulimit -u "
-            f"{_soft_limit(resource.RLIMIT_NPROC)}, or the container's memory limit). Raise them, or run fewer "
-            f"jobs at once (CORES=1)")
+    sys.path.insert(0, str(REPO / "src"))
+    from rankstudy.util.memory import thread_start_message
+
+    return thread_start_message().removeprefix("rankstudy: ")
 
 
 def configfiles_of(args: list[str]) -> list[str]:
@@ -267,13 +263,14 @@ def relay(lines, out, elapsed, full: bool = True, log=None) -> str | None:
     estimate (``elapsed()``: seconds since the run started). Returns the hint for a thread
     failure, if any."""
     terminal = Terminal(out, elapsed, full)
-    hint = None
+    hint, said = None, False
     for line in lines:
         if log is not None:
             log.write(line)
         terminal.line(line)
         hint = hint or thread_failure_hint(line)
-    return hint
+        said = said or line.startswith("rankstudy: out of memory")  # the workflow said it already
+    return None if said else hint
 
 
 def run_snakemake(cmd: list[str], env: dict, full: bool = True, log_path: Path | None = None) -> int:

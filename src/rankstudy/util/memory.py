@@ -107,6 +107,52 @@ def workflow_memory_problem(exc: BaseException | None = None) -> str | None:
             f"(ulimit -v unlimited) and run again")
 
 
+def thread_start_message(who: str = "snakemake") -> str:
+    """What to do when ``who`` could not start a thread ("can't start new thread"): under a memory
+    or process limit that is how running out shows, without a word about memory."""
+    processes = resource.getrlimit(resource.RLIMIT_NPROC)[0]
+    return (f"rankstudy: out of memory: {who} could not start a thread: too little address space or too many "
+            f"processes for the limits it runs under ({memory_limits()}, ulimit -u "
+            f"{'unlimited' if processes == resource.RLIM_INFINITY else processes}). Raise them (ulimit -v "
+            f"unlimited), or run fewer jobs at once (--cores 1, or CORES=1 with bootstrap.py run); then run again")
+
+
+def thread_start_failed(log_files) -> bool:
+    """Whether a Snakemake log (a path in ``log_files``) shows a thread that could not start."""
+    for path in log_files:
+        try:
+            if "can't start new thread" in Path(path).read_text(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+# glibc's M_ARENA_MAX (malloc.h): how many malloc arenas threads share
+_M_ARENA_MAX = -8
+
+
+def spare_address_space() -> bool:
+    """Under an address-space limit (ulimit -v), make each thread of this process and of the jobs it
+    starts reserve less of it. glibc gives a thread that allocates its own 64 MiB malloc arena
+    (reserved, not used, but counted by the limit): Snakemake, which holds a thread per running job
+    besides numpy's OpenBLAS threads, reached 1.4 GiB of address space on the default study with 2
+    cores, and under ``ulimit -v 1048576`` could not start its threads. Here threads share two
+    arenas (``mallopt`` for this process, ``MALLOC_ARENA_MAX`` for the jobs). Returns whether a
+    limit is in effect."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return False
+    os.environ.setdefault("MALLOC_ARENA_MAX", "2")
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).mallopt(_M_ARENA_MAX, int(os.environ["MALLOC_ARENA_MAX"]))
+    except (OSError, AttributeError, ValueError):  # not glibc: nothing to tune
+        pass
+    return True
+
+
 def current_job():
     """The ``snakemake`` object of the Snakemake job script being run, or None outside one."""
     job = getattr(sys.modules.get("__main__"), "snakemake", None)
