@@ -314,6 +314,27 @@ def test_a_full_disk_ends_the_job_with_one_line_naming_what_it_could_not_write(f
     assert "MB free in" in err and "free some space and run again" in err
 
 
+def test_the_mlflow_store_s_disk_full_ends_the_job_with_one_line_naming_the_store(tmp_path, capsys, monkeypatch):
+    """SQLite says "database or disk is full" with no errno or file name, under SQLAlchemy's and
+    MLflow's own errors: the aggregate job ended with their traceback."""
+    import sqlite3
+
+    job = FakeJob(tmp_path)
+    job.output, job.config = [str(tmp_path / "summary.json")], {"mlflow": {"tracking_uri": None}}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.setattr(sys, "stderr", sys.stderr)
+    with pytest.raises(SystemExit):
+        with job_logging(job, "aggregate"):
+            try:
+                raise sqlite3.OperationalError("database or disk is full")
+            except sqlite3.OperationalError as exc:
+                raise RuntimeError("(sqlite3.OperationalError) database or disk is full") from exc
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"rankstudy aggregate: cannot write {tmp_path / 'results' / 'mlflow.db'}"
+                                                   f": no space left on the device (")
+
+
 def test_an_error_that_is_no_full_disk_keeps_its_traceback(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "stderr", sys.stderr)
     with pytest.raises(RuntimeError, match="zipfile"):

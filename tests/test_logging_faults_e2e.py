@@ -1,20 +1,25 @@
 """Nothing lost when an aggregate job's MLflow logging fails after a fold was retrained: the real
 `snakemake` CLI on a one-fold, one-method study, the fold forced to retrain while the SQLite store
-is locked by another process, or with the aggregate job killed (-9) while its new fold run is half
-logged. The next plain run logs what the failed one could not: exactly one live, finished fold run
+is locked by another process, with the aggregate job killed (-9) while its new fold run is half
+logged, with the store's disk full (a small tmpfs, root only), or with the tracking server killed
+while the aggregate job logs to it. The next plain run logs what the failed one could not: exactly one live, finished fold run
 per fold and method (this training's, with its metrics), the parent's means updated, no run left
 RUNNING or soft-deleted, and tables equal to the uninterrupted run's."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -33,14 +38,19 @@ FOLD_DIR = layout.fill(layout.FOLD_DIR, fold=1, **KEYS)
 TABLE = layout.fill(layout.TABLES, study="default", dataset="synthetic") + ".csv"
 
 
-@pytest.fixture
-def workdir(tmp_path):
-    workdir = make_workdir(tmp_path, ONE_FOLD)
+def user_clone(folder: Path) -> Path:
+    """The one-fold study run once in a user's clone of the workflow."""
+    workdir = make_workdir(folder, ONE_FOLD)
     git(workdir, "init", "-q")
     git(workdir, "add", ".")
     git(workdir, "commit", "-qm", "the user's clone")
     snakemake(workdir)
     return workdir
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    return user_clone(tmp_path)
 
 
 def failing_rerun(workdir: Path) -> subprocess.CompletedProcess:
@@ -53,11 +63,17 @@ def failing_rerun(workdir: Path) -> subprocess.CompletedProcess:
     return out
 
 
-def all_runs(workdir: Path) -> pd.DataFrame:
+def show_failure(out: subprocess.CompletedProcess) -> None:
+    """The failed run's error lines, for the test's output (pytest -s)."""
+    print("the failed run said:", *[line for line in out.stderr.splitlines() if "rankstudy" in line or "Error" in line],
+          sep="\n  ")
+
+
+def all_runs(workdir: Path, uri: str | None = None) -> pd.DataFrame:
     from mlflow.entities import ViewType
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
+    client = MlflowClient(tracking_uri=uri or f"sqlite:///{workdir}/results/mlflow.db")
     exp = client.get_experiment_by_name("rankstudy")
     return pd.DataFrame([{"key": r.data.tags.get("rankstudy.key"), "level": r.data.tags.get("rankstudy.level"),
                           "stage": r.info.lifecycle_stage, "status": r.info.status,
@@ -65,12 +81,12 @@ def all_runs(workdir: Path) -> pd.DataFrame:
                          for r in client.search_runs([exp.experiment_id], run_view_type=ViewType.ALL)])
 
 
-def assert_the_next_run_logs_what_was_missing(workdir: Path, table_before: pd.DataFrame) -> None:
+def assert_the_next_run_logs_what_was_missing(workdir: Path, table_before: pd.DataFrame, uri: str | None = None) -> None:
     out = snakemake(workdir)
     assert "Nothing to be done" not in out.stdout + out.stderr, "the next run left the failed logging undone"
     counts = job_counts(out.stdout + out.stderr)
     assert counts.get("aggregate") == 1 and "train" not in counts
-    runs = all_runs(workdir)
+    runs = all_runs(workdir, uri)
     assert (runs.stage == "active").all() and (runs.status == "FINISHED").all(), runs  # none RUNNING or left deleted
     folds = runs[runs.level == "fold"]
     assert folds.key.tolist() == ["default/synthetic/first/ranknet/fold1"]
@@ -144,3 +160,135 @@ def test_an_aggregate_job_killed_mid_log_loses_nothing(workdir):
     runs = all_runs(workdir)
     assert (runs.status == "RUNNING").any()  # the half-logged run the kill left behind
     assert_the_next_run_logs_what_was_missing(workdir, table)
+
+
+# ---------------------------------------------------------------- the store's disk full
+
+
+def fill(folder: Path) -> Path:
+    """A file in ``folder`` grown until its file system is full."""
+    filler = folder / "filler"
+    with open(filler, "wb") as out:
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+                out.flush()
+        except OSError as exc:
+            assert exc.errno == errno.ENOSPC
+    return filler
+
+
+def test_the_store_s_disk_full_loses_nothing(workdir, tmp_path):
+    """The SQLite store and its artifacts moved onto a tmpfs (reached through symlinks) filled to
+    the last byte while the fold retrains; then space is freed and the next plain run logs."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small file system needs root")
+    disk = tmp_path / "store-disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        table = pd.read_csv(workdir / TABLE)
+        results = workdir / "results"
+        for name in ("mlflow.db", "mlartifacts"):
+            (shutil.copytree if (results / name).is_dir() else shutil.copy2)(results / name, disk / name)
+            (shutil.rmtree if (results / name).is_dir() else os.remove)(results / name)
+            (results / name).symlink_to(disk / name)
+        filler = fill(disk)
+        out = failing_rerun(workdir)
+        show_failure(out)
+        # one line naming the store and the device, no traceback
+        assert f"rankstudy aggregate: cannot write {results / 'mlflow.db'}: no space left on the device" in out.stderr
+        assert "Traceback" not in out.stderr, out.stderr[-3000:]
+        filler.unlink()  # the user frees some space
+        assert_the_next_run_logs_what_was_missing(workdir, table)
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+# ---------------------------------------------------------------- the tracking server killed
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(folder: Path, port: int) -> subprocess.Popen:
+    """`mlflow server` on 127.0.0.1:``port`` with its store in ``folder`` (in a session of its own,
+    so that a kill reaches its worker too), once it answers."""
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{folder / 'server.db'}",
+         "--artifacts-destination", str(folder / "server-artifacts"), "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "1", "--allowed-hosts", f"127.0.0.1:{port},localhost:{port}"],
+        env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+        stdout=open(folder / "server.log", "a"), stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
+    deadline = time.monotonic() + 75
+    while time.monotonic() < deadline:
+        assert server.poll() is None, (folder / "server.log").read_text()[-3000:]
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+                if response.status == 200:
+                    return server
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"mlflow server at {url} not healthy")
+
+
+def stop(server: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    try:
+        os.killpg(server.pid, sig)
+    except ProcessLookupError:
+        pass
+    server.wait(timeout=30)
+
+
+def kill_server_mid_log(db: Path, server: subprocess.Popen, killed: list[bool], stop_watching: threading.Event) -> None:
+    """kill -9 the server (and its worker) as soon as its store holds a RUNNING run: the
+    aggregate job's new fold run is created but not yet finished."""
+    while not stop_watching.is_set():
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.05) as con:
+                running = con.execute("select count(*) from runs where status = 'RUNNING'").fetchone()[0]
+        except sqlite3.Error:  # the server holds the write lock
+            running = 0
+        if running:
+            os.killpg(server.pid, signal.SIGKILL)
+            killed.append(True)
+            return
+        time.sleep(0.005)
+
+
+def test_the_tracking_server_killed_mid_aggregate_loses_nothing(tmp_path, monkeypatch):
+    folder = tmp_path / "server"
+    folder.mkdir()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    server = start_server(folder, port)
+    try:
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", url)
+        # the jobs purge the runs they replace through the server's database (no REST API purges)
+        monkeypatch.setenv("RANKSTUDY_MLFLOW_BACKEND_STORE_URI", f"sqlite:///{folder / 'server.db'}")
+        (tmp_path / "work").mkdir()
+        workdir = user_clone(tmp_path / "work")
+        table = pd.read_csv(workdir / TABLE)
+        killed: list[bool] = []
+        stop_watching = threading.Event()
+        watcher = threading.Thread(target=kill_server_mid_log, args=(folder / "server.db", server, killed, stop_watching),
+                                   daemon=True)
+        watcher.start()
+        try:
+            out = failing_rerun(workdir)
+        finally:
+            stop_watching.set()
+            watcher.join()
+        assert killed
+        server.wait(timeout=30)
+        assert (all_runs(workdir, f"sqlite:///{folder / 'server.db'}").status == "RUNNING").any()  # half logged
+        show_failure(out)
+        server = start_server(folder, port)  # the server is back, on the same store
+        assert_the_next_run_logs_what_was_missing(workdir, table, url)
+    finally:
+        stop(server)

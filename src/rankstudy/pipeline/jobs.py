@@ -67,24 +67,42 @@ def resource_message(exc: Exception, snakemake, name: str) -> str | None:
     return None
 
 
+# SQLite's words for a full disk (SQLITE_FULL), which it raises without an errno or a file name
+_SQLITE_FULL = "database or disk is full"
+
+
 def no_space(exc: BaseException) -> OSError | None:
     """The "no space left on device" (or "disk quota exceeded") error behind ``exc``, if any:
-    libraries often raise their own error while handling it (a chain of tracebacks)."""
+    libraries often raise their own error while handling it (a chain of tracebacks). SQLite's
+    "database or disk is full" (the MLflow store, under SQLAlchemy's and MLflow's errors) is one
+    too, returned as an ENOSPC without a file name."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             return exc
+        if type(exc).__module__ == "sqlite3" and _SQLITE_FULL in str(exc):
+            return OSError(errno.ENOSPC, _SQLITE_FULL)
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def _sqlite_store(snakemake) -> Path | None:
+    """The job's MLflow store when it is an SQLite file (the tracking URI as the job resolves it)."""
+    from rankstudy.tracking.store import resolve_tracking_uri, sqlite_path
+
+    mlflow = (getattr(snakemake, "config", None) or {}).get("mlflow") or {}
+    return sqlite_path(resolve_tracking_uri(mlflow.get("tracking_uri"), "results"))
 
 
 def no_space_message(exc: OSError, snakemake) -> str:
     """One line naming what could not be written, the device's free space and what to do."""
     outputs = list(getattr(snakemake, "output", None) or [])
-    where = Path(exc.filename or (outputs[0] if outputs else "results"))
-    folder = next((p for p in [where, *where.parents] if p.exists()), Path("."))
+    store = _sqlite_store(snakemake) if exc.strerror == _SQLITE_FULL and not exc.filename else None
+    where = Path(exc.filename or store or (outputs[0] if outputs else "results"))
+    real = where.resolve()  # a symlinked store: the free space of the device it is on
+    folder = next((p for p in [real, *real.parents] if p.is_dir()), Path("."))
     free = shutil.disk_usage(folder).free / 2**20
     what = "disk quota exceeded" if exc.errno == errno.EDQUOT else "no space left on the device"
-    return (f"cannot write {where}: {what} ({free:.0f} MB free in {folder.resolve()}); free some space and run "
+    return (f"cannot write {where}: {what} ({free:.0f} MB free in {folder}); free some space and run "
             f"again (the job's outputs were removed, so it runs again)")
