@@ -441,11 +441,16 @@ def test_under_an_address_space_limit_threads_share_malloc_arenas():
 def test_a_thread_snakemake_could_not_start_ends_the_run_with_a_line_naming_the_limits(tmp_path):
     from rankstudy.util.memory import thread_start_failed, thread_start_message
 
-    log = tmp_path / "snakemake.log"
-    log.write_text("localrule aggregate:\nTraceback (most recent call last):\n    _start_new_thread(self._bootstrap, ())\n"
-                   "RuntimeError: can't start new thread\n")
-    assert thread_start_failed([tmp_path / "missing.log", log])
-    assert not thread_start_failed([tmp_path / "missing.log"])
+    log, crash = tmp_path / "snakemake.log", tmp_path / "crash.log"
+    # as Snakemake logs a job whose thread it could not start, and its scheduler's own crash
+    log.write_text('RuleException:\nRuntimeError in file "workflow/rules/train.smk", line 31:\ncan\'t start new thread\n')
+    crash.write_text("Traceback (most recent call last):\n    _start_new_thread(self._bootstrap, ())\n"
+                     "RuntimeError: can't start new thread\n")
+    assert thread_start_failed([tmp_path / "missing.log", log]) and thread_start_failed([crash])
+    # a job that said it ran out itself (its log shown by --show-failed-logs) is not Snakemake's failure
+    job = tmp_path / "job.log"
+    job.write_text("rankstudy train: out of memory: the train job failed with RuntimeError: can't start new thread; ...\n")
+    assert not thread_start_failed([tmp_path / "missing.log", job])
     message = thread_start_message()
     assert message.startswith("rankstudy: out of memory: snakemake could not start a thread: too little address space")
     assert "address-space limit (ulimit -v)" in message and "--cores 1" in message and "\n" not in message

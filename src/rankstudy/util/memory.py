@@ -118,13 +118,17 @@ def thread_start_message(who: str = "snakemake") -> str:
 
 
 def thread_start_failed(log_files) -> bool:
-    """Whether a Snakemake log (a path in ``log_files``) shows a thread that could not start."""
+    """Whether a Snakemake log (a path in ``log_files``) shows that Snakemake itself could not start
+    a thread: its error as Snakemake words it ("RuntimeError in file ...:" then the message alone)
+    or a traceback's last line, not a failed job's own line (``rankstudy RULE: out of memory:
+    ... can't start new thread``, which a shown job log repeats)."""
     for path in log_files:
         try:
-            if "can't start new thread" in Path(path).read_text(errors="replace"):
-                return True
+            lines = Path(path).read_text(errors="replace").splitlines()
         except OSError:
             continue
+        if any(line.strip() in ("can't start new thread", "RuntimeError: can't start new thread") for line in lines):
+            return True
     return False
 
 
