@@ -13,19 +13,18 @@ import json
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from rankstudy.pipeline import layout
+from mlflow_rest import free_port, wait_for_health
 from pipeline_runs import SNAKEMAKE, git, job_counts, make_workdir, snakemake
 
 pytestmark = pytest.mark.slow
@@ -121,16 +120,21 @@ def test_a_store_locked_by_another_process_loses_nothing(workdir):
     assert_the_next_run_logs_what_was_missing(workdir, table)
 
 
+def holds_a_running_run(db: Path) -> bool:
+    """Whether the SQLite store holds a RUNNING run (a fold run created, not yet finished); no
+    while its writer holds the lock."""
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.05) as con:
+            return con.execute("select count(*) from runs where status = 'RUNNING'").fetchone()[0] > 0
+    except sqlite3.Error:
+        return False
+
+
 def kill_aggregate_mid_log(workdir: Path, db: Path, killed: list[int], stop: threading.Event) -> None:
     """kill -9 this workdir's aggregate job as soon as the store holds a RUNNING run: the new
     fold run is created but not yet finished."""
     while not stop.is_set():
-        try:
-            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.05) as con:
-                running = con.execute("select count(*) from runs where status = 'RUNNING'").fetchone()[0]
-        except sqlite3.Error:  # the job holds the write lock
-            running = 0
-        if running:
+        if holds_a_running_run(db):
             for pid in filter(str.isdigit, os.listdir("/proc")):
                 try:
                     cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -209,12 +213,6 @@ def test_the_store_s_disk_full_loses_nothing(workdir, tmp_path):
 # ---------------------------------------------------------------- the tracking server killed
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_server(folder: Path, port: int) -> subprocess.Popen:
     """`mlflow server` on 127.0.0.1:``port`` with its store in ``folder`` (in a session of its own,
     so that a kill reaches its worker too), once it answers."""
@@ -225,16 +223,8 @@ def start_server(folder: Path, port: int) -> subprocess.Popen:
          "--workers", "1", "--allowed-hosts", f"127.0.0.1:{port},localhost:{port}"],
         env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
         stdout=open(folder / "server.log", "a"), stderr=subprocess.STDOUT, cwd=folder, start_new_session=True)
-    deadline = time.monotonic() + 75
-    while time.monotonic() < deadline:
-        assert server.poll() is None, (folder / "server.log").read_text()[-3000:]
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return server
-        except OSError:
-            time.sleep(0.3)
-    raise TimeoutError(f"mlflow server at {url} not healthy")
+    wait_for_health(url, server, timeout=75, log=folder / "server.log")
+    return server
 
 
 def stop(server: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
@@ -249,12 +239,7 @@ def kill_server_mid_log(db: Path, server: subprocess.Popen, killed: list[bool], 
     """kill -9 the server (and its worker) as soon as its store holds a RUNNING run: the
     aggregate job's new fold run is created but not yet finished."""
     while not stop_watching.is_set():
-        try:
-            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0.05) as con:
-                running = con.execute("select count(*) from runs where status = 'RUNNING'").fetchone()[0]
-        except sqlite3.Error:  # the server holds the write lock
-            running = 0
-        if running:
+        if holds_a_running_run(db):
             os.killpg(server.pid, signal.SIGKILL)
             killed.append(True)
             return

@@ -7,17 +7,15 @@ import multiprocessing
 import os
 import shutil
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
-from mlflow_rest import rest
+from mlflow_rest import free_port, rest, wait_for_health
 from rankstudy.tracking.convergence import delete
 from rankstudy.tracking.relocate import relocate_artifacts
 from rankstudy.tracking.runs import (
@@ -469,27 +467,6 @@ def test_parallel_jobs_on_a_fresh_store_lose_nothing(fresh_uri):
 
 
 # ---------------------------------------------------------------- tracking server
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for_health(url: str, server: subprocess.Popen, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"mlflow server exited with {server.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.3)
-    raise TimeoutError(f"mlflow server at {url} not healthy after {timeout} s")
 
 
 @pytest.fixture
