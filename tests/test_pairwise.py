@@ -352,7 +352,7 @@ def test_unknown_names_list_valid_ones():
     for bad in (0.0, -1.0, "half"):
         with pytest.raises(ValueError, match="gamma"):
             wub(s, y, mask, gamma=bad)
-    assert LOSSES["pairwise"].fn is pairwise_loss and LOSSES["wub"].fn is wub
+    assert LOSSES["pairwise"].function is pairwise_loss and LOSSES["wub"].function is wub
 
 
 # --------------------------------------------------------------------------- memory

@@ -32,12 +32,14 @@ computed from is treated as constant (rho = 0, never NaN): it is rounding noise.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from rankstudy.data.rankdata import RankData
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Relative variance floor: accumulated rounding in the chunked sums is O(eps * sqrt(n))
 # for typical data; 1e-10 leaves room for adversarial summation order at n ~ 1e6.
@@ -67,6 +69,8 @@ def pair_correlations(X: np.ndarray, y: np.ndarray, chunk_rows: int = 8192) -> p
     (on 100k x 136 about 2x faster than 65536-row chunks). Returns columns ``i``, ``j``
     (0-based, ``i <= j``) and ``rho``; constant products (and a constant ``y``) give 0.
     """
+    import pandas as pd  # here: the rankers import this module to check pairs, and need no pandas
+
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     if X.ndim != 2 or y.shape != (X.shape[0],):
@@ -160,7 +164,7 @@ def select_pairs(correlations: pd.DataFrame, threshold: float) -> pd.DataFrame:
 def check_pairs(pairs: Any, n_features: int | None = None) -> np.ndarray:
     """``pairs`` (a ``(k, 2)`` array-like, or a DataFrame with columns ``i``, ``j``) as a
     ``(k, 2)`` int64 array of 0-based feature indices, range-checked when ``n_features`` is given."""
-    if isinstance(pairs, pd.DataFrame):  # e.g. from select_pairs
+    if hasattr(pairs, "columns"):  # a DataFrame, e.g. from select_pairs (no pandas import: the jobs that score need none)
         pairs = pairs[["i", "j"]].to_numpy()
     p = np.asarray(pairs, dtype=np.int64)
     if p.size == 0:

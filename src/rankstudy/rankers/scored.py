@@ -51,8 +51,8 @@ class ScoredRanker(Ranker):
         """The solver must fit the loss (:func:`rankstudy.solvers.registry.check_solver`): checked
         for every scored ranker whose loss comes from the registry (``bind_loss``) and whose solver
         has a registered name, so a new ranker inherits the check. A refusal names ``solver``."""
-        loss, solver = self.make_loss(), self.make_solver()
-        entry, name = getattr(loss, "entry", None), getattr(solver, "name", None)
+        loss, name = self.make_loss(), self.solver_name()
+        entry = getattr(loss, "entry", None)
         if entry is None or name is None:
             return
         try:
@@ -60,6 +60,13 @@ class ScoredRanker(Ranker):
                          **self.solver_allowances())
         except ValueError as exc:
             raise ParamError("solver", str(exc), owner=self.kind) from None
+
+    def solver_name(self) -> str | None:
+        """The registered name of the solver: the ``solver`` parameter where the ranker has one,
+        known without importing the solver (a job that only scores, or only checks a spec, needs
+        no SciPy optimiser), else the built solver's (None: not a registered solver)."""
+        name = getattr(self, "solver", None)
+        return name if isinstance(name, str) else getattr(self.make_solver(), "name", None)
 
     def solver_allowances(self) -> dict:
         """Exceptions to the solver x loss rule a ranker makes on purpose (keyword arguments of
