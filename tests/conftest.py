@@ -94,7 +94,7 @@ def progress_on_the_terminal(request):
 
     def to_terminal(line: str) -> None:
         with capture.global_and_fixture_disabled():
-            print(line, flush=True)
+            print(line, file=sys.stderr, flush=True)  # a pytest-xdist worker's stdout is not shown
 
     runs.say = to_terminal
 
@@ -219,6 +219,7 @@ def tier_of(item: pytest.Item, refs: _Refs) -> str:
     return "unit"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     refs = _Refs(Path(__file__).resolve().parent)
     for item in items:
@@ -230,6 +231,44 @@ def pytest_collection_modifyitems(config, items):
         if tier in ("e2e", "realdata") and not item.get_closest_marker("slow"):
             item.add_marker("slow")
         item.stash[TIER] = tier
+    group_for_workers(config, items)
+
+
+# ---- two workers (pytest-xdist; pyproject.toml's addopts: -n 2 --dist loadgroup; -n 0 runs serially)
+
+# modules whose tests each run a study of their own from scratch: spread over the workers test by
+# test (the rest of a module's tests stay together, so a module-scoped fixture is built once)
+SPREAD_MODULES = {"test_pipeline_e2e"}
+BASE_GROUP = "tiny_base"  # every test of the session's tiny run, on one worker: built once
+# the groups that take longest (a worker starts on them first, the other takes the rest meanwhile):
+# the tiny run's group (its tests and tests/test_slurm_e2e.py's cluster run), then every other e2e
+# and realdata test
+FIRST = (BASE_GROUP,)
+
+
+def group_for_workers(config, items) -> None:
+    """Under pytest-xdist's loadgroup: give each test an ``xdist_group`` (its module's name; in
+    ``SPREAD_MODULES`` none, unless it uses the tiny run, whose tests share ``BASE_GROUP``; an
+    explicit mark stays), and on a worker order the groups so that the longest start first."""
+    for item in items:
+        if item.get_closest_marker("xdist_group"):
+            continue
+        if E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group(BASE_GROUP))
+        elif Path(item.path).stem not in SPREAD_MODULES:
+            item.add_marker(pytest.mark.xdist_group(Path(item.path).stem))
+    if not hasattr(config, "workerinput"):  # a serial run keeps the order of the files
+        return
+
+    def group(item) -> str:
+        mark = item.get_closest_marker("xdist_group")
+        return mark.args[0] if mark and mark.args else item.nodeid
+
+    slow = {group(item) for item in items if item.stash[TIER] in ("e2e", "realdata")}
+    rank = {name: FIRST.index(name) if name in FIRST else len(FIRST) + (name not in slow)
+            for name in map(group, items)}
+    # stable: a group's tests keep their order and stay together (a module's fixtures are built once)
+    items.sort(key=lambda item: rank[group(item)])
 
 
 @pytest.fixture(autouse=True)

@@ -20,7 +20,9 @@ import pytest
 
 from pipeline_runs import TINY, job_counts, make_workdir, snakemake
 
-pytestmark = pytest.mark.slow
+# on the worker that holds the session's tiny run (tests/conftest.py): the cluster's run is compared
+# with it, and the one-node cluster is used by one test at a time
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny_base")]
 
 START_HINT = "start one on this machine with: bash workflow/cluster/local-slurm.sh start"
 SUBMITTED = re.compile(r"Job \S+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
