@@ -16,9 +16,12 @@ starts the Snakemake CLI, Python, MLflow or a shell fails, naming the command.""
 from __future__ import annotations
 
 import ast
+import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -237,19 +240,28 @@ def pytest_collection_modifyitems(config, items):
 # ---- two workers (pytest-xdist; pyproject.toml's addopts: -n 2 --dist loadgroup; -n 0 runs serially)
 
 # modules whose tests each run a study of their own from scratch: spread over the workers test by
-# test (the rest of a module's tests stay together, so a module-scoped fixture is built once)
+# test (every other module's tests stay together, so a module-scoped fixture is built once)
 SPREAD_MODULES = {"test_pipeline_e2e"}
 BASE_GROUP = "tiny_base"  # every test of the session's tiny run, on one worker: built once
 # the groups that take longest (a worker starts on them first, the other takes the rest meanwhile):
 # the tiny run's group (its tests and tests/test_slurm_e2e.py's cluster run), then every other e2e
 # and realdata test
 FIRST = (BASE_GROUP,)
+GROUPS = "rankstudy_groups"  # a worker's input: the folder where it writes each test's group
+GROUPS_DIR = pytest.StashKey[Path]()
+
+
+def group_of(item: pytest.Item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        return item.nodeid
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
 
 
 def group_for_workers(config, items) -> None:
-    """Under pytest-xdist's loadgroup: give each test an ``xdist_group`` (its module's name; in
-    ``SPREAD_MODULES`` none, unless it uses the tiny run, whose tests share ``BASE_GROUP``; an
-    explicit mark stays), and on a worker order the groups so that the longest start first."""
+    """Give each test an ``xdist_group`` (its module's name; in ``SPREAD_MODULES`` none, unless it
+    uses the tiny run, whose tests share ``BASE_GROUP``; an explicit mark stays), and on a worker
+    order the groups so that the longest start first."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
@@ -259,16 +271,62 @@ def group_for_workers(config, items) -> None:
             item.add_marker(pytest.mark.xdist_group(Path(item.path).stem))
     if not hasattr(config, "workerinput"):  # a serial run keeps the order of the files
         return
-
-    def group(item) -> str:
-        mark = item.get_closest_marker("xdist_group")
-        return mark.args[0] if mark and mark.args else item.nodeid
-
-    slow = {group(item) for item in items if item.stash[TIER] in ("e2e", "realdata")}
+    slow = {group_of(item) for item in items if item.stash[TIER] in ("e2e", "realdata")}
     rank = {name: FIRST.index(name) if name in FIRST else len(FIRST) + (name not in slow)
-            for name in map(group, items)}
+            for name in map(group_of, items)}
     # stable: a group's tests keep their order and stay together (a module's fixtures are built once)
-    items.sort(key=lambda item: rank[group(item)])
+    items.sort(key=lambda item: rank[group_of(item)])
+
+
+# pytest-xdist 3.8's loadgroup tells the controller a test's group by renaming the test, which
+# pytest 9.2 ignores (pytest-xdist issue 1386): the groups are scattered. Here the workers write
+# {test: group} to a file after collection and the controller's scheduler reads it instead.
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    if node.config.getvalue("dist") != "loadgroup":
+        return
+    if GROUPS_DIR not in node.config.stash:
+        node.config.stash[GROUPS_DIR] = Path(tempfile.mkdtemp(prefix="rankstudy-xdist-groups-"))
+    node.workerinput[GROUPS] = str(node.config.stash[GROUPS_DIR])
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own tells the controller the collection is done
+def pytest_collection_finish(session):
+    folder = getattr(session.config, "workerinput", {}).get(GROUPS)
+    if folder:  # after every collection hook: the test names are the ones the controller gets
+        mapping = {item.nodeid: group_of(item) for item in session.items}
+        (Path(folder) / f"{session.config.workerinput['workerid']}.json").write_text(json.dumps(mapping))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if GROUPS_DIR not in config.stash:
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    folder = config.stash[GROUPS_DIR]
+
+    class ByGroup(LoadScopeScheduling):
+        """loadscope's scheduling (whole groups to a worker as it runs short of work, in the
+        workers' order), with the scope of a test its group as the workers wrote it."""
+
+        def schedule(self) -> None:
+            if self.collection is None:  # every worker has collected, so each wrote its file
+                self.groups: dict[str, str] = {}
+                for path in sorted(folder.glob("*.json")):
+                    self.groups.update(json.loads(path.read_text()))
+            super().schedule()
+
+        def _split_scope(self, nodeid: str) -> str:
+            return self.groups.get(nodeid, nodeid)
+
+    return ByGroup(config, log)
+
+
+def pytest_unconfigure(config):
+    if GROUPS_DIR in config.stash:
+        shutil.rmtree(config.stash[GROUPS_DIR], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
