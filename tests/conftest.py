@@ -239,14 +239,7 @@ def pytest_collection_modifyitems(config, items):
 
 # ---- two workers (pytest-xdist; pyproject.toml's addopts: -n 2 --dist loadgroup; -n 0 runs serially)
 
-# modules whose tests each run a study of their own from scratch: spread over the workers test by
-# test (every other module's tests stay together, so a module-scoped fixture is built once)
-SPREAD_MODULES = {"test_pipeline_e2e"}
 BASE_GROUP = "tiny_base"  # every test of the session's tiny run, on one worker: built once
-# the groups that take longest (a worker starts on them first, the other takes the rest meanwhile):
-# the tiny run's group (its tests and tests/test_slurm_e2e.py's cluster run), then every other e2e
-# and realdata test
-FIRST = (BASE_GROUP,)
 GROUPS = "rankstudy_groups"  # a worker's input: the folder where it writes each test's group
 GROUPS_DIR = pytest.StashKey[Path]()
 
@@ -258,22 +251,35 @@ def group_of(item: pytest.Item) -> str:
     return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
 
 
+def shares_a_module_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture built once for several tests of its module: one of module,
+    class or package scope, or of session scope defined in the module itself."""
+    infos = getattr(item, "_fixtureinfo", None)
+    for name in getattr(item, "fixturenames", ()):
+        for fixturedef in (infos.name2fixturedefs.get(name, ()) if infos else ()):
+            code = getattr(fixturedef.func, "__code__", None)
+            if fixturedef.scope in ("class", "module", "package") or (
+                    fixturedef.scope == "session" and code is not None and Path(code.co_filename) == Path(item.path)):
+                return True
+    return False
+
+
 def group_for_workers(config, items) -> None:
-    """Give each test an ``xdist_group`` (its module's name; in ``SPREAD_MODULES`` none, unless it
-    uses the tiny run, whose tests share ``BASE_GROUP``; an explicit mark stays), and on a worker
-    order the groups so that the longest start first."""
+    """Give a test an ``xdist_group`` where it must share a worker: ``BASE_GROUP`` when it uses the
+    tiny run, its module's name when it shares a module's fixture (an explicit mark stays); any
+    other test goes to whichever worker is free. On a worker, order the groups so that the long
+    ones start first: the tiny run's, then those with an e2e or realdata test, then the rest."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
         if E2E_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.xdist_group(BASE_GROUP))
-        elif Path(item.path).stem not in SPREAD_MODULES:
+        elif shares_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(Path(item.path).stem))
     if not hasattr(config, "workerinput"):  # a serial run keeps the order of the files
         return
     slow = {group_of(item) for item in items if item.stash[TIER] in ("e2e", "realdata")}
-    rank = {name: FIRST.index(name) if name in FIRST else len(FIRST) + (name not in slow)
-            for name in map(group_of, items)}
+    rank = {name: 0 if name == BASE_GROUP else 1 if name in slow else 2 for name in map(group_of, items)}
     # stable: a group's tests keep their order and stay together (a module's fixtures are built once)
     items.sort(key=lambda item: rank[group_of(item)])
 
