@@ -105,8 +105,10 @@ def local_and_slurm_runs(slurm_cluster, request, tmp_path_factory):
     local, local_out = request.getfixturevalue("tiny_base")
     cluster = workdir_of_the_tiny_run(tmp_path_factory.mktemp("slurm"))
     # the profile as a user names it, relative to the copy of the workflow; successful jobs'
-    # SLURM logs are kept to be looked at here
-    cluster_out = snakemake(cluster, "--profile", "workflow/profiles/slurm", "--slurm-keep-successful-logs")
+    # SLURM logs are kept to be looked at here; SLURM is asked every 2 s rather than the profile's
+    # 10 s (the jobs take seconds; each step of the chain waited a look for nothing)
+    cluster_out = snakemake(cluster, "--profile", "workflow/profiles/slurm", "--slurm-keep-successful-logs",
+                            "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2")
     return local, local_out, cluster, cluster_out
 
 
