@@ -11,7 +11,10 @@
 
 A tier marker on a test or its module (``pytestmark = pytest.mark.integration``) overrides this.
 ``slow`` is e2e plus realdata (``-m "not slow"`` = unit and integration). A unit-tier test that
-starts the Snakemake CLI, Python, MLflow or a shell fails, naming the command."""
+starts the Snakemake CLI, Python, MLflow or a shell fails, naming the command.
+
+Under pytest-xdist (``-n 2 --dist loadgroup``, pyproject.toml) a test shares a worker with the
+tests it shares a costly fixture with (``group_for_workers``), and the long groups start first."""
 
 from __future__ import annotations
 
