@@ -3,7 +3,6 @@
 # Run:  snakemake --cores 4            (config/config.yaml, see config/README.md)
 # Rerun one fold:  snakemake --cores 2 --forcerun results/runs/<study>/<dataset>/<featureset>/<method>/fold3/model.json
 # Where everything goes: rankstudy.pipeline.layout (README, "Outputs").
-import atexit
 import os
 import sys
 import time
@@ -13,7 +12,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from rankstudy.util.memory import spare_address_space, thread_start_failed, thread_start_message, \
+from rankstudy.util.memory import say_at_exit_if_a_thread_could_not_start, spare_address_space, \
     workflow_memory_problem  # standard library only
 
 # under a small memory limit Snakemake fails without saying so ("failed to map segment" loading
@@ -25,10 +24,7 @@ spare_address_space()  # under ulimit -v: threads here and in the jobs share mal
 
 # a thread Snakemake could not start ends the run with Snakemake's traceback (no onerror: when its
 # scheduler raises, no hook runs): the last line says what ran out and what to do
-@atexit.register
-def _say_a_thread_could_not_start():
-    if thread_start_failed(getattr(getattr(workflow, "logger_manager", None), "get_logfile", list)()):
-        print(thread_start_message(), file=sys.stderr)
+say_at_exit_if_a_thread_could_not_start(lambda: getattr(getattr(workflow, "logger_manager", None), "get_logfile", list)())
 
 
 try:

@@ -132,6 +132,19 @@ def thread_start_failed(log_files) -> bool:
     return False
 
 
+def say_at_exit_if_a_thread_could_not_start(log_files) -> None:
+    """At exit, print :func:`thread_start_message` if Snakemake's log (``log_files()``, read
+    then) shows it could not start a thread: its scheduler raises then, and no hook of the
+    Snakefile runs (no onerror), so the last line says what ran out and what to do."""
+    import atexit
+
+    def say() -> None:
+        if thread_start_failed(log_files()):
+            print(thread_start_message(), file=sys.stderr)
+
+    atexit.register(say)
+
+
 # glibc's M_ARENA_MAX (malloc.h): how many malloc arenas threads share
 _M_ARENA_MAX = -8
 
