@@ -204,9 +204,14 @@ def parent_run_id(client, experiment_id: str, study: str, dataset: str, features
     winner = parents[0].info.run_id
     for run in parents[1:]:
         delete(client, run.info.run_id, deleted)
-        for child in store.search_all(client, experiment_id, store.filter_eq(**{PARENT_TAG: run.info.run_id})):
-            unless_gone(client, child.info.run_id, client.set_tag, child.info.run_id, PARENT_TAG, winner)
+        move_children(client, experiment_id, run.info.run_id, winner)
     return winner
+
+
+def move_children(client, experiment_id: str, old_id: str, new_id: str) -> None:
+    """Attach every child of parent ``old_id`` to ``new_id`` (a child deleted meanwhile is skipped)."""
+    for child in store.search_all(client, experiment_id, store.filter_eq(**{PARENT_TAG: old_id})):
+        unless_gone(client, child.info.run_id, client.set_tag, child.info.run_id, PARENT_TAG, new_id)
 
 
 def replace_parent(client, experiment_id: str, study: str, dataset: str, featureset: str, method: str,
@@ -217,8 +222,7 @@ def replace_parent(client, experiment_id: str, study: str, dataset: str, feature
     either found here or sees the deletion in its own :func:`confirm_parent`. Returns the new id."""
     delete(client, old_id, deleted)
     new_id = parent_run_id(client, experiment_id, study, dataset, featureset, method, deleted)
-    for child in store.search_all(client, experiment_id, store.filter_eq(**{PARENT_TAG: old_id})):
-        unless_gone(client, child.info.run_id, client.set_tag, child.info.run_id, PARENT_TAG, new_id)
+    move_children(client, experiment_id, old_id, new_id)
     return new_id
 
 
