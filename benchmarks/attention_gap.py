@@ -1,8 +1,8 @@
-"""Why the attention scorer sits below linear ListNet on OHSUMED: training curves and test scores.
+"""Why the attention scorer sits below linear ListNet on OHSUMED and MQ2008: training curves and test scores.
 
 Trains linear ListNet (L-BFGS) and the context-aware attention scorer (minibatch Adam, ListNet
-loss) on one fold of OHSUMED (QueryLevelNorm, the pipeline's cleaning off and its query-level
-normalisation), under a few settings and seeds, and prints for each: the training objective's
+loss) on one fold of OHSUMED or MQ2008 (LETOR's QueryLevelNorm files, the pipeline's cleaning off
+and its query-level normalisation), under a few settings and seeds, and prints for each: the training objective's
 start and end, the validation NDCG@10 curve (every few epochs), the best epoch, validation and
 test NDCG@10; then each attention run's test gap to linear ListNet with the paired standard error
 over test queries (the std of the per-query differences / sqrt(queries)).
@@ -12,7 +12,11 @@ or one that fits better and generalises worse, picked on a validation curve too 
 (few queries)? Settings are ``name=json`` pairs; the default set is the one quoted in the README.
 
     PYTHONPATH=src python benchmarks/attention_gap.py [--data ../shared/data/OHSUMED/QueryLevelNorm]
-        [--fold 1] [--setting 'name={"dropout": 0.2}' ...]
+        [--fold 1] [--base study] [--setting 'name={"dropout": 0.2}' ...]
+    PYTHONPATH=src python benchmarks/attention_gap.py --data ../shared/data/MQ2008 --base study
+
+``--base study``: the settings of neural-letor's attention_softmax (softmax loss, d_model 64,
+d_ff 128, batch 16, lists of 128, 60 epochs, patience 10) instead of the test's ListNet run.
 """
 
 from __future__ import annotations
@@ -34,13 +38,18 @@ from rankstudy.rankers.registry import make_ranker
 ROOT = Path(__file__).resolve().parents[1]
 BASE = {"scorer": "attention", "loss": "listnet", "epochs": 30, "batch_size": 8, "patience": 10,
         "learning_rate": 1e-3, "seed": 0}  # tests/test_neural.py's attention run
+# config/studies/neural-letor.yaml's attention_softmax
+STUDY = {"scorer": "attention", "d_model": 64, "n_blocks": 2, "n_heads": 1, "d_ff": 128, "loss": "softmax",
+         "learning_rate": 1e-3, "epochs": 60, "batch_size": 16, "max_list_length": 128, "patience": 10, "seed": 0}
 SETTINGS = {"attention seed 0": {}, "attention seed 1": {"seed": 1},
             "attention dropout 0.2, weight decay 0.01": {"dropout": 0.2, "weight_decay": 0.01},
             "attention d_model 16, d_ff 32": {"d_model": 16, "d_ff": 32}}
 
 
 def load_fold(folder: Path, fold: int) -> dict:
-    parsed = {s: read_letor(folder / f"Fold{fold}" / f"{s}.txt.gz", n_features=45, labels=[0, 2])
+    parsed = {s: read_letor(folder / f"Fold{fold}" / f"{s}.txt.gz", labels=[0, 2]) for s in ("train", "vali", "test")}
+    width = max(d.X.shape[1] for d in parsed.values())  # a feature all-zero in one split is not written there
+    parsed = {s: read_letor(folder / f"Fold{fold}" / f"{s}.txt.gz", n_features=width, labels=[0, 2])
               for s in ("train", "vali", "test")}
     prepared = Fold(parsed, 2.0)
     clean(prepared, {}, 1)
@@ -57,12 +66,16 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/OHSUMED/QueryLevelNorm")
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--setting", action="append", default=[], help='name={"param": value} over the base')
+    parser.add_argument("--base", choices=["test", "study"], default="test",
+                        help="the settings varied: tests/test_neural.py's ListNet run or neural-letor's attention_softmax")
     args = parser.parse_args()
+    base = STUDY if args.base == "study" else BASE
     settings = dict(SETTINGS)
     if args.setting:
         settings = {name: json.loads(value) for name, value in (s.split("=", 1) for s in args.setting)}
     splits = load_fold(args.data, args.fold)
-    print(f"OHSUMED fold {args.fold}: queries " + ", ".join(f"{s} {d.n_queries}" for s, d in splits.items())
+    name = args.data.parent.name if args.data.name == "QueryLevelNorm" else args.data.name
+    print(f"{name} fold {args.fold}: queries " + ", ".join(f"{s} {d.n_queries}" for s, d in splits.items())
           + f"; a random ranking's test NDCG@10 {random_metrics(splits['test'], ['ndcg@10'])['ndcg@10']:.4f}")
     linear = make_ranker("linear", {"loss": "listnet", "l2": 1e-3}).fit(splits["train"], splits["vali"])
     linear_test = per_query_ndcg(linear, splits["test"])
@@ -70,7 +83,7 @@ def main() -> None:
           f"vali {per_query_ndcg(linear, splits['vali']).mean():.4f}, test {linear_test.mean():.4f}")
     for name, overrides in settings.items():
         start = time.perf_counter()
-        ranker = make_ranker("neural", {**BASE, **overrides}).fit(splits["train"], splits["vali"])
+        ranker = make_ranker("neural", {**base, **overrides}).fit(splits["train"], splits["vali"])
         test = per_query_ndcg(ranker, splits["test"])
         diff = test - linear_test
         curve = [(h["epoch"], round(h["vali_metric"], 3)) for h in ranker.history_ if "vali_metric" in h]

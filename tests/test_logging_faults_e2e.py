@@ -1,8 +1,8 @@
-"""Nothing lost when an aggregate job's MLflow logging fails after a fold was retrained: the real
-`snakemake` CLI on a one-fold, one-method study, the fold forced to retrain while the SQLite store
-is locked by another process, with the aggregate job killed (-9) while its new fold run is half
-logged, with the store's disk full (a small tmpfs, root only), or with the tracking server killed
-while the aggregate job logs to it. The next plain run logs what the failed one could not: exactly one live, finished fold run
+"""Nothing lost when the MLflow logging fails after a fold was retrained (the tables job logs every
+method's runs of a study and data set): the real `snakemake` CLI on a one-fold, one-method study,
+the fold forced to retrain while the SQLite store is locked by another process, with the tables
+job killed (-9) while its new fold run is half logged, with the store's disk full (a small tmpfs,
+root only), or with the tracking server killed while the tables job logs to it. The next plain run logs what the failed one could not: exactly one live, finished fold run
 per fold and method (this training's, with its metrics), the parent's means updated, no run left
 RUNNING or soft-deleted, and tables equal to the uninterrupted run's."""
 
@@ -53,12 +53,12 @@ def workdir(tmp_path):
 
 
 def failing_rerun(workdir: Path) -> subprocess.CompletedProcess:
-    """The fold forced to retrain; the run is expected to fail in its aggregate job."""
+    """The fold forced to retrain; the run is expected to fail in its tables job, which logs."""
     out = subprocess.run([SNAKEMAKE, "--cores", "2", "--configfile", "test.yaml", "--replace-workflow-config",
                           "--forcerun", f"{FOLD_DIR}/model.json"], cwd=workdir, capture_output=True, text=True,
                          timeout=600)
-    assert out.returncode != 0 and "Error in rule aggregate" in out.stderr, out.stderr[-3000:]
-    assert not (workdir / layout.fill(layout.METHOD_SUMMARY, **KEYS)).exists()
+    assert out.returncode != 0 and "Error in rule tables" in out.stderr, out.stderr[-3000:]
+    assert (workdir / layout.fill(layout.METHOD_SUMMARY, **KEYS)).exists() and not (workdir / TABLE).exists()
     return out
 
 
@@ -84,7 +84,7 @@ def assert_the_next_run_logs_what_was_missing(workdir: Path, table_before: pd.Da
     out = snakemake(workdir)
     assert "Nothing to be done" not in out.stdout + out.stderr, "the next run left the failed logging undone"
     counts = job_counts(out.stdout + out.stderr)
-    assert counts.get("aggregate") == 1 and "train" not in counts
+    assert counts.get("tables") == 1 and "train" not in counts and "aggregate" not in counts, counts
     runs = all_runs(workdir, uri)
     assert (runs.stage == "active").all() and (runs.status == "FINISHED").all(), runs  # none RUNNING or left deleted
     folds = runs[runs.level == "fold"]
@@ -130,8 +130,8 @@ def holds_a_running_run(db: Path) -> bool:
         return False
 
 
-def kill_aggregate_mid_log(workdir: Path, db: Path, killed: list[int], stop: threading.Event) -> None:
-    """kill -9 this workdir's aggregate job as soon as the store holds a RUNNING run: the new
+def kill_tables_mid_log(workdir: Path, db: Path, killed: list[int], stop: threading.Event) -> None:
+    """kill -9 this workdir's tables job as soon as the store holds a RUNNING run: the new
     fold run is created but not yet finished."""
     while not stop.is_set():
         if holds_a_running_run(db):
@@ -141,18 +141,18 @@ def kill_aggregate_mid_log(workdir: Path, db: Path, killed: list[int], stop: thr
                 except OSError:
                     continue
                 # Snakemake runs the script from this workdir's .snakemake/scripts
-                if any(str(workdir).encode() in part and part.endswith(b"aggregate.py") for part in cmdline):
+                if any(str(workdir).encode() in part and part.endswith(b"tables.py") for part in cmdline):
                     os.kill(int(pid), signal.SIGKILL)
                     killed.append(int(pid))
             return
         time.sleep(0.005)
 
 
-def test_an_aggregate_job_killed_mid_log_loses_nothing(workdir):
+def test_a_tables_job_killed_mid_log_loses_nothing(workdir):
     table = pd.read_csv(workdir / TABLE)
     killed: list[int] = []
     stop = threading.Event()
-    watcher = threading.Thread(target=kill_aggregate_mid_log,
+    watcher = threading.Thread(target=kill_tables_mid_log,
                                args=(workdir, workdir / "results/mlflow.db", killed, stop), daemon=True)
     watcher.start()
     try:
@@ -202,7 +202,7 @@ def test_the_store_s_disk_full_loses_nothing(workdir, tmp_path):
         out = failing_rerun(workdir)
         show_failure(out)
         # one line naming the store and the device, no traceback
-        assert f"rankstudy aggregate: cannot write {results / 'mlflow.db'}: no space left on the device" in out.stderr
+        assert f"rankstudy tables: cannot write {results / 'mlflow.db'}: no space left on the device" in out.stderr
         assert "Traceback" not in out.stderr, out.stderr[-3000:]
         filler.unlink()  # the user frees some space
         assert_the_next_run_logs_what_was_missing(workdir, table)
@@ -237,7 +237,7 @@ def stop(server: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 def kill_server_mid_log(db: Path, server: subprocess.Popen, killed: list[bool], stop_watching: threading.Event) -> None:
     """kill -9 the server (and its worker) as soon as its store holds a RUNNING run: the
-    aggregate job's new fold run is created but not yet finished."""
+    tables job's new fold run is created but not yet finished."""
     while not stop_watching.is_set():
         if holds_a_running_run(db):
             os.killpg(server.pid, signal.SIGKILL)
@@ -246,7 +246,7 @@ def kill_server_mid_log(db: Path, server: subprocess.Popen, killed: list[bool], 
         time.sleep(0.005)
 
 
-def test_the_tracking_server_killed_mid_aggregate_loses_nothing(tmp_path, monkeypatch):
+def test_the_tracking_server_killed_mid_log_loses_nothing(tmp_path, monkeypatch):
     folder = tmp_path / "server"
     folder.mkdir()
     port = free_port()

@@ -22,6 +22,7 @@ from rankstudy.tracking.runs import (
     FOLD_RUN_COLUMNS,
     fold_runs,
     log_fold_run,
+    log_method,
     log_parent_metrics,
     log_study_run,
     mlflow_key,
@@ -312,6 +313,26 @@ def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):
     lone = log_parent_metrics(sqlite_uri, EXPERIMENT, study="main", dataset="MQ2008", featureset="all",
                               method="ranknet", metrics={"test.map": 0.2})
     assert client.get_run(lone).data.tags["rankstudy.key"] == "main/MQ2008/all/ranknet"
+
+
+def test_a_method_logged_again_unchanged_writes_no_new_parent_revision(sqlite_uri):
+    """The tables job logs every method of its data set each time it runs: a method whose runs
+    did not change keeps its run ids and its parent's metric history; a changed mean adds a step."""
+    keys = dict(study="main", dataset="MQ2008", featureset="all", method="lambdamart")
+    folds = [{k: v for k, v in fold_kwargs(f, uid=f"u{f}").items() if k not in keys} for f in (1, 2)]
+    settings = {"kind": "lambdamart", "params": {"n_estimators": 30}}
+    parent = {"metrics": {"test.ndcg@10": 0.415, "std.test.ndcg@10": float("nan")}, "params": settings,
+              "tags": {"folds": "1,2"}}
+    first = log_method(sqlite_uri, EXPERIMENT, keys, folds, parent)
+    assert log_method(sqlite_uri, EXPERIMENT, keys, folds, parent) == first
+    client = MlflowClient(sqlite_uri)
+    parent_id, fold_ids = first
+    assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg_at_10")] == [0]
+    run = client.get_run(parent_id)
+    assert run.data.tags["params.n_estimators"] == "30" and run.data.tags["folds"] == "1,2"
+    assert {client.get_run(i).data.tags["mlflow.parentRunId"] for i in fold_ids.values()} == {parent_id}
+    log_method(sqlite_uri, EXPERIMENT, keys, folds, {**parent, "metrics": {"test.ndcg@10": 0.42}})
+    assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg_at_10")] == [0, 1]
 
 
 def test_parent_params_are_the_settings_and_new_settings_replace_the_parent(sqlite_uri):

@@ -185,6 +185,10 @@ def dataset_summaries(w):
     return [L.fill(L.METHOD_SUMMARY, study=w.study, dataset=w.dataset, **s) for s in study_systems()]
 
 
+def dataset_mlflow_plans(w):
+    return [L.fill(L.METHOD_MLFLOW, study=w.study, dataset=w.dataset, **s) for s in study_systems()]
+
+
 def dataset_fold_metas(w):
     """meta.json of every fold (FOLDS order): the cleaned splits' sizes, validation included."""
     return [L.fill(L.FOLD_META, fold=f, **protocol_keys(w)) for f in FOLDS]
@@ -228,10 +232,10 @@ def all_targets():
     if config["report"].get("leaderboard"):
         targets.append(f"{L.LEADERBOARD}.md")
     # every fold's and method's files too: Snakemake does not remake a missing file that only feeds
-    # outputs it finds up to date, so a fold whose job failed, or an aggregate job whose MLflow
-    # logging failed (Snakemake removed its outputs), would stay missing and unlogged
+    # outputs it finds up to date, so a fold whose job failed, or a tables job whose MLflow logging
+    # failed (Snakemake removed its outputs), would stay missing and unlogged
     folds = [f"{L.FOLD_DIR}/{name}" for name in {**L.TRAIN_OUTPUTS, **L.EVALUATE_OUTPUTS}.values()]
     return (expand(targets, study=STUDY, dataset=DATASETS)
-            + expand([L.METHOD_SUMMARY, L.METHOD_PER_QUERY], study=STUDY, dataset=DATASETS,
+            + expand([L.METHOD_SUMMARY, L.METHOD_PER_QUERY, L.METHOD_MLFLOW], study=STUDY, dataset=DATASETS,
                      featureset=FEATURESETS, method=METHODS)
             + expand(folds, study=STUDY, dataset=DATASETS, featureset=FEATURESETS, method=METHODS, fold=FOLDS))

@@ -1,8 +1,9 @@
 # Stage 4: score vali and test with each trained model and compute the per-query metrics (and a
 # random ranking's, for the "did it learn" check); then the fold means of each (study, dataset,
-# feature set, method) and its MLflow runs: one child run per training of a fold (kept when other
-# folds are rerun) under one parent holding the means. One MLflow job per parent keeps MLflow's
-# start-up cost and store lock out of the fold jobs.
+# feature set, method) and what its MLflow runs will hold: one child run per training of a fold
+# (kept when other folds are rerun) under one parent holding the means. The tables job logs every
+# method's runs of a (study, dataset) in one process: MLflow's start-up (about a second of
+# imports) once per table, not once per method, and out of the fold jobs.
 
 
 rule evaluate:
@@ -37,6 +38,7 @@ rule aggregate:
     output:
         summary=L.METHOD_SUMMARY,
         per_query=L.METHOD_PER_QUERY,
+        mlflow=L.METHOD_MLFLOW,
     params:
         folds=FOLDS,
         spec=training_spec,

@@ -6,6 +6,7 @@ rule tables:
     input:
         per_query=dataset_per_query,
         summaries=dataset_summaries,
+        mlflow=dataset_mlflow_plans,  # every method's MLflow runs, logged here in one process
         fold_meta=dataset_fold_metas,  # validation split sizes: the tables warn when they are small
     output:
         csv=f"{L.TABLES}.csv",

@@ -1,15 +1,15 @@
 """Fold means (and standard deviations) of one (study, dataset, feature set, method), its test
-metrics per query over all folds, and its MLflow runs: one child per training of a fold, kept
-(with its run id) while that training stands, under a parent run holding the means and the
-folds they cover. Every file it reads is a declared input, in the order of params.folds."""
+metrics per query over all folds, and what its MLflow runs will hold (mlflow.json, which the
+tables job logs): one child per training of a fold, kept (with its run id) while that training
+stands, under a parent run holding the means and the folds they cover. No MLflow here: its import
+alone costs more than this job's work. Every file it reads is a declared input, in the order of
+params.folds."""
 
 import numpy as np
 import pandas as pd
 
 from rankstudy.pipeline.jobs import job_logging
-from rankstudy.pipeline.records import FitRecord, FoldSummary, MethodSummary
-from rankstudy.tracking import runs as tracking
-from rankstudy.tracking.store import resolve_tracking_uri
+from rankstudy.pipeline.records import FitRecord, FoldSummary, MethodSummary, MlflowPlan
 from rankstudy.util import atomic
 
 # what each fold's MLflow run keeps as artifacts (names of the aggregate job's inputs)
@@ -57,11 +57,9 @@ def learning_tags(summary: FoldSummary) -> dict:
 
 
 with job_logging(snakemake, "aggregate"):
-    # the MLflow settings are not params: where to log is not what the job computes
-    w, inputs, mlflow = snakemake.wildcards, snakemake.input, snakemake.config["mlflow"]
-    uri = resolve_tracking_uri(mlflow["tracking_uri"], "results")
+    w, inputs = snakemake.wildcards, snakemake.input
     identity = dict(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method)
-    folds, per_query, timing, fold_runs, learned, chosen_per_fold = [], [], [], {}, {}, {}
+    folds, per_query, timing, fold_plans, learned, chosen_per_fold = [], [], [], [], {}, {}
     for i, fold in enumerate(snakemake.params.folds):
         summary, fit = FoldSummary.read(inputs.summary[i]), FitRecord.read(inputs.fit[i])
         history = atomic.read_json(inputs.history[i])
@@ -74,8 +72,8 @@ with job_logging(snakemake, "aggregate"):
         chosen = {f"selection.vali.{fit.selection['selection_metric']}": fit.selection_score,
                   "train_seconds": fit.seconds,
                   "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0])}
-        run_id = tracking.log_fold_run(
-            uri, mlflow["experiment"], **identity, fold=fold,
+        fold_plans.append(dict(
+            fold=fold,
             params={"method": fit.params, "kind": fit.kind, "featureset": w.featureset, "fold": fold,
                     "data_fingerprint": summary.fingerprint, "selection": fit.selection},
             metrics={**summary.metrics, **chosen, **{f"random.{k}": v for k, v in summary.random.items()},
@@ -83,11 +81,11 @@ with job_logging(snakemake, "aggregate"):
             history=history + candidates,
             artifacts=[inputs[name][i] for name in ARTIFACTS],
             tags={"git_commit": fit.git_commit, "data_fingerprint": summary.fingerprint, **learning_tags(summary)},
-            uid=fit.uid, start_time=fit.started_ms, end_time=fit.finished_ms)
-        print(f"fold {fold}: MLflow run {run_id}" + ("" if summary.learned["learned"] else
-                                                     f"; did not learn: {'; '.join(summary.learned['problems'])}"))
+            uid=fit.uid, start_time=fit.started_ms, end_time=fit.finished_ms))
+        if not summary.learned["learned"]:
+            print(f"fold {fold}: did not learn: {'; '.join(summary.learned['problems'])}")
         folds.append(summary)
-        fold_runs[fold], learned[fold] = run_id, summary.learned
+        learned[fold] = summary.learned
         chosen_per_fold[fold] = chosen_settings(fit, inputs.model[i])
         per_query.append(pd.read_csv(inputs.per_query_test[i]).assign(fold=fold))
         timing.append(fold_timing(fit, history, selection))
@@ -101,26 +99,25 @@ with job_logging(snakemake, "aggregate"):
         std={k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()},
         # mean over folds; null where the solver does not record it
         timing={k: None if np.isnan(v) else float(v) for k, v in pd.DataFrame(timing).astype(float).mean().items()},
-        learned=learned, chosen=chosen_per_fold, fold_runs=fold_runs,
+        learned=learned, chosen=chosen_per_fold,
         random={k: float(np.nanmean([f.random[k] for f in folds]))
                 for k in sorted(set.intersection(*(set(f.random) for f in folds)))})
     not_learned = method.not_learned
     settings = {"kind": snakemake.params.spec["kind"], "params": snakemake.params.spec.get("params") or {},
                 "grid": snakemake.params.spec.get("grid") or {}}
-    method.mlflow_parent_run_id = tracking.log_parent_metrics(
-        uri, mlflow["experiment"], **identity,
+    parent = dict(
         # the fold runs' names, holding the fold means, so one column of the runs table shows both
         metrics={**method.mean, **{f"std.{k}": v for k, v in method.std.items()},
                  **{f"random.{k}": v for k, v in method.random.items()}},
         # the settings as params (the compare view lines parents up by them; a change replaces the
         # parent, as MLflow cannot change a param) and as tags, which searches and older readers use
         params=settings,
-        tags={**tracking.flatten_params(settings),
-              "folds": ",".join(map(str, method.folds)), "rankstudy.learned": str(not not_learned).lower(),
+        tags={"folds": ",".join(map(str, method.folds)), "rankstudy.learned": str(not not_learned).lower(),
               **({"rankstudy.not_learned_folds": ",".join(map(str, not_learned))} if not_learned else {})},
     )
     # every fold's test queries in one file: what the tables job reads
     atomic.write_csv(pd.concat(per_query, ignore_index=True, join="inner"), snakemake.output.per_query,
                      float_format="%.17g")
     method.write(snakemake.output.summary)
+    MlflowPlan(**identity, folds=fold_plans, parent=parent).write(snakemake.output.mlflow)
     print({k: round(v, 4) for k, v in method.mean.items() if k.startswith("test.")})

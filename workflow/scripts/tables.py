@@ -1,5 +1,6 @@
 """Comparison tables (methods x metrics, mean +- std over folds, significance against the
-baseline over queries) and the NDCG@k plot of one study and data set; logged to MLflow."""
+baseline over queries) and the NDCG@k plot of one study and data set; logged to MLflow, first
+every method's fold runs and parent (as their aggregate jobs planned them), then the tables."""
 
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from rankstudy.tracking import runs as tracking
 from rankstudy.tracking import views
 from rankstudy.tracking.store import resolve_tracking_uri
 from rankstudy.pipeline import results
-from rankstudy.pipeline.records import FoldMeta
+from rankstudy.pipeline.records import FoldMeta, MlflowPlan
 from rankstudy.pipeline.jobs import job_logging
 
 NO_RELEVANT = {"zero": "count as 0 (LETOR evaluation tool)", "one": "count as 1 (LightGBM convention)",
@@ -58,6 +59,14 @@ def significance_text(compare: str, baseline: str, alpha: float) -> str:
 
 with job_logging(snakemake, "tables"):
     w, p = snakemake.wildcards, snakemake.params
+    mlflow = snakemake.config["mlflow"]  # not a param: where to log is not what the job computes
+    uri = resolve_tracking_uri(mlflow["tracking_uri"], "results")
+    # the methods' runs before the tables: a table that cannot be made loses no run
+    for path in snakemake.input.mlflow:
+        plan = MlflowPlan.read(path)
+        parent_id, fold_ids = tracking.log_method(uri, mlflow["experiment"], plan.identity, plan.folds, plan.parent)
+        print(f"MLflow: {plan.method} [{plan.featureset}] parent run {parent_id}, fold runs "
+              + ", ".join(f"{fold}: {run_id}" for fold, run_id in fold_ids.items()))
     per_query = results.test_per_query(snakemake.input.per_query, p.systems)
     # row order: methods in config order, each with its feature sets
     order = [s["system"] for s in p.systems]
@@ -105,8 +114,6 @@ with job_logging(snakemake, "tables"):
         if name.startswith("page_"):
             pages.write_table_page(snakemake.output[name.removeprefix("page_")], snakemake.output[name])
     print(Path(snakemake.output.md).read_text())
-    mlflow = snakemake.config["mlflow"]  # not a param: where to log is not what the job computes
-    uri = resolve_tracking_uri(mlflow["tracking_uri"], "results")
     tracking.log_study_run(uri, mlflow["experiment"], study=w.study, dataset=w.dataset,
                            artifacts=[*map(Path, written), *timing_written, *chosen_written, Path(plot), Path(plot_p)],
                            params={"baseline": p.baseline, "folds": p.folds, "caption": caption})

@@ -11,7 +11,7 @@ is rebuilt by hand or parsed back anywhere else. ::
       features/{data}/{cleaning}/{norm}/fold{fold}/pair_correlations.tsv
       features/{data}/{cleaning}/{norm}/{featureset}/fold{fold}/{split}.npz, pairs.tsv, transform.json
       runs/{study}/{dataset}/{featureset}/{method}/fold{fold}/  one study's training and evaluation of a fold
-      runs/{study}/{dataset}/{featureset}/{method}/             its fold means and per-query test metrics
+      runs/{study}/{dataset}/{featureset}/{method}/             its fold means, per-query test metrics, MLflow plan
       runs/{study}/{dataset}/complete.json                     a study a scorecard run ran to its end
       tables/{study}/{dataset}.*, plots/{study}/{dataset}.*
       tables/{study}/leaderboard.*, plots/{study}/leaderboard.png  the study's leaderboard over its data sets
@@ -71,6 +71,7 @@ EVALUATE_OUTPUTS = {"scores_vali": "scores.vali.tsv", "scores_test": "scores.tes
                     "resolved": "config.resolved.json", "summary": "summary.json"}
 METHOD_SUMMARY = f"{METHOD_DIR}/summary.json"
 METHOD_PER_QUERY = f"{METHOD_DIR}/metrics.per_query.test.csv"
+METHOD_MLFLOW = f"{METHOD_DIR}/mlflow.json"  # its MLflow runs, for the tables job to log
 
 TABLES = f"{RESULTS}/tables/{{study}}/{{dataset}}"
 # a scorecard run (config key scorecard): each member study run to its end, then the card over them

@@ -9,7 +9,9 @@ directly (from a declared input) instead of having it relayed through files in b
 * :class:`FoldSummary` (fold ``summary.json``, evaluate): mean metrics of vali and test, a random
   ranking's, and the verdict of the "did it learn" check;
 * :class:`MethodSummary` (method ``summary.json``, aggregate): fold means, standard deviations,
-  timing, the verdict per fold and the MLflow run ids.
+  timing and the verdict per fold;
+* :class:`MlflowPlan` (method ``mlflow.json``, aggregate): what the method's MLflow runs will
+  hold, logged by the tables job with every other method of the (study, dataset) in one process.
 """
 
 from __future__ import annotations
@@ -156,8 +158,6 @@ class MethodSummary(Record):
     # per fold: the chosen grid values, what training settled (best_iteration, chosen_restart)
     # and the chosen candidate's validation score
     chosen: dict[int, dict[str, Any]] = field(default_factory=dict)
-    fold_runs: dict[int, str] = field(default_factory=dict)  # fold -> MLflow run id
-    mlflow_parent_run_id: str | None = None
     # a random ranking's metrics on the same splits (mean of 10 seeded draws per fold): fold means
     random: dict[str, float] = field(default_factory=dict)
 
@@ -165,3 +165,22 @@ class MethodSummary(Record):
     def not_learned(self) -> dict[int, list[str]]:
         """The folds whose chosen model did not learn, with what the check found."""
         return {int(k): v["problems"] for k, v in self.learned.items() if not v["learned"]}
+
+
+@dataclass
+class MlflowPlan(Record):
+    """One method's MLflow runs as the aggregate job computed them: ``folds`` holds the keyword
+    arguments of each fold run (``tracking.runs.log_fold_run``), ``parent`` those of the parent
+    (``log_parent_metrics``). Logging is the tables job's, one MLflow start-up per (study, dataset)
+    instead of one per method: MLflow's import alone is about a second."""
+    file: ClassVar[str] = "mlflow.json"
+    study: str
+    dataset: str
+    featureset: str
+    method: str
+    folds: list[dict[str, Any]]
+    parent: dict[str, Any]
+
+    @property
+    def identity(self) -> dict[str, str]:
+        return {"study": self.study, "dataset": self.dataset, "featureset": self.featureset, "method": self.method}

@@ -20,7 +20,6 @@ import numbers
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import yaml
 
 
 class ParamError(ValueError):
@@ -170,6 +169,8 @@ class Listing(Constraint):
 
 
 def _yaml(text: str):
+    import yaml  # here: only `--config` text needs YAML, and a job that loads a model does not (10 ms)
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError:

@@ -255,8 +255,8 @@ def log_parent_metrics(
     changed since) is replaced by a new parent holding its children
     (:func:`~rankstudy.tracking.convergence.replace_parent`); its metric history starts again.
 
-    Each call logs all metrics at a new step (the parent's ``rankstudy.revision``
-    tag, 0, 1, 2, ...), so the value the UI lists for a metric is the one of the
+    Each call that changes what the parent shows logs all metrics at a new step (the parent's
+    ``rankstudy.revision`` tag, 0, 1, 2, ...); a call that changes nothing writes nothing. So the value the UI lists for a metric is the one of the
     latest call, and the metric's chart shows one point per call. A metric left
     out of a later call keeps its old value (MLflow cannot delete metrics).
     Without a lock (a server) the parent is resolved again after the write, and the
@@ -281,6 +281,8 @@ def log_parent_metrics(
             if wanted and run.data.params and run.data.params != wanted:
                 replace_parent(client, experiment_id, study, dataset, featureset, method, parent_id, deleted)
                 return False  # write to the new parent
+            if not paths and shows_already(run, wanted, metrics, tags):
+                return True  # a rerun of the tables job relogs every method: no new revision for the same
             revision = int(run.data.tags.get(REVISION_TAG, -1)) + 1
             payload = dict(metrics=_metric_entities(metrics, revision, store.now_ms()),
                            params=[] if run.data.params else [Param(k, v) for k, v in wanted.items()],
@@ -294,7 +296,29 @@ def log_parent_metrics(
     return parent_id
 
 
+def shows_already(run, params: Mapping, metrics: Mapping, tags: Mapping | None) -> bool:
+    """Whether a finished parent holds these params, latest metric values and tags already."""
+    if run.info.status != FINISHED or (params and run.data.params != params):
+        return False
+    same = lambda a, b: a == b or (a != a and b != b)  # noqa: E731  NaN is NaN here
+    return (all(same(run.data.metrics.get(m.key), m.value) for m in _metric_entities(metrics, 0, 0))
+            and all(run.data.tags.get(t.key) == t.value for t in _tag_entities(tags)))
+
+
 @fails_clearly_without_server
+def log_method(uri: str, experiment: str, identity: Mapping[str, str], folds: Iterable[Mapping],
+               parent: Mapping) -> tuple[str, dict]:
+    """Log one method's fold runs (each a :func:`log_fold_run`'s keyword arguments, with ``fold``),
+    then its parent (:func:`log_parent_metrics`'s, its settings ``params`` also as flattened
+    tags); returns the parent's id and each fold's run id. Folds first: a parent holds the means
+    of runs that exist."""
+    fold_ids = {fold["fold"]: log_fold_run(uri, experiment, **identity, **fold) for fold in folds}
+    tags = {**flatten_params(parent.get("params") or {}), **(parent.get("tags") or {})}
+    parent_id = log_parent_metrics(uri, experiment, **identity, metrics=parent["metrics"],
+                                   params=parent.get("params"), tags=tags)
+    return parent_id, fold_ids
+
+
 def log_study_run(
     uri: str,
     experiment: str,
