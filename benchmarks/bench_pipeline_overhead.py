@@ -48,29 +48,14 @@ def main() -> None:
                    check=True)
     reference = time.perf_counter() - start
     numpy_start = bare_numpy_start()
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        for name in ("Snakefile", "workflow", "config", "environment.yml"):
-            src = REPO / name
-            (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
-        config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-        config.update({"folds": list(range(1, args.folds + 1)), "synthetic": {"n_queries": 30, "n_features": 17},
-                       "methods": {"ranknet": {"kind": "linear", "params": {"loss": "ranknet", "max_iter": 5}}},
-                       "features": {"normalization": "zscore", "first_order": True, "rho": []},
-                       "report": {"baseline": "ranknet", "metrics": ["ndcg@10"], "n_resamples": 100}})
-        (work / "bench.yaml").write_text(yaml.safe_dump(config))
-        start = time.perf_counter()
-        out = subprocess.run([str(BIN / "snakemake"), "--cores", "1", "--configfile", "bench.yaml",
-                              "--replace-workflow-config", "--quiet"], cwd=work, capture_output=True, text=True)
-        wall = time.perf_counter() - start
-        if out.returncode:
-            sys.exit(out.stderr[-3000:])
-        logs = list((work / "results/logs").rglob("*.log"))
-        steps = {log: sum(float(m.group(1)) for m in re.finditer(r"done in ([\d.]+) s", log.read_text()))
-                 for log in logs}
-        per_rule = rule_overheads(work, steps)
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config.update({"folds": list(range(1, args.folds + 1)), "synthetic": {"n_queries": 30, "n_features": 17},
+                   "methods": {"ranknet": {"kind": "linear", "params": {"loss": "ranknet", "max_iter": 5}}},
+                   "features": {"normalization": "zscore", "first_order": True, "rho": []},
+                   "report": {"baseline": "ranknet", "metrics": ["ndcg@10"], "n_resamples": 100}})
+    wall, steps, per_rule = run_workflow(config, cores=1)
     inside = sum(steps.values())
-    jobs = len(logs)
+    jobs = len(steps)
     overhead = (wall - inside) / jobs
     print(f"reference (python start + job imports): {reference:.2f} s")
     print(f"{jobs} jobs, wall {wall:.1f} s, inside steps {inside:.1f} s")
@@ -84,27 +69,37 @@ def main() -> None:
 
 
 def default_run(cores: int = 2) -> None:
-    """The quick start's pipeline in a temporary copy of the workflow: wall against sum(steps) / cores."""
+    """The quick start's pipeline: wall against sum(steps) / cores."""
+    wall, steps, per_rule = run_workflow(None, cores)
+    inside = sum(steps.values())
+    floor = inside / cores
+    print(f"default run: {len(steps)} jobs on {cores} cores, wall {wall:.1f} s; steps' own time {inside:.1f} s, "
+          f"/ {cores} cores = {floor:.1f} s; wall = {wall / floor:.2f} x that (spine v4's target: <= 2)")
+    print(per_rule.to_markdown(index=False, floatfmt=".2f"))
+
+
+def run_workflow(config: dict | None, cores: int) -> tuple[float, dict[Path, float], pd.DataFrame]:
+    """`snakemake --cores N` in a temporary copy of the workflow, with ``config`` as its configfile
+    (None: config/config.yaml as it is); its wall time, each job's time inside its step (the "done
+    in X s" lines of its log) and the per-rule table of :func:`rule_overheads`."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         for name in ("Snakefile", "workflow", "config", "environment.yml"):
             src = REPO / name
             (shutil.copytree if src.is_dir() else shutil.copy)(src, work / name)
+        args = []
+        if config is not None:
+            (work / "bench.yaml").write_text(yaml.safe_dump(config))
+            args = ["--configfile", "bench.yaml", "--replace-workflow-config"]
         start = time.perf_counter()
-        out = subprocess.run([str(BIN / "snakemake"), "--cores", str(cores), "--quiet"], cwd=work,
-                             capture_output=True, text=True)
+        out = subprocess.run([str(BIN / "snakemake"), "--cores", str(cores), *args, "--quiet"], cwd=work,
+                             capture_output=True, text=True, check=False)
         wall = time.perf_counter() - start
         if out.returncode:
             sys.exit(out.stderr[-3000:])
-        logs = list((work / "results/logs").rglob("*.log"))
         steps = {log: sum(float(m.group(1)) for m in re.finditer(r"done in ([\d.]+) s", log.read_text()))
-                 for log in logs}
-        per_rule = rule_overheads(work, steps)
-    inside = sum(steps.values())
-    floor = inside / cores
-    print(f"default run: {len(logs)} jobs on {cores} cores, wall {wall:.1f} s; steps' own time {inside:.1f} s, "
-          f"/ {cores} cores = {floor:.1f} s; wall = {wall / floor:.2f} x that (spine v4's target: <= 2)")
-    print(per_rule.to_markdown(index=False, floatfmt=".2f"))
+                 for log in (work / "results/logs").rglob("*.log")}
+        return wall, steps, rule_overheads(work, steps)
 
 
 def bare_numpy_start(repeats: int = 5) -> float:
