@@ -256,8 +256,9 @@ def log_parent_metrics(
     (:func:`~rankstudy.tracking.convergence.replace_parent`); its metric history starts again.
 
     Each call that changes what the parent shows logs all metrics at a new step (the parent's
-    ``rankstudy.revision`` tag, 0, 1, 2, ...); a call that changes nothing writes nothing. So the value the UI lists for a metric is the one of the
-    latest call, and the metric's chart shows one point per call. A metric left
+    ``rankstudy.revision`` tag, 0, 1, 2, ...); a call that changes nothing writes nothing. So
+    the value the UI lists for a metric is the one of the latest call, and the metric's chart
+    shows one point per change. A metric left
     out of a later call keeps its old value (MLflow cannot delete metrics).
     Without a lock (a server) the parent is resolved again after the write, and the
     write repeated on the parent every client settles on if that is another one.
@@ -282,7 +283,7 @@ def log_parent_metrics(
                 replace_parent(client, experiment_id, study, dataset, featureset, method, parent_id, deleted)
                 return False  # write to the new parent
             if not paths and shows_already(run, wanted, metrics, tags):
-                return True  # a rerun of the tables job relogs every method: no new revision for the same
+                return True  # the tables job relogs every method: an unchanged parent gets no new revision
             revision = int(run.data.tags.get(REVISION_TAG, -1)) + 1
             payload = dict(metrics=_metric_entities(metrics, revision, store.now_ms()),
                            params=[] if run.data.params else [Param(k, v) for k, v in wanted.items()],
