@@ -61,8 +61,8 @@ def test_tables_plots_and_runs_exist(tiny_run):
 
 
 def test_jobs_run_on_their_declared_threads(tiny_run):
-    """LightGBM's train jobs get both cores; the rest one each (their BLAS limited to it), as
-    each job's log says."""
+    """A method's `threads` entry is its train jobs' (lambdamart asks for 2 here); the rest get one
+    each (their BLAS limited to it), as each job's log says."""
     workdir, _ = tiny_run
     keys = dict(study="default", dataset="synthetic", featureset="first", fold=1, **protocol_of(workdir).keys())
     expected = {layout.log("train").format(method="lambdamart", **keys): 2,

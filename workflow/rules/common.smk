@@ -11,6 +11,7 @@ from rankstudy.pipeline.config import check_config, evaluate_params, run_methods
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.data.sources import source_settings
 from snakemake.exceptions import NestedCoroutineError
+from snakemake.settings.types import DeploymentMethod
 
 SETTINGS = check_config(config, workdir=Path(workflow.basedir))
 for note in SETTINGS.notes:
@@ -26,6 +27,28 @@ PROTOCOLS = {d: L.protocol(d, SETTINGS.registry[d], config) for d in DATASETS}
 DATASET_OF = {p.data: d for d, p in PROTOCOLS.items()}
 # The jobs' software: this environment (used with `--sdm conda`; otherwise the current one).
 ENV = "../../environment.yml"
+
+# The per-fold jobs (train, evaluate) run their script by `shell:`: `script:` would import
+# snakemake into each (about 0.1 s, their largest fixed cost; rankstudy.pipeline.stepjob). They
+# use the Python Snakemake runs on, as `script:` does, or the environment's under `--sdm conda`.
+# Names the shell commands read (so a moved venv or checkout changes no rule's code).
+PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
+STEPS = str(Path(workflow.basedir) / "workflow" / "scripts")
+STEP_ARGS = "{rule} {params.job:q} --log {log:q} --threads {threads} --mem-mb {resources.mem_mb}"
+
+
+def step_job(params):
+    """The `job` param of a rule run by `shell:` with STEP_ARGS: its wildcards, inputs, outputs and
+    ``params`` (the rule's other params: values or functions of the wildcards) as one JSON
+    argument. Snakemake leaves a param made from inputs or outputs out of its rerun check, so
+    the rule keeps ``params`` as params of their own too: a changed spec still retrains."""
+
+    def job(wildcards, input, output):
+        return json.dumps({"wildcards": dict(wildcards.items()), "input": dict(input.items()),
+                           "output": dict(output.items()),
+                           "params": {k: v(wildcards) if callable(v) else v for k, v in params.items()}})
+
+    return job
 # What model selection needs: changing a report metric must not retrain. EVALUATION: the
 # section as jobs see it (extra_metrics already in metrics, and named only when there are some).
 EVALUATION = evaluate_params(config["evaluation"])
@@ -78,14 +101,25 @@ def prepared_split(path):
 
 
 # Threads of a method's train job: its `threads` entry, else PARALLEL_THREADS for rankers whose
-# fit uses threads (LightGBM), 1 for the rest (they gain more from running side by side).
-# Snakemake scales a job's threads down to --cores.
+# fit uses threads (LightGBM) when the training split is at least PARALLEL_MIN_MB, 1 for the rest
+# (they gain more from running side by side). Measured with one lambdamart fit alone on 2 cores
+# (benchmarks/bench_lightgbm_threads.py): 2 threads took 1.9-2.0x as long as 1 on MQ2008 and
+# OHSUMED Fold1 (3.4 MB of features), 0.79x at 12.5 MB, 0.66x at 31 MB, 0.61x at 62 MB. Before
+# the split exists (the DAG is built before the features are) the job counts PARALLEL_THREADS; Snakemake
+# re-evaluates it once its input is there, before the job is scheduled. Snakemake scales a
+# job's threads down to --cores.
 PARALLEL_THREADS = 4
+PARALLEL_MIN_MB = 32
 
 
-def train_threads(wildcards):
+def train_threads(wildcards, input):
     spec = config["methods"][wildcards.method]
-    return spec.get("threads") or (PARALLEL_THREADS if ranker_class(spec["kind"]).parallel else 1)
+    if spec.get("threads") or not ranker_class(spec["kind"]).parallel:
+        return spec.get("threads") or 1
+    split = Path(input.train)
+    if not split.exists():
+        return PARALLEL_THREADS
+    return PARALLEL_THREADS if split.stat().st_size >= PARALLEL_MIN_MB * 2**20 else 1
 
 
 def training_spec(wildcards):

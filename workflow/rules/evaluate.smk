@@ -18,6 +18,7 @@ rule evaluate:
     params:
         # the metric set: adding a metric re-evaluates (never retrains), dropping an extra one does not
         evaluation=evaluation_of,
+        job=step_job({"evaluation": evaluation_of}),
     log:
         L.log("evaluate"),
     benchmark:
@@ -28,8 +29,8 @@ rule evaluate:
         runtime=job_runtime(per_input_mb=0.05),
     conda:
         ENV
-    script:
-        "../scripts/evaluate.py"
+    shell:
+        "{PYTHON:q} {STEPS}/evaluate.py " + STEP_ARGS
 
 
 rule aggregate:

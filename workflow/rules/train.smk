@@ -4,6 +4,10 @@
 # the evaluate job's.
 
 
+TRAIN_PARAMS = dict(spec=training_spec, featureset=lambda w: FEATURESETS[w.featureset].to_dict(),
+                    selection=SELECTION, seed=config["seed"])
+
+
 rule train:
     input:
         train=lambda w: features_of(w, "train"),
@@ -13,10 +17,8 @@ rule train:
     output:
         **L.in_dir(L.FOLD_DIR, L.TRAIN_OUTPUTS),
     params:
-        spec=training_spec,
-        featureset=lambda w: FEATURESETS[w.featureset].to_dict(),
-        selection=SELECTION,
-        seed=config["seed"],
+        **TRAIN_PARAMS,
+        job=step_job(TRAIN_PARAMS),
     log:
         L.log("train"),
     benchmark:
@@ -27,5 +29,5 @@ rule train:
         runtime=job_runtime(per_input_mb=0.125),
     conda:
         ENV
-    script:
-        "../scripts/train.py"
+    shell:
+        "{PYTHON:q} {STEPS}/train.py " + STEP_ARGS

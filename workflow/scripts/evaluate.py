@@ -7,14 +7,16 @@ from rankstudy.evaluation import metrics, runfiles
 from rankstudy.evaluation.learning import learning_check, random_metrics
 from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import FitRecord, FoldMeta, FoldSummary
+from rankstudy.pipeline.stepjob import exit_done, from_argv
 from rankstudy.rankers.registry import load_ranker
 from rankstudy.util import atomic
 
-with job_logging(snakemake, "evaluate"):
-    w, evaluation, out = snakemake.wildcards, snakemake.params.evaluation, snakemake.output
-    meta = FoldMeta.read(snakemake.input.meta)
-    fit = FitRecord.read(snakemake.input.fit)
-    ranker = load_ranker(snakemake.input.model)
+job = from_argv()  # run by `shell:` (rankstudy.pipeline.stepjob)
+with job_logging(job, "evaluate"):
+    w, evaluation, out = job.wildcards, job.params.evaluation, job.output
+    meta = FoldMeta.read(job.input.meta)
+    fit = FitRecord.read(job.input.fit)
+    ranker = load_ranker(job.input.model)
     options = {"rel_threshold": evaluation["rel_threshold"], "max_label": meta.max_label,
                "no_relevant": evaluation["no_relevant"]}
     # ndcg@1..10 and p@1..10 always, for the NDCG@k and P@k plots
@@ -22,7 +24,7 @@ with job_logging(snakemake, "evaluate"):
     checked = list(dict.fromkeys([evaluation["selection_metric"], *evaluation["metrics"]]))
     means, random, n_queries = {}, {}, {}
     for split in ("vali", "test"):
-        data = load_split(snakemake.input[split])
+        data = load_split(job.input[split])
         scores = ranker.predict(data)
         runfiles.write_scores(data, scores, out[f"scores_{split}"])
         per_query = {"qid": data.query_ids, **metrics.per_query(scores, data.y, data.offsets, names, **options)}
@@ -48,3 +50,4 @@ with job_logging(snakemake, "evaluate"):
     FoldSummary(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method, fold=int(w.fold),
                 metrics=means, random=random, learned=verdict, fingerprint=meta.fingerprint,
                 n_queries=n_queries).write(out.summary)
+exit_done()

@@ -11,24 +11,26 @@ from rankstudy.data.kinds import load_split
 from rankstudy.features.featuresets import FeatureSet
 from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import FitRecord, FoldMeta
+from rankstudy.pipeline.stepjob import exit_done, from_argv
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.selection import select_and_fit
 from rankstudy.rankers.spec import training_params
 from rankstudy.tracking.provenance import git_commit
 from rankstudy.util import atomic
 
-with job_logging(snakemake, "train"):
+job = from_argv()  # run by `shell:` (rankstudy.pipeline.stepjob)
+with job_logging(job, "train"):
     started_ms = int(time.time() * 1000)
-    w, spec, selection = snakemake.wildcards, snakemake.params.spec, snakemake.params.selection
-    out = snakemake.output
-    train, vali = (load_split(snakemake.input[s]) for s in ("train", "vali"))
-    meta = FoldMeta.read(snakemake.input.meta)
-    featureset = FeatureSet.from_dict(snakemake.params.featureset)
+    w, spec, selection = job.wildcards, job.params.spec, job.params.selection
+    out = job.output
+    train, vali = (load_split(job.input[s]) for s in ("train", "vali"))
+    meta = FoldMeta.read(job.input.meta)
+    featureset = FeatureSet.from_dict(job.params.featureset)
     print(f"{w.method} on {w.dataset} [{w.featureset}] fold {w.fold} (study {w.study}): "
           f"{train.n_queries} training queries, {meta.n_features} features")
-    params = training_params(spec, snakemake.params.seed, selection["rel_threshold"])
+    params = training_params(spec, job.params.seed, selection["rel_threshold"])
     if featureset.quadratic:
-        with open(snakemake.input.pairs) as f:  # pairs.tsv numbers features from 1
+        with open(job.input.pairs) as f:  # pairs.tsv numbers features from 1
             pairs = [[int(row["i"]) - 1, int(row["j"]) - 1] for row in csv.DictReader(f, delimiter="\t")]
         params.update(ranker_class(spec["kind"]).featureset_params(featureset, pairs))
         print(f"{len(pairs)} second-order pairs left to the ranker")
@@ -48,7 +50,8 @@ with job_logging(snakemake, "train"):
     ranker.save(out.model)
     atomic.write_json(out.history, ranker.history_)
     atomic.write_rows(table, out.selection)
-    FitRecord(kind=spec["kind"], params=chosen, grid=spec.get("grid") or {}, seed=snakemake.params.seed,
+    FitRecord(kind=spec["kind"], params=chosen, grid=spec.get("grid") or {}, seed=job.params.seed,
               selection=selection, uid=uuid.uuid4().hex, git_commit=git_commit(), started_ms=started_ms,
               finished_ms=int(time.time() * 1000), objective=trace,
               selection_score=float(score)).write(out.fit)
+exit_done()
