@@ -3,6 +3,7 @@
 import asyncio
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 
@@ -31,24 +32,26 @@ ENV = "../../environment.yml"
 # The per-fold jobs (train, evaluate) run their script by `shell:`: `script:` would import
 # snakemake into each (about 0.1 s, their largest fixed cost; rankstudy.pipeline.stepjob). They
 # use the Python Snakemake runs on, as `script:` does, or the environment's under `--sdm conda`.
-# Names the shell commands read (so a moved venv or checkout changes no rule's code).
 PYTHON = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
-STEPS = str(Path(workflow.basedir) / "workflow" / "scripts")
-STEP_ARGS = "{rule} {params.job:q} --log {log:q} --threads {threads} --mem-mb {resources.mem_mb}"
+STEP_SHELL = "{params.step} --log {log:q} --threads {threads} --mem-mb {resources.mem_mb}"
 
 
-def step_job(params):
-    """The `job` param of a rule run by `shell:` with STEP_ARGS: its wildcards, inputs, outputs and
-    ``params`` (the rule's other params: values or functions of the wildcards) as one JSON
-    argument. Snakemake leaves a param made from inputs or outputs out of its rerun check, so
-    the rule keeps ``params`` as params of their own too: a changed spec still retrains."""
+def step_command(name, params):
+    """The `step` param of the per-fold job ``name`` (its shell command is STEP_SHELL): the Python,
+    workflow/scripts/<name>.py and the job (wildcards, inputs, outputs and ``params``: values or
+    functions of the wildcards) as one JSON argument, quoted for the shell. Snakemake leaves a
+    param made from inputs or outputs out of its rerun check, so a moved venv or checkout reruns
+    nothing; for the same reason the jobs keep ``params`` as params of their own too, and a
+    changed spec still retrains."""
+    script = Path(workflow.basedir) / "workflow" / "scripts" / f"{name}.py"
+    prefix = f"{shlex.quote(PYTHON)} {shlex.quote(str(script))} {name}"
 
-    def job(wildcards, input, output):
-        return json.dumps({"wildcards": dict(wildcards.items()), "input": dict(input.items()),
-                           "output": dict(output.items()),
-                           "params": {k: v(wildcards) if callable(v) else v for k, v in params.items()}})
+    def step(wildcards, input, output):
+        job = {"wildcards": dict(wildcards.items()), "input": dict(input.items()), "output": dict(output.items()),
+               "params": {k: v(wildcards) if callable(v) else v for k, v in params.items()}}
+        return f"{prefix} {shlex.quote(json.dumps(job))}"
 
-    return job
+    return step
 # What model selection needs: changing a report metric must not retrain. EVALUATION: the
 # section as jobs see it (extra_metrics already in metrics, and named only when there are some).
 EVALUATION = evaluate_params(config["evaluation"])

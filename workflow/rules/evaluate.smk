@@ -18,7 +18,7 @@ rule evaluate:
     params:
         # the metric set: adding a metric re-evaluates (never retrains), dropping an extra one does not
         evaluation=evaluation_of,
-        job=step_job({"evaluation": evaluation_of}),
+        step=step_command("evaluate", {"evaluation": evaluation_of}),
     log:
         L.log("evaluate"),
     benchmark:
@@ -30,7 +30,7 @@ rule evaluate:
     conda:
         ENV
     shell:
-        "{PYTHON:q} {STEPS}/evaluate.py " + STEP_ARGS
+        STEP_SHELL
 
 
 rule aggregate:

@@ -18,7 +18,7 @@ rule train:
         **L.in_dir(L.FOLD_DIR, L.TRAIN_OUTPUTS),
     params:
         **TRAIN_PARAMS,
-        job=step_job(TRAIN_PARAMS),
+        step=step_command("train", TRAIN_PARAMS),
     log:
         L.log("train"),
     benchmark:
@@ -30,4 +30,4 @@ rule train:
     conda:
         ENV
     shell:
-        "{PYTHON:q} {STEPS}/train.py " + STEP_ARGS
+        STEP_SHELL

@@ -1,9 +1,8 @@
 """The per-fold jobs (train, evaluate) run their script with `shell:`, not `script:`: Snakemake's
 script preamble imports snakemake, about 0.1 s, as much as starting Python with numpy, and these
 are the jobs a study has by the hundred. The rule hands the job over on the command line: its
-wildcards, inputs, outputs and params as one JSON argument (`step_job` in
-workflow/rules/common.smk), then its log, threads, memory and data_root (which are no params, so
-changing them reruns nothing). :func:`from_argv` gives the script the attributes `script:`
+wildcards, inputs, outputs and params as one JSON argument (`step_command` in
+workflow/rules/common.smk), then its log, threads and memory. :func:`from_argv` gives the script the attributes `script:`
 would (``input``, ``output``, ``params``, ``wildcards``, ``log``, ``threads``, ``resources``,
 ``config``, ``rule``), so the step code and :func:`rankstudy.pipeline.jobs.job_logging` read it alike;
 :func:`exit_done` ends a job that succeeded without Python's teardown."""
@@ -38,12 +37,11 @@ def from_argv(argv: list[str] | None = None) -> SimpleNamespace:
     parser.add_argument("--log", required=True)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--mem-mb", type=float)
-    parser.add_argument("--data-root")
     args = parser.parse_args(argv)
     job = json.loads(args.job)
     return SimpleNamespace(rule=args.rule, log=[args.log], threads=args.threads,
                            resources=SimpleNamespace(mem_mb=args.mem_mb),
-                           config={"data_root": args.data_root} if args.data_root else {},
+                           config={},
                            **{part: Named(job[part]) for part in ("wildcards", "input", "output", "params")})
 
 
