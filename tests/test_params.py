@@ -138,3 +138,33 @@ def test_the_evaluate_job_imports_no_pandas_mlflow_or_optimizer(repo_root, tmp_p
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
     heavy = {"pandas", "mlflow", "lightgbm", "jax", "scipy", "rankstudy.pipeline.config", "sklearn"}
     assert not heavy & loaded, heavy & loaded
+
+
+def test_parsing_the_snakefile_imports_no_pandas_scipy_or_mlflow(tmp_path):
+    """Every snakemake call parses the Snakefile, and on SLURM every job does: the package's
+    modules it imports stay on the light side (pandas and scipy.stats were 1.5 s of each parse).
+    Read from `python -X importtime`: what was imported under a rankstudy module (Snakemake's
+    own plugins may load pandas; that is not ours)."""
+    import subprocess
+    import sys
+
+    from pipeline_runs import SNAKEMAKE, TINY, make_workdir
+
+    workdir = make_workdir(tmp_path, TINY)
+    out = subprocess.run([sys.executable, "-X", "importtime", SNAKEMAKE, "-n", "--configfile", "test.yaml",
+                          "--replace-workflow-config"], cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # importtime writes a module after the modules it imported, indented one more level each
+    tree = [(len(name) - len(name.lstrip()), name.strip()) for name in
+            (line.split("|")[-1] for line in out.stderr.splitlines() if line.startswith("import time:"))]
+    ours, under_ours = set(), set()
+    for i, (level, name) in enumerate(tree):
+        if name.startswith("rankstudy"):
+            ours.add(name)
+            j = i - 1
+            while j >= 0 and tree[j][0] > level:
+                under_ours.add(tree[j][1])
+                j -= 1
+    assert "rankstudy.pipeline.config" in ours  # the config check's module was read
+    heavy = {"pandas", "scipy.stats", "scipy.sparse", "scipy.optimize", "mlflow", "matplotlib", "lightgbm", "jax"}
+    assert not heavy & under_ours, heavy & under_ours

@@ -21,11 +21,9 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 
-from rankstudy.data import qa_table, synthetic, synthetic_qa
+from rankstudy.data import synthetic
 from rankstudy.data.install import install
-from rankstudy.data.letor import check_disjoint_queries, read_letor
 from rankstudy.data.rotation import fold_parts, fold_splits
 from rankstudy.data.splitfiles import SPLITS, DatasetNotFound, candidate_paths, dataset_dir, inside_data, \
     missing_splits, shown_path, split_file, verify_split_file
@@ -133,6 +131,8 @@ class SyntheticQA(_Generated):
     sizes = ("n_questions", "vocab_size")
 
     def make_parts(self, seed, **sizes):
+        from rankstudy.data import synthetic_qa  # here: its scipy.sparse is 0.4 s the Snakefile does not need
+
         return synthetic_qa.make_qa_parts(seed=seed, **sizes)
 
 
@@ -165,6 +165,10 @@ class QATable(Source):
 
     def read_fold(self, name, record, fold, data_root, progress):
         # an absolute file (older source.json) stays as it is, if it is inside data_root
+        import pandas as pd  # here, as qa_table: the Snakefile reads this module, and pandas is 0.5 s of imports
+
+        from rankstudy.data import qa_table
+
         path = inside_data(name, {}, data_root, data_root / record["file"], "file")
         parts = qa_table.table_parts(qa_table.load_qa_table(path), seed=record["seed"])
         tables = {s: pd.concat([parts[k] for k in ks], ignore_index=True) for s, ks in fold_parts(fold).items()}
@@ -224,6 +228,8 @@ class _Files(Source):
                 **({"seed": settings["seed"]} if "seed" in settings else {})}
 
     def read_fold(self, name, record, fold, data_root, progress):
+        from rankstudy.data.letor import check_disjoint_queries, read_letor  # here: it imports pandas
+
         entry = record["entry"]
         present = [s for s in SPLITS if s in entry.get("splits", SPLITS)]
         files = {s: self.split_file(name, entry, data_root, fold, s) for s in present}

@@ -22,7 +22,7 @@ from rankstudy.features.pairs import pair_correlations_bytes
 from rankstudy.pipeline.configfiles import check_config_files  # noqa: F401 - part of this module's interface
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import path_name_problem, system_label
-from rankstudy.reporting.paper_tables import paper_systems
+from rankstudy.reporting.paper_cells import paper_systems
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.spec import SpecError, check_spec, read_spec_values
 

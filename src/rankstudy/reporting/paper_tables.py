@@ -70,9 +70,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from rankstudy.evaluation import conventions
+from rankstudy.reporting.paper_cells import cell_records, paper_systems  # noqa: F401 - part of this module's interface
 from rankstudy.util import atomic
 
 NOT_LEARNED_MARK = "⚠"  # beside our number when that system's model did not learn in some fold
@@ -105,14 +105,7 @@ def load_published(path: str | Path, table: int, dataset: str | None = None) -> 
 
 def cells(spec: dict) -> pd.DataFrame:
     """One row per paper cell: its row and column labels, our system and our metric."""
-    out = []
-    for row, row_token in spec["rows"].items():
-        for column, column_token in spec["columns"].items():
-            tokens = {"row": row_token, "column": column_token}
-            out.append({"row": str(row), "column": str(column),
-                        "system": spec["system"].format(**tokens),
-                        "metric": spec.get("metric", "{column}").format(**tokens)})
-    return pd.DataFrame(out)
+    return pd.DataFrame(cell_records(spec))
 
 
 def rescore(spec: dict, fold_scores: dict, convention: str) -> pd.DataFrame:
@@ -159,11 +152,6 @@ def fill(spec: dict, per_query: pd.DataFrame, n_features: dict[str, float],
 
 
 NOT_RUN = "not run"
-
-
-def paper_systems(spec: dict) -> list[str]:
-    """The systems a paper layout's rows name (``method [featureset]``), in row order."""
-    return list(dict.fromkeys(cells(spec)["system"])) if spec.get("rows") and spec.get("columns") else []
 
 
 def _cell(ours: float, std: float, metric: str) -> str:
@@ -309,6 +297,8 @@ def fill_datasets(spec: dict, per_query: pd.DataFrame, published: pd.DataFrame, 
 def rank_agreement(frame: pd.DataFrame) -> pd.DataFrame:
     """The ``kind=kendall_tau`` rows: Kendall's tau between our column and each published
     column of every sub-table, over the rows both have (``value`` NaN when undefined)."""
+    from scipy.stats import kendalltau  # here: scipy.stats is 0.4 s of imports the config check does not need
+
     cells_ = frame[frame["kind"] == "cell"]
     matched = "matching" in cells_ and bool(cells_["matching"].fillna(False).astype(bool).any())
     out = []
@@ -324,7 +314,7 @@ def rank_agreement(frame: pd.DataFrame) -> pd.DataFrame:
             if both.sum() >= 2:
                 with warnings.catch_warnings():  # a constant column: tau is undefined (NaN)
                     warnings.simplefilter("ignore")
-                    tau = float(stats.kendalltau(ours[both].to_numpy(), theirs[both].to_numpy()).statistic)
+                    tau = float(kendalltau(ours[both].to_numpy(), theirs[both].to_numpy()).statistic)
             out.append({"kind": "kendall_tau", "row": "", "column": column, "source": source, "value": tau,
                         "std": np.nan, "rank": pd.NA, "n": int(both.sum()), "system": "", "metric": "",
                         "dataset": "", "learned": pd.NA, "matching": matched, "diff": np.nan})
