@@ -117,8 +117,8 @@ def test_attention_learns_on_ohsumed(ohsumed_fold):
     start, vali and test NDCG@10 clearly above a random ranking."""
     fold = ohsumed_fold(1)
     train, test = fold["train"], fold["test"]
-    ranker = make_ranker("neural", {"scorer": "attention", "loss": "listnet", "epochs": 30, "batch_size": 8,
-                                    "patience": 10, "learning_rate": 1e-3, "seed": 0}).fit(train, fold["vali"])
+    ranker = make_ranker("neural", {"scorer": "attention", "loss": "listnet", "epochs": 12, "batch_size": 8,
+                                    "patience": 4, "learning_rate": 1e-3, "seed": 0}).fit(train, fold["vali"])
     trace = ranker.objective_trace_
     assert trace["final"] < trace["start"] * 0.999
     for split in ("vali", "test"):
