@@ -52,6 +52,8 @@ def step_command(name, params):
         return f"{prefix} {shlex.quote(json.dumps(job))}"
 
     return step
+
+
 # What model selection needs: changing a report metric must not retrain. EVALUATION: the
 # section as jobs see it (extra_metrics already in metrics, and named only when there are some).
 EVALUATION = evaluate_params(config["evaluation"])

@@ -2,10 +2,11 @@
 script preamble imports snakemake, about 0.1 s, as much as starting Python with numpy, and these
 are the jobs a study has by the hundred. The rule hands the job over on the command line: its
 wildcards, inputs, outputs and params as one JSON argument (`step_command` in
-workflow/rules/common.smk), then its log, threads and memory. :func:`from_argv` gives the script the attributes `script:`
-would (``input``, ``output``, ``params``, ``wildcards``, ``log``, ``threads``, ``resources``,
-``config``, ``rule``), so the step code and :func:`rankstudy.pipeline.jobs.job_logging` read it alike;
-:func:`exit_done` ends a job that succeeded without Python's teardown."""
+workflow/rules/common.smk), then its log, threads and memory. :func:`from_argv` gives the script
+the attributes `script:` would (``input``, ``output``, ``params``, ``wildcards``, ``log``,
+``threads``, ``resources``, ``config``, ``rule``), so the step code and
+:func:`rankstudy.pipeline.jobs.job_logging` read it alike; :func:`exit_done` ends a job that
+succeeded without Python's teardown."""
 
 from __future__ import annotations
 
@@ -40,8 +41,7 @@ def from_argv(argv: list[str] | None = None) -> SimpleNamespace:
     args = parser.parse_args(argv)
     job = json.loads(args.job)
     return SimpleNamespace(rule=args.rule, log=[args.log], threads=args.threads,
-                           resources=SimpleNamespace(mem_mb=args.mem_mb),
-                           config={},
+                           resources=SimpleNamespace(mem_mb=args.mem_mb), config={},
                            **{part: Named(job[part]) for part in ("wildcards", "input", "output", "params")})
 
 
