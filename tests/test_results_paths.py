@@ -16,20 +16,11 @@ import yaml
 
 from rankstudy.data import registry as datasets, sources
 from rankstudy.pipeline import layout
+from rankstudy.pipeline.stepjob import Named  # what Snakemake hands a script: items by name or index, and by attribute
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "workflow" / "scripts"
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
-
-
-class Named(dict):
-    """What Snakemake hands a script: items by name or index, and by attribute."""
-
-    def __getattr__(self, key):
-        try:
-            return self[key]
-        except KeyError:
-            raise AttributeError(key) from None
 
 
 def run_script(name: str, monkeypatch, **parts) -> None:
