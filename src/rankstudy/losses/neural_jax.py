@@ -53,11 +53,11 @@ def sinkhorn(p, slot_real, real, iterations):
     the scaled matrix is diag(u) P diag(v), and a round only updates the vectors (two batched
     matrix-vector products), so autodiff stores 2 vectors a round instead of a matrix: about 6x
     faster than scaling the matrix itself at 16 queries of 48 or 128 documents, the same values
-    to 1e-15 (benchmarks/bench_sinkhorn.py). As
-    allRank, the padding block (padding slots x padding documents) holds ones while scaling, so
-    no row or column sum is zero: every real document is the largest entry of its own rank's row
-    of P (NeuralSort), so a real column's sum is at least about 1/n, and the clamp at
-    ``SINKHORN_EPS`` (allRank's) is never reached by a real row or column."""
+    to 1e-15 (benchmarks/bench_sinkhorn.py). As allRank, the padding block (padding slots x
+    padding documents) holds ones while scaling, so no row or column sum is zero; every real
+    document is the largest entry of its own rank's row of P (NeuralSort), so a real column's
+    sum is at least about 1/n, and the clamp at ``SINKHORN_EPS`` (allRank's) is never reached
+    by a real row or column."""
     padding = ~slot_real[:, :, None] & ~real[:, None, :]
     p = jnp.where(padding, 1.0, p)
 
