@@ -54,6 +54,9 @@ def test_the_default_convention_is_the_pipelines_metric():
                                    metrics.per_query(scores, labels, offsets, [name])[name], rtol=0, atol=1e-12)
 
 
+# on one worker with the other tests that call ranx: its numba kernels compile in the first
+# process that calls them (30-50 s in a fresh environment) and are reused in that process
+@pytest.mark.xdist_group("ranx")
 def test_linear_gain_and_level_two_match_ranx():
     import ranx
     scores, labels, offsets = random_queries(3)

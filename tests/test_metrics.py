@@ -87,6 +87,9 @@ def ranx_case():
     return scores, labels, offsets, reference
 
 
+# on one worker with the other tests that call ranx: its numba kernels compile in the first
+# process that calls them (30-50 s in a fresh environment) and are reused in that process
+@pytest.mark.xdist_group("ranx")
 def test_matches_ranx(ranx_case):
     scores, labels, offsets, reference = ranx_case
     ours = per_query(scores, labels, offsets, list(RANX_NAMES))
@@ -97,6 +100,7 @@ def test_matches_ranx(ranx_case):
     assert (np.diff(offsets) == 1).sum() >= 10
 
 
+@pytest.mark.xdist_group("ranx")
 def test_matches_ranx_with_rel_threshold_2(ranx_case):
     scores, labels, offsets, reference = ranx_case
     ours = per_query(scores, labels, offsets, list(RANX_NAMES_THRESHOLD_2), rel_threshold=2)
