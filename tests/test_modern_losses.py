@@ -322,6 +322,16 @@ def test_neural_ndcg_options_match_allrank_and_finite_differences(options):
     assert np.all(grad[~mask] == 0)
 
 
+@pytest.mark.parametrize("scale, temperature", [(30.0, 0.05), (1e3, 0.01)])
+def test_neural_ndcg_at_extreme_score_scales_stays_finite_and_equals_allranks(scale, temperature):
+    """Near-permutation P with underflowing entries: the Sinkhorn scalings (u, v) must not
+    overflow where scaling the matrix itself would not."""
+    s, y, mask = batch(3)
+    value, grad = neural_ndcg(s * scale, y, mask, temperature=temperature)
+    assert abs(value - allrank_neural_ndcg(s * scale, y, mask, temperature, None, 50, tol=0.0)) < TOL
+    assert np.isfinite(grad).all() and np.all(grad[~mask] == 0)
+
+
 def test_neural_ndcg_variants_agree_and_chunks_do_not_change_the_result():
     """allRank's two variants contract the same Sinkhorn-scaled matrix; chunking only pads."""
     rng = np.random.default_rng(8)
