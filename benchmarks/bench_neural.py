@@ -22,6 +22,9 @@ Memory: the peak traced allocation (tracemalloc) over what was allocated before 
 arrays) of an epoch's batch evaluations (objective and gradient of every batch, as the solver
 takes them), beside the fold's X and one mean batch's X: bounded by the batch, not the fold.
 
+The last line names the device: JAX's backend and devices when the scorer or the loss runs on
+JAX (a GPU there when JAX has one), else the CPU.
+
 ``--scorer attention`` times an epoch of the context-aware scorer instead (no floor; its seconds
 include JAX's compilation for each padded batch shape met; tracemalloc does not see XLA's
 buffers, so its memory figure covers the numpy side only).
@@ -32,6 +35,7 @@ buffers, so its memory figure covers the numpy side only).
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import tracemalloc
 
@@ -163,6 +167,17 @@ def main() -> None:
           f"{batch_x / 2**20:.1f} MiB (float64)")
     print(f"train loss: start {solution.history[0]['train_loss']:.4f}, after the epoch (mean over its batches) "
           f"{solution.history[1]['train_loss']:.4f}")
+    print(device_line())
+
+
+def device_line() -> str:
+    """Where the epoch ran: JAX's backend and devices when the scorer or the loss used JAX (a GPU
+    when JAX has one, e.g. with jax[cuda12]), else numpy on the CPU."""
+    if "jax" not in sys.modules:
+        return "device: CPU (numpy; neither the scorer nor the loss uses JAX)"
+    import jax
+    return (f"device: JAX backend {jax.default_backend()} ({', '.join(map(str, jax.devices()))}) for the JAX "
+            "parts; the numpy parts on the CPU")
 
 
 if __name__ == "__main__":
