@@ -87,7 +87,7 @@ def main() -> None:
         ranker = make_ranker("neural", {**base, **overrides}).fit(splits["train"], splits["vali"])
         test = per_query_ndcg(ranker, splits["test"])
         diff = test - linear_test
-        # a loss that rewards only larger scores (not their order) shows as a growing spread
+        # a loss that moves little with the scores' order (WPLL on long queries) spreads them instead
         spread = ranker.predict(splits["test"]).std()
         curve = [(h["epoch"], round(h["vali_metric"], 3)) for h in ranker.history_ if "vali_metric" in h]
         print(f"{name}: train loss {ranker.objective_trace_['start']:.4f} -> {ranker.objective_trace_['final']:.4f}, "
