@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import yaml
 
 from rankstudy.data.folds import clean
@@ -98,7 +99,7 @@ def run(config: dict, name: str, splits: dict, fixed: dict, names: list[str], op
     for s in SPLITS:
         m = metrics.mean_metrics(metrics.evaluate(splits[s], ranker.predict(splits[s]), names, **options))
         out[s] = {n: round(m[n], 4) for n in names}
-    print(table.to_string(index=False))
+    print(pd.DataFrame(table).to_string(index=False))  # one row per grid candidate
     return out
 
 

@@ -1,0 +1,25 @@
+"""benchmarks/learn_check.py, the README's "did it learn on real data" tool, run as a user runs it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_learn_check_trains_one_method_of_a_study_and_prints_it_beside_random(mq2008_dir, tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks/learn_check.py"), str(REPO / "config/studies/neural-letor.yaml"),
+         "listnet", "--data", str(mq2008_dir), "--fold", "1", "--cache", str(tmp_path)],
+        capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # the selection table (a row per grid candidate: listnet's three l2 values), then the results as JSON
+    table = out.stdout[:out.stdout.index("[\n")].splitlines()
+    header = next(i for i, line in enumerate(table) if line.split()[:2] == ["candidate", "param.l2"])
+    assert len(table[header + 1:]) == 3 and "selected" in table[header]
+    results = json.loads(out.stdout[out.stdout.index("[\n"):])
+    ours = next(r for r in results if r["method"] == "listnet")
+    random_test = next(r["test"] for r in results if r["method"] == "random" and "test" in r)
+    assert ours["objective"]["final"] < ours["objective"]["start"]
+    assert ours["test"]["ndcg@10"] > random_test["ndcg@10"] + 0.1
