@@ -25,7 +25,7 @@ import pytest
 
 from rankstudy.pipeline import layout
 from mlflow_rest import free_port, wait_for_health
-from pipeline_runs import SNAKEMAKE, git, job_counts, make_workdir, snakemake
+from pipeline_runs import SNAKEMAKE, copy_run, git, job_counts, make_workdir, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -47,9 +47,15 @@ def user_clone(folder: Path) -> Path:
     return workdir
 
 
+@pytest.fixture(scope="module")
+def base_clone(tmp_path_factory):
+    """The one-fold study run once for the module's tests; each works on a copy (copy_run)."""
+    return user_clone(tmp_path_factory.mktemp("one-fold"))
+
+
 @pytest.fixture
-def workdir(tmp_path):
-    return user_clone(tmp_path)
+def workdir(base_clone, tmp_path):
+    return copy_run(base_clone, tmp_path / "work")
 
 
 def failing_rerun(workdir: Path) -> subprocess.CompletedProcess:
@@ -264,11 +270,15 @@ def test_the_tracking_server_killed_mid_log_loses_nothing(tmp_path, monkeypatch)
         watcher = threading.Thread(target=kill_server_mid_log, args=(folder / "server.db", server, killed, stop_watching),
                                    daemon=True)
         watcher.start()
+        # the failing run gives up on the dead server at once instead of retrying for about 20 s
+        # (store.py's default; how long a job waits is tests/test_tracking.py's subject)
+        monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
         try:
             out = failing_rerun(workdir)
         finally:
             stop_watching.set()
             watcher.join()
+            monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES")
         assert killed
         server.wait(timeout=30)
         assert (all_runs(workdir, f"sqlite:///{folder / 'server.db'}").status == "RUNNING").any()  # half logged
