@@ -421,18 +421,20 @@ def test_dataset_without_validation_split_gets_one_from_training_queries(tmp_pat
     assert meta["test.n_docs"] == 403
 
 
-def chakrabarti_config(workdir: Path, name: str, overrides: dict) -> str:
-    """A Chakrabarti study over the test config, without the paper's literal recipes (they stay
-    at w = 0 on purpose) and lambdamart, with one C (the grid is not what is tested here)."""
+def study_config(workdir: Path, name: str, overrides: dict, literal: str) -> str:
+    """config/studies/{name}.yaml over the test config, then ``overrides``; without the paper's
+    literal recipes (methods named ``*{literal}``) and lambdamart, and with one C: neither the
+    recipes nor the grid is what these tests check. Returns the config file's name."""
     from snakemake.utils import update_config
 
     config = yaml.safe_load((workdir / "test.yaml").read_text())
-    update_config(config, yaml.safe_load((REPO / f"config/studies/chakrabarti2008-{name}.yaml").read_text()))
+    update_config(config, yaml.safe_load((REPO / f"config/studies/{name}.yaml").read_text()))
     update_config(config, overrides)
-    config["run_methods"] = [m for m in config.get("run_methods") or []
-                             if not m.endswith("-literal") and m != "lambdamart"] or None
-    if config["run_methods"] is None:
-        del config["run_methods"]
+    kept = [m for m in config.get("run_methods") or [] if not m.endswith(literal) and m != "lambdamart"]
+    if kept:
+        config["run_methods"] = kept
+    else:
+        config.pop("run_methods", None)
     for spec in config["methods"].values():
         if "C" in (spec.get("grid") or {}):
             spec["grid"]["C"] = [10.0]
@@ -447,7 +449,7 @@ def test_chakrabarti_studies_render(tmp_path):
     workdir = make_workdir(tmp_path, {})
     tiny = {"folds": [1], "synthetic": {"n_queries": 60, "n_features": 17}}
     for name in ("fig7", "timing"):
-        snakemake(workdir, configfile=chakrabarti_config(workdir, name, tiny))
+        snakemake(workdir, configfile=study_config(workdir, f"chakrabarti2008-{name}", tiny, "-literal"))
     fig7 = pd.read_csv(workdir / "results/tables/chakrabarti2008-fig7/synthetic.csv")
     assert set(fig7["metric"]) == {f"mrr@{k}" for k in range(1, 10)}
     timing = pd.read_csv(workdir / "results/tables/chakrabarti2008-timing/synthetic.timing.csv").set_index("system")
@@ -461,8 +463,9 @@ def test_chakrabarti_fig9_on_mq2008_every_method_beats_random(tmp_path, shared_d
     as in the paper, one C): every method beats a random ranking, is in MLflow and in the tables,
     and the figure's layout shows ours beside the published OHSUMED numbers."""
     workdir = make_workdir(tmp_path, {})
-    snakemake(workdir, configfile=chakrabarti_config(workdir, "fig9", {
-        "datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1], "report": {"n_resamples": 200}}))
+    snakemake(workdir, configfile=study_config(workdir, "chakrabarti2008-fig9", {
+        "datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1], "report": {"n_resamples": 200}},
+        "-literal"))
     methods = ["SVMauc", "SVMmap", "SVMndcg", "SVMndcg-nc", "SVMmrr", "SVMcombo", "DORM", "McRank", "RankSVM"]
     table = pd.read_csv(workdir / "results/tables/chakrabarti2008-fig9/MQ2008.csv")
     assert sorted(table["system"].unique()) == sorted(f"{m} [first]" for m in methods)
@@ -523,21 +526,6 @@ def test_huang_frey_fig4_study_renders_its_plots_and_table(tmp_path):
         assert len(client.get_metric_history(run_id, f"restart{restart}_train_loss")) == 4  # start + 3 epochs
 
 
-def _dubey_config(workdir: Path, name: str, overrides: dict) -> str:
-    from snakemake.utils import update_config
-
-    config = yaml.safe_load((workdir / "test.yaml").read_text())
-    update_config(config, yaml.safe_load((REPO / f"config/studies/{name}.yaml").read_text()))
-    update_config(config, overrides)
-    if config.get("run_methods"):  # the paper's literal recipes and lambdamart: not what is tested here
-        config["run_methods"] = [m for m in config["run_methods"] if not m.endswith("_fig3recipe") and m != "lambdamart"]
-    for spec in config["methods"].values():  # one C: the grid is not what is tested here
-        if "C" in (spec.get("grid") or {}):
-            spec["grid"]["C"] = [10.0]
-    (workdir / f"{name}.yaml").write_text(yaml.safe_dump(config))
-    return f"{name}.yaml"
-
-
 DUBEY_FIG3 = ["SVMmap", "RankBoost", "RankSVM", "MLE", "ExpGain_AUC", "ExpGain_MAP", "ExpGain_NDCG", "L3_AUC",
               "L3_MAP", "L3_NDCG", "ConvexLoss_AUC", "ConvexLoss_MAP", "ConvexLoss_NDCG"]
 
@@ -552,7 +540,8 @@ def test_dubey_sampler_studies_render(tmp_path):
         # without the swept parameter, which the sweep must leave out
         own = list(yaml.safe_load((REPO / f"config/studies/{name}.yaml").read_text())["methods"])
         beside = ["ranknet"] if name == "dubey-fig4" else []
-        snakemake(workdir, configfile=_dubey_config(workdir, name, {**tiny, "run_methods": [*own, *beside]}))
+        config = study_config(workdir, name, {**tiny, "run_methods": [*own, *beside]}, "_fig3recipe")
+        snakemake(workdir, configfile=config)
     sweep = pd.read_csv(workdir / "results/tables/dubey-fig4/synthetic.sweep.csv")
     assert sweep["value"].tolist() == [10, 25, 50, 100, 200, 400] and sweep["ndcg@10"].between(0, 1).all()
     assert len(pd.read_csv(workdir / "results/tables/dubey-fig5/synthetic.sweep.csv")) == 3
@@ -572,8 +561,9 @@ def test_dubey_fig3_on_mq2008_every_method_beats_random(tmp_path, shared_data):
     from mlflow.tracking import MlflowClient
 
     workdir = make_workdir(tmp_path, {})
-    snakemake(workdir, configfile=_dubey_config(workdir, "dubey-fig3", {
-        "datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1], "report": {"n_resamples": 200}}))
+    snakemake(workdir, configfile=study_config(workdir, "dubey-fig3", {
+        "datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1], "report": {"n_resamples": 200}},
+        "_fig3recipe"))
     table = pd.read_csv(workdir / "results/tables/dubey-fig3/MQ2008.csv")
     assert sorted(table["system"].unique()) == sorted(f"{m} [first]" for m in DUBEY_FIG3)
     rng = np.random.default_rng(0)
