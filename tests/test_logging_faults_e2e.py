@@ -272,13 +272,13 @@ def test_the_tracking_server_killed_mid_log_loses_nothing(tmp_path, monkeypatch)
         watcher.start()
         # the failing run gives up on the dead server at once instead of retrying for about 20 s
         # (store.py's default; how long a job waits is tests/test_tracking.py's subject)
-        monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
         try:
-            out = failing_rerun(workdir)
+            with monkeypatch.context() as failing:
+                failing.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+                out = failing_rerun(workdir)
         finally:
             stop_watching.set()
             watcher.join()
-            monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES")
         assert killed
         server.wait(timeout=30)
         assert (all_runs(workdir, f"sqlite:///{folder / 'server.db'}").status == "RUNNING").any()  # half logged
