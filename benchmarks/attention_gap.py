@@ -1,12 +1,12 @@
 """Why the attention scorer sits below linear ListNet on OHSUMED and MQ2008: training curves and test scores.
 
-Trains linear ListNet (L-BFGS) and the context-aware attention scorer (minibatch Adam, ListNet
-loss) on one fold of OHSUMED or MQ2008 (LETOR's QueryLevelNorm files, the pipeline's cleaning off
-and its query-level normalisation), under a few settings and seeds, and prints for each: the
-training objective's start and end, the validation NDCG@10 curve (every few epochs), the best
-epoch, validation and test NDCG@10 and the standard deviation of the test scores; then each
-attention run's test gap to linear ListNet with the paired standard error
-over test queries (the std of the per-query differences / sqrt(queries)).
+Trains linear ListNet (L-BFGS) and the context-aware attention scorer (minibatch Adam, ListNet loss)
+on one fold of OHSUMED or MQ2008 (LETOR's QueryLevelNorm files, the pipeline's cleaning off and its
+query-level normalisation), under a few settings and seeds, and prints for each: the training
+objective's start and end, the validation NDCG@10 curve (every few epochs), the best epoch,
+validation and test NDCG@10 and the standard deviation of the test scores; then each attention run's
+test gap to linear ListNet with the paired standard error over test queries (the std of the
+per-query differences / sqrt(queries)).
 
 It answers one question: is the gap a model that cannot fit (train objective above linear's),
 or one that fits better and generalises worse, picked on a validation curve too noisy to pick on
