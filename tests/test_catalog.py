@@ -9,7 +9,7 @@ from rankstudy.__main__ import main
 from rankstudy.evaluation.metrics import METRICS
 from rankstudy.losses.registry import LOSSES
 from rankstudy.pipeline import catalog
-from rankstudy.rankers.params import describe
+from rankstudy.util.params import describe
 from rankstudy.rankers.registry import RANKERS
 from rankstudy.solvers.registry import SOLVERS
 

@@ -10,7 +10,7 @@ import pytest
 from losscheck import linear_signal_data
 from rankstudy.evaluation.learning import random_metrics
 from rankstudy.evaluation.metrics import evaluate, mean_metrics
-from rankstudy.rankers.params import ParamError
+from rankstudy.util.params import ParamError
 from rankstudy.rankers.registry import load_ranker, make_ranker
 
 

@@ -9,7 +9,8 @@ import pytest
 from rankstudy.losses.registry import bind_loss
 from rankstudy.pipeline.config import check_method, prepare_cli_values
 from rankstudy.pipeline.errors import ConfigError
-from rankstudy.rankers.params import Choice, Integer, ParamError, Real, check_value, describe, read_value
+from rankstudy.util.params import (Choice, Choices, Integer, IntRange, LogUniform, ParamError, Real, Uniform,
+                                    check_value, describe, read_value, space_from_config, space_problem)
 from rankstudy.rankers.registry import RANKERS
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
@@ -168,3 +169,59 @@ def test_parsing_the_snakefile_imports_no_pandas_scipy_or_mlflow(tmp_path):
     assert "rankstudy.pipeline.config" in ours  # the config check's module was read
     heavy = {"pandas", "scipy.stats", "scipy.sparse", "scipy.optimize", "mlflow", "matplotlib", "lightgbm", "jax"}
     assert not heavy & under_ours, heavy & under_ours
+
+
+def test_a_declared_class_gets_its_init_from_the_declarations_with_fresh_defaults():
+    from rankstudy.rankers.base import Ranker
+    from rankstudy.util.params import Choices, Listing, LogUniform, Param
+
+    class Tiny(Ranker):
+        kind = "tiny"
+        parameters = {"rate": Param(Real(0, low_open=True), 0.1, space=LogUniform(1e-3, 1.0)),
+                      "sizes": Param(Listing(Integer(1)), [4, 2], space=Choices([[4], [8, 4]])),
+                      "width": Param(Integer(1), 3, space=IntRange(1, 9), tune_when={"sizes": [8, 4]})}
+
+    a, b = Tiny(), Tiny(0.5)
+    assert (a.rate, b.rate, a.sizes, Tiny.param_names()) == (0.1, 0.5, [4, 2], ["rate", "sizes", "width"])
+    a.sizes.append(1)
+    assert Tiny().sizes == [4, 2]  # a list default is never shared
+    assert Tiny.parameter_constraints["rate"][0].accepts(2.0)
+    with pytest.raises(ParamError, match="tiny: rate must be a number > 0, got 0"):
+        Tiny(rate=0)
+    assert set(Tiny.search_space()) == {"rate", "sizes"}
+    assert set(Tiny.search_space({"sizes": [8, 4]})) == {"rate", "sizes", "width"}
+
+
+@pytest.mark.parametrize("param, problem", [
+    (lambda P: P(Real(0, 1), 0.1, space=LogUniform(1e-3, 2.0)), r"rate: search space log-uniform in \[0.001, 2\] leaves"),
+    (lambda P: P(Integer(1), 3, space=Uniform(1, 5)), r"rate: is an integer parameter: use \{int"),
+    (lambda P: P(Integer(1), 0), r"rate: the declared default"),
+    (lambda P: P(Choice(["a", "b"]), "a", space=Choices(["a", "c"])), r"'c' is not one of a, b"),
+])
+def test_a_declaration_whose_default_or_space_leaves_its_constraints_is_refused_when_the_class_is_made(param, problem):
+    from rankstudy.rankers.base import Ranker
+    from rankstudy.util.params import Param
+
+    with pytest.raises(TypeError, match=problem):
+        type("Bad", (Ranker,), {"kind": "bad", "parameters": {"rate": param(Param)}})
+
+
+def test_search_spaces_read_and_write_themselves_as_config_data():
+    for data in ({"log_uniform": [1e-6, 1.0]}, {"uniform": [0, 0.5]}, {"int": [1, 8]}, {"int_log": [2, 256]},
+                 {"choices": [[64, 32], [128]]}):
+        assert space_from_config(data).to_config() == data
+    for bad, problem in [({"log_uniform": [0, 1]}, "lower end > 0"), ({"uniform": [2, 1]}, "the lower first"),
+                         ({"normal": [0, 1]}, r"must be one of \{uniform"), ({"int": [1.5, 3]}, "two integers"),
+                         ({"choices": []}, "non-empty list")]:
+        with pytest.raises(ValueError, match=problem):
+            space_from_config(bad)
+    assert space_problem(LogUniform(1e-4, 1.0), [Real(0, low_open=True)]) is None
+    assert "leaves" in space_problem(Uniform(-1, 1), [Real(0)])
+
+
+def test_a_space_suggests_through_an_optuna_trial():
+    optuna = pytest.importorskip("optuna")
+    trial = optuna.trial.FixedTrial({"a": 0.01, "b": 3, "c": 1})
+    assert LogUniform(1e-3, 1).suggest(trial, "a") == 0.01
+    assert IntRange(1, 5).suggest(trial, "b") == 3
+    assert Choices([[64], [128, 64]]).suggest(trial, "c") == [128, 64]  # lists go by their index

@@ -10,7 +10,7 @@ import pytest
 from losscheck import mean_metric, ohsumed_shaped, random_ndcg
 from rankstudy.rankers.forest import RandomForest
 from rankstudy.rankers.mart import MART
-from rankstudy.rankers.params import ParamError
+from rankstudy.util.params import ParamError
 from rankstudy.rankers.registry import load_ranker, make_ranker
 
 

@@ -6,7 +6,7 @@
     python3 workflow/bootstrap.py ui   [mlflow ui args...]   # browse the runs in MLflow's UI
     python3 workflow/bootstrap.py setup                      # only create/refresh ./.venv
 
-Each creates (or reuses) ./.venv, installs rankstudy with its test and cluster extras when
+Each creates (or reuses) ./.venv, installs rankstudy with its test, cluster, neural, gbdt and docs extras when
 pyproject.toml changed since the last install, then runs the command inside it
 (`run` is snakemake with --cores $CORES, default 2, and --rerun-incomplete; it first removes
 the lock a killed run left behind, when no snakemake runs here, and adds an estimate of the time
@@ -54,7 +54,7 @@ def ensure_env() -> None:
     say("installing rankstudy and its dependencies into .venv (first run takes a few minutes)")
     pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
     subprocess.run(pip + ["--quiet", "--upgrade", "pip"], check=True)
-    subprocess.run(pip + ["--quiet", "-e", f"{REPO}[test,cluster,neural]"], check=True)
+    subprocess.run(pip + ["--quiet", "-e", f"{REPO}[test,cluster,neural,gbdt,docs]"], check=True)
     STAMP.write_text(wanted)
 
 

@@ -23,7 +23,7 @@ def _sentence(text: str, limit: int = 110) -> str:
 
 
 def methods(detail: bool = True) -> list[str]:
-    from rankstudy.rankers.params import describe
+    from rankstudy.util.params import describe
     from rankstudy.rankers.registry import RANKERS
 
     lines = []

@@ -26,7 +26,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.coordinate_ascent import metric_constraint
-from rankstudy.rankers.params import Integer, Real
+from rankstudy.util.params import Integer, Real
 from rankstudy.util.progress import Progress
 
 DENOM_FLOOR = 1e-12  # keeps alpha finite when a feature ranks every weighted query perfectly

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rankstudy.features.featuresets import FeatureSet
-from rankstudy.rankers.params import ParamError, check_value
+from rankstudy.util.params import Param, ParamError, check_value
 from rankstudy.util import atomic
 
 SAVE_FORMAT = "rankstudy.ranker"
@@ -40,11 +40,33 @@ class _CheckedParams(type):
         return ranker
 
 
+def _declared_init(cls, declared: dict[str, Param]):
+    """An ``__init__`` for ``cls`` made from its declarations: it takes each declared parameter
+    (by keyword, or by position in declaration order), a fresh copy of the default when it is not
+    given, and only stores them."""
+    signature = inspect.Signature(
+        [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        + [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=p.default)
+           for name, p in declared.items()])
+
+    def __init__(self, *args, **kwargs):
+        given = signature.bind(self, *args, **kwargs).arguments
+        super(cls, self).__init__()
+        for name, param in declared.items():
+            setattr(self, name, given[name] if name in given else param.fresh_default())
+
+    __init__.__signature__ = signature
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
 class Ranker(metaclass=_CheckedParams):
-    """Base class. Subclasses set ``kind``, take their parameters as keyword arguments of
-    ``__init__`` (stored under the same names), declare what each may be in
-    ``parameter_constraints`` (:mod:`rankstudy.rankers.params`), and implement ``fit``,
-    ``predict``, ``_get_state`` and ``_set_state`` (JSON-able fitted state).
+    """Base class. Subclasses set ``kind``, declare their parameters once in ``parameters``
+    (``{name: Param(constraints, default, space=...)}``, :mod:`rankstudy.util.params`: what
+    each may be, its default and its tuning space; ``__init__`` is made from them and stores
+    each value under its name), and implement ``fit``, ``predict``, ``_get_state`` and
+    ``_set_state`` (JSON-able fitted state). A class that writes its own ``__init__`` declares
+    ``parameter_constraints`` instead (the form before ``parameters``).
 
     ``data_kind`` is the kind of split it ranks (:mod:`rankstudy.data.kinds`);
     ``featureset_types`` the feature-set types it can train on
@@ -59,6 +81,27 @@ class Ranker(metaclass=_CheckedParams):
     parallel: ClassVar[bool] = False
     # {parameter: [constraint, ...]}: a value is valid when one of them accepts it (None: null is)
     parameter_constraints: ClassVar[dict[str, list]] = {}
+    # {parameter: Param}: the one declaration of each parameter (sets parameter_constraints)
+    parameters: ClassVar[dict[str, Param]] = {}
+
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("parameters")
+        if declared is None:
+            return
+        for name, param in declared.items():
+            param.check_declaration(name, cls.kind or cls.__name__)
+        cls.parameter_constraints = {name: param.constraints for name, param in declared.items()}
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = _declared_init(cls, declared)
+
+    @classmethod
+    def search_space(cls, fixed: dict | None = None) -> dict:
+        """The declared tuning space, ``{name: Space}``: every parameter with a ``space`` whose
+        ``tune_when`` holds for ``fixed`` (the method's other parameters, defaults filled in)."""
+        values = {name: p.default for name, p in cls.parameters.items()} | dict(fixed or {})
+        return {name: p.space for name, p in cls.parameters.items()
+                if p.space is not None and all(values.get(k) == v for k, v in p.tune_when.items())}
 
     def __init__(self) -> None:
         self.history_: list[dict] = []

@@ -11,7 +11,7 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
-from rankstudy.rankers.params import Integer, Real
+from rankstudy.util.params import Integer, IntRange, LogUniform, Param, Real
 from rankstudy.util.progress import Progress
 from rankstudy.util.threads import job_threads
 
@@ -22,13 +22,20 @@ def lightgbm():
     return importlib.import_module("lightgbm")
 
 
-# the LightGBM settings the boosted rankers share, with LightGBM's own ranges (checked before
-# any job: a negative learning rate used to fail inside the train job with LightGBM's traceback)
-LIGHTGBM_CONSTRAINTS = {
-    "n_estimators": [Integer(1)], "learning_rate": [Real(0, low_open=True)], "num_leaves": [Integer(2, 131072)],
-    "min_data_in_leaf": [Integer(0)], "lambda_l2": [Real(0)], "early_stopping_rounds": [Integer(1)],
-    "seed": [Integer()],
-}
+def lightgbm_parameters(*, n_estimators: int, learning_rate: float, num_leaves: int, min_data_in_leaf: int,
+                        early_stopping_rounds: int) -> dict[str, Param]:
+    """The LightGBM settings the boosted rankers share, with LightGBM's own ranges (checked before
+    any job: a negative learning rate used to fail inside the train job with LightGBM's
+    traceback) and their tuning spaces; each ranker gives its own defaults."""
+    return {
+        "n_estimators": Param(Integer(1), n_estimators, help="boosting rounds at most"),
+        "learning_rate": Param(Real(0, low_open=True), learning_rate, space=LogUniform(0.01, 0.3)),
+        "num_leaves": Param(Integer(2, 131072), num_leaves, space=IntRange(4, 256, log=True)),
+        "min_data_in_leaf": Param(Integer(0), min_data_in_leaf, space=IntRange(1, 200, log=True)),
+        "lambda_l2": Param(Real(0), 0.0, space=LogUniform(1e-3, 10.0)),
+        "early_stopping_rounds": Param(Integer(1), early_stopping_rounds),
+        "seed": Param(Integer(), 0),
+    }
 
 
 def integer_labels(y: np.ndarray, who: str) -> np.ndarray:

@@ -11,7 +11,7 @@ from rankstudy.evaluation.metrics import parse_metric
 from rankstudy.losses.conditional import GAINS
 from rankstudy.losses.registry import bind_loss
 from rankstudy.losses.swap_sampler import SPREADS
-from rankstudy.rankers.params import Boolean, Choice, Integer, Real, Text
+from rankstudy.util.params import Boolean, Choice, Integer, Real, Text
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer

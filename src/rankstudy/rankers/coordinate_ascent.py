@@ -19,7 +19,7 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import parse_metric, per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
-from rankstudy.rankers.params import Integer, Real, Text
+from rankstudy.util.params import Integer, Real, Text
 from rankstudy.util.progress import Progress
 
 STEP = 0.001  # RankLib's first step

@@ -4,10 +4,12 @@ subsample of the documents and of the features, and the forest averages them."""
 
 from __future__ import annotations
 
-from rankstudy.rankers.base import Ranker
-from rankstudy.rankers.boosting import LIGHTGBM_CONSTRAINTS
+from rankstudy.rankers.boosting import lightgbm_parameters
 from rankstudy.rankers.mart import MART
-from rankstudy.rankers.params import Integer, Real
+from rankstudy.util.params import Integer, Param, Real, Uniform
+
+_LIGHTGBM = lightgbm_parameters(n_estimators=300, learning_rate=1.0, num_leaves=100, min_data_in_leaf=1,
+                                early_stopping_rounds=1)
 
 
 class RandomForest(MART):
@@ -24,26 +26,14 @@ class RandomForest(MART):
 
     kind = "random_forest"
 
-    parameter_constraints = {
-        **{k: v for k, v in LIGHTGBM_CONSTRAINTS.items() if k != "learning_rate"},
-        "early_stopping_rounds": [None, Integer(1)],
+    parameters = {  # no learning rate: rf averages its trees
+        **{k: _LIGHTGBM[k] for k in ("n_estimators", "num_leaves", "min_data_in_leaf", "lambda_l2")},
         # LightGBM's rf needs a subsample of the documents (< 1), or every tree is the same
-        "bagging_fraction": [Real(0, 1, low_open=True, high_open=True)],
-        "feature_fraction": [Real(0, 1, low_open=True)],
+        "bagging_fraction": Param(Real(0, 1, low_open=True, high_open=True), 0.632, space=Uniform(0.3, 0.9)),
+        "feature_fraction": Param(Real(0, 1, low_open=True), 0.3, space=Uniform(0.1, 1.0)),
+        "early_stopping_rounds": Param([None, Integer(1)], None),
+        "seed": _LIGHTGBM["seed"],
     }
-
-    def __init__(self, n_estimators: int = 300, num_leaves: int = 100, min_data_in_leaf: int = 1,
-                 lambda_l2: float = 0.0, bagging_fraction: float = 0.632, feature_fraction: float = 0.3,
-                 early_stopping_rounds: int | None = None, seed: int = 0) -> None:
-        Ranker.__init__(self)  # not MART's: no learning rate (rf averages its trees)
-        self.n_estimators = n_estimators
-        self.num_leaves = num_leaves
-        self.min_data_in_leaf = min_data_in_leaf
-        self.lambda_l2 = lambda_l2
-        self.bagging_fraction = bagging_fraction
-        self.feature_fraction = feature_fraction
-        self.early_stopping_rounds = early_stopping_rounds
-        self.seed = seed
 
     def tree_params(self) -> dict:
         return {"boosting": "rf", "bagging_fraction": self.bagging_fraction, "bagging_freq": 1,

@@ -6,7 +6,7 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
-from rankstudy.rankers.boosting import LIGHTGBM_CONSTRAINTS, BoostedTrees, integer_labels, lightgbm
+from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm, lightgbm_parameters
 from rankstudy.util.threads import job_threads
 
 
@@ -20,19 +20,8 @@ class LambdaMART(BoostedTrees):
     eval_at = 10
     metric = f"ndcg@{eval_at}"
 
-    parameter_constraints = LIGHTGBM_CONSTRAINTS
-
-    def __init__(self, n_estimators: int = 300, learning_rate: float = 0.05, num_leaves: int = 31,
-                 min_data_in_leaf: int = 20, lambda_l2: float = 0.0, early_stopping_rounds: int = 30,
-                 seed: int = 0) -> None:
-        super().__init__()
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.num_leaves = num_leaves
-        self.min_data_in_leaf = min_data_in_leaf
-        self.lambda_l2 = lambda_l2
-        self.early_stopping_rounds = early_stopping_rounds
-        self.seed = seed
+    parameters = lightgbm_parameters(n_estimators=300, learning_rate=0.05, num_leaves=31, min_data_in_leaf=20,
+                                     early_stopping_rounds=30)
 
     def lightgbm_params(self, train: RankData | None = None, vali: RankData | None = None) -> dict:
         return {

@@ -8,7 +8,7 @@ from rankstudy.features.featuresets import FeatureSet
 from rankstudy.features.pairs import check_pairs
 from rankstudy.losses.groups import GROUP_AGGREGATES
 from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
-from rankstudy.rankers.params import Choice, Integer, Listing, Mapping, ParamError, Real
+from rankstudy.util.params import Choice, Integer, Listing, Mapping, ParamError, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import QuadraticScorer

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.data.rankdata import RankData
-from rankstudy.rankers.boosting import LIGHTGBM_CONSTRAINTS, BoostedTrees, integer_labels, lightgbm
+from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm, lightgbm_parameters
 from rankstudy.util.threads import job_threads
 
 
@@ -23,19 +23,8 @@ class MART(BoostedTrees):
     metric = f"ndcg@{eval_at}"
     objective_metric = "l2"  # LightGBM's name for the mean squared error
 
-    parameter_constraints = LIGHTGBM_CONSTRAINTS
-
-    def __init__(self, n_estimators: int = 1000, learning_rate: float = 0.1, num_leaves: int = 10,
-                 min_data_in_leaf: int = 1, lambda_l2: float = 0.0, early_stopping_rounds: int = 100,
-                 seed: int = 0) -> None:
-        super().__init__()
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.num_leaves = num_leaves
-        self.min_data_in_leaf = min_data_in_leaf
-        self.lambda_l2 = lambda_l2
-        self.early_stopping_rounds = early_stopping_rounds
-        self.seed = seed
+    parameters = lightgbm_parameters(n_estimators=1000, learning_rate=0.1, num_leaves=10, min_data_in_leaf=1,
+                                     early_stopping_rounds=100)
 
     def tree_params(self) -> dict:
         """How the trees are grown and combined (boosting, here)."""

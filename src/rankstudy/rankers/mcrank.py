@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.data.rankdata import RankData
-from rankstudy.rankers.boosting import LIGHTGBM_CONSTRAINTS, BoostedTrees, integer_labels, lightgbm
+from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm, lightgbm_parameters
 from rankstudy.util.threads import job_threads
 
 
@@ -19,19 +19,8 @@ class McRank(BoostedTrees):
     kind = "mcrank"
     metric = "multi_logloss"
 
-    parameter_constraints = LIGHTGBM_CONSTRAINTS
-
-    def __init__(self, n_estimators: int = 30, learning_rate: float = 0.1, num_leaves: int = 31,
-                 min_data_in_leaf: int = 20, lambda_l2: float = 0.0, early_stopping_rounds: int = 10,
-                 seed: int = 0) -> None:
-        super().__init__()
-        self.n_estimators = n_estimators
-        self.learning_rate = learning_rate
-        self.num_leaves = num_leaves
-        self.min_data_in_leaf = min_data_in_leaf
-        self.lambda_l2 = lambda_l2
-        self.early_stopping_rounds = early_stopping_rounds
-        self.seed = seed
+    parameters = lightgbm_parameters(n_estimators=30, learning_rate=0.1, num_leaves=31, min_data_in_leaf=20,
+                                     early_stopping_rounds=10)
 
     def lightgbm_params(self, train: RankData, vali: RankData | None = None) -> dict:
         n_classes = 1 + max(int(integer_labels(d.y, "McRank").max()) for d in (train, vali) if d is not None)

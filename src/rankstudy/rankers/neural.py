@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rankstudy.evaluation.metrics import parse_metric
 from rankstudy.losses.registry import LOSSES, bind_loss
-from rankstudy.rankers.params import Choice, Integer, Listing, Mapping, Real, Text
+from rankstudy.util.params import Choice, Integer, Listing, Mapping, Real, Text
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
-from rankstudy.rankers.params import ParamError
+from rankstudy.util.params import ParamError
 from rankstudy.scorers import attention, mlp
 from rankstudy.scorers.mlp import INPUT_NORMS, MLPScorer, input_statistics
 from rankstudy.solvers.adam import SCHEDULES

@@ -11,7 +11,7 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
-from rankstudy.rankers.params import Choice, Integer, Real
+from rankstudy.util.params import Choice, Integer, Real
 from rankstudy.util.progress import Progress
 
 VALI_EVERY = 10  # rounds between validation NDCG@10 evaluations

@@ -15,7 +15,7 @@ import numpy as np
 from rankstudy.losses.padded import LossFn
 from rankstudy.losses.registry import check_loss_options
 from rankstudy.rankers.base import NotFittedError, Ranker
-from rankstudy.rankers.params import ParamError
+from rankstudy.util.params import ParamError
 from rankstudy.scorers.base import Scorer
 from rankstudy.solvers.objective import Objective
 from rankstudy.solvers.registry import check_solver

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
-from rankstudy.rankers.params import Choice, Integer, Mapping, Real
+from rankstudy.util.params import Choice, Integer, Mapping, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.separate import ACTIVATIONS, SEPARATE_FUNCTIONALS, SeparateScorer
 from rankstudy.solvers.registry import SOLVERS, SolverSettings, default_solver, make_solver

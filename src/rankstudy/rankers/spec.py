@@ -1,6 +1,6 @@
 """A method spec, the config's ``{kind, params, grid}``, becomes a ranker here, and only here:
 the config check (before any job) and the train job both go through these functions, and the
-ranker's declared ``parameter_constraints`` (:mod:`rankstudy.rankers.params`) say what each
+ranker's declared ``parameter_constraints`` (:mod:`rankstudy.util.params`) say what each
 value may be.
 
 Problems are :class:`SpecError`, whose ``key`` is relative to the method (``params.l2``,
@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 
 from rankstudy.losses.registry import LOSSES, bind_loss
-from rankstudy.rankers.params import ParamError, check_value, read_value
+from rankstudy.util.params import ParamError, check_value, read_value
 from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
 
 # set once per run, for every method that takes them (training_params): their config keys

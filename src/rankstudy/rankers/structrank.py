@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.losses.cdn import REDUCTIONS, TOPOLOGIES, CDNLoss
-from rankstudy.rankers.params import Choice, Integer, Real
+from rankstudy.util.params import Choice, Integer, Real
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.kernel import NadarayaWatsonScorer

@@ -22,7 +22,7 @@ import numpy as np
 
 from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.losses.structured import anchored, is_latent
-from rankstudy.rankers.params import Choice, Integer, Mapping, ParamError, Real
+from rankstudy.util.params import Choice, Integer, Mapping, ParamError, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.base import Solution
