@@ -1,0 +1,354 @@
+"""Tuning one method on one fold with one budget: Optuna draws each parameter from the search
+space its ranker declares (:class:`rankstudy.util.params.Param`'s ``space``, or the config's
+``tune.space``), fits the trial on the training split and scores it on the validation split
+(the test split is never seen); the best trial's model is the fold's model.
+
+The study lives in a storage beside the results (Optuna's journal file) or in a database (a
+PostgreSQL URL under SLURM), so:
+
+* a rerun after a kill resumes from the finished trials (a killed worker loses its running
+  trial only: it is marked ``lost`` when its process is found dead, or its heartbeat stale);
+* several workers (Snakemake jobs) can share one study, each running trials in its own process;
+* a changed search space, sampler, objective or base setting is a new study, said so.
+
+The budget is a number of trials (those ``complete`` or ``diverged``) and an optional cap on
+their CPU-seconds; the best trial is chosen among the first ``trials`` by number, so a worker
+that started one trial too many (two workers racing for the last one) changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import math
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from rankstudy.data.rankdata import RankData
+from rankstudy.rankers.registry import ranker_class
+from rankstudy.rankers.selection import (COMPLETE, DIVERGED, AllDiverged, Candidate, candidate_row,
+                                         diverged_message, fit_candidate)
+from rankstudy.util.params import Choices, Space, space_from_config, space_problem
+
+SAMPLERS = ("tpe", "random")
+LOST = "lost"
+HEARTBEAT_SECONDS = 20.0  # a running trial says it is alive this often ...
+STALE_SECONDS = 120.0  # ... and counts as lost when it has not for this long (another host's worker)
+STORAGE_ATTEMPTS = 3  # opening the storage: tries, 1 s then 2 s apart, before one line names it
+
+
+class TuningError(ValueError):
+    """A tuning setting a method cannot take; ``key`` is relative to the method (``tune.space.l2``)."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        self.key, self.problem = key, problem
+        super().__init__(f"{key}: {problem}")
+
+
+class StorageError(RuntimeError):
+    """The tuning storage could not be opened (unreachable, locked): one line naming it."""
+
+
+@dataclass(frozen=True)
+class TuneSettings:
+    """The ``tune`` block as one method's train job sees it (study-wide, overridden per method)."""
+
+    sampler: str = "tpe"
+    trials: int = 20
+    cpu_seconds: float | None = None
+    workers: int = 1
+    space: dict = field(default_factory=dict)  # {param: space config data, or None: not tuned}
+
+    @classmethod
+    def from_config(cls, data: dict) -> "TuneSettings":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def tuning_space(kind: str, params: dict, overrides: dict | None = None) -> dict[str, Space]:
+    """The parameters tuned for a method, ``{name: Space}``: its ranker's declared spaces (those
+    whose ``tune_when`` hold for ``params``), changed or removed (``None``) by ``overrides``
+    (config data, ``{l2: {log_uniform: [1e-6, 1]}}``). TuningError names the first bad entry."""
+    cls = ranker_class(kind)
+    space = cls.search_space(params)
+    for name, data in (overrides or {}).items():
+        key = f"tune.space.{name}"
+        if name not in cls.param_names():
+            raise TuningError(key, f"not a parameter of {kind!r}; valid: {', '.join(sorted(cls.param_names()))}")
+        if data is None:
+            space.pop(name, None)
+            continue
+        try:
+            space[name] = space_from_config(data)
+        except ValueError as exc:
+            raise TuningError(key, str(exc)) from None
+        if problem := space_problem(space[name], cls.parameter_constraints.get(name, [])):
+            raise TuningError(key, problem)
+    if not space:
+        raise TuningError("tune", f"{kind!r} declares no search space for these settings: give one as tune.space "
+                                  f"(e.g. tune: {{space: {{PARAM: {{log_uniform: [1.0e-4, 1.0]}}}}}}) or tune: false")
+    return space
+
+
+def check_settings(settings: TuneSettings) -> None:
+    """TuningError naming the key of a budget or sampler a tuning cannot run with (the schema
+    checks the same before any job; this is the train job's own guard)."""
+    if settings.sampler not in SAMPLERS:
+        raise TuningError("tune.sampler", f"unknown sampler {settings.sampler!r}; valid: {', '.join(SAMPLERS)}")
+    if not (isinstance(settings.trials, int) and settings.trials >= 1):
+        raise TuningError("tune.trials", f"must be an integer >= 1, got {settings.trials!r}")
+    if settings.cpu_seconds is not None and not settings.cpu_seconds > 0:
+        raise TuningError("tune.cpu_seconds", f"must be a number > 0 or null, got {settings.cpu_seconds!r}")
+    if not (isinstance(settings.workers, int) and settings.workers >= 1):
+        raise TuningError("tune.workers", f"must be an integer >= 1, got {settings.workers!r}")
+
+
+def study_name(prefix: str, kind: str, params: dict, space: dict[str, Space], settings: TuneSettings,
+               metric: str, metric_options: dict) -> str:
+    """``prefix`` (the method and fold) and a digest of everything a trial's value depends on, so
+    a changed space, sampler or base setting is a new study in the same storage. The budget is
+    not in it: a larger budget continues the study."""
+    what = {"kind": kind, "params": params, "space": {k: s.to_config() for k, s in sorted(space.items())},
+            "sampler": settings.sampler, "metric": metric, "options": metric_options}
+    digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return f"{prefix}#{digest}"
+
+
+def _optuna():
+    # Optuna (and the SQLAlchemy it loads) only in the jobs that tune
+    optuna = importlib.import_module("optuna")
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def shown_storage(storage: str) -> str:
+    """A storage URL without its password, for messages."""
+    if "://" in storage and "@" in storage:
+        scheme, rest = storage.split("://", 1)
+        credentials, host = rest.rsplit("@", 1)
+        return f"{scheme}://{credentials.split(':')[0]}:***@{host}"
+    return storage
+
+
+def open_storage(storage: str):
+    """An Optuna storage: a database URL (``postgresql://...``, ``sqlite:///...``) or a journal
+    file's path. Tried :data:`STORAGE_ATTEMPTS` times; then StorageError names it."""
+    optuna = _optuna()
+    problem = None
+    for attempt in range(STORAGE_ATTEMPTS):
+        try:
+            if "://" in storage:
+                return optuna.storages.RDBStorage(storage, engine_kwargs={"pool_pre_ping": True})
+            from optuna.storages.journal import JournalFileBackend
+
+            os.makedirs(os.path.dirname(os.path.abspath(storage)), exist_ok=True)
+            journal = optuna.storages.JournalStorage(JournalFileBackend(storage))
+            journal.get_all_studies()  # reads the file now: a locked or unreadable one fails here
+            return journal
+        except Exception as exc:  # SQLAlchemy's, the OS's: said in one line below
+            problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if attempt + 1 < STORAGE_ATTEMPTS:
+                time.sleep(2 ** attempt)
+    raise StorageError(f"tuning storage {shown_storage(storage)} could not be opened after {STORAGE_ATTEMPTS} "
+                       f"attempts ({problem}); check the tune.storage setting or the file's folder")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _is_lost(trial, now: float) -> bool:
+    """A running trial whose worker is gone: its process is dead (this host), or its heartbeat
+    is stale (any host)."""
+    attrs = trial.user_attrs
+    if attrs.get("host") == socket.gethostname() and "pid" in attrs and attrs["pid"] != os.getpid():
+        if not _pid_alive(int(attrs["pid"])):
+            return True
+    return now - float(attrs.get("heartbeat", now)) > STALE_SECONDS
+
+
+class _Heartbeat:
+    """Marks the running trial alive every HEARTBEAT_SECONDS from a daemon thread."""
+
+    def __init__(self, storage, trial_id: int) -> None:
+        self.storage, self.trial_id, self.stop = storage, trial_id, threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True, name="tuning-heartbeat")
+
+    def _beat(self) -> None:
+        while not self.stop.wait(HEARTBEAT_SECONDS):
+            try:
+                self.storage.set_trial_user_attr(self.trial_id, "heartbeat", time.time())
+            except Exception:  # the trial finished meanwhile, or the storage blinked: next beat
+                pass
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+@dataclass
+class Outcome:
+    """What tuning a method on a fold ended with."""
+
+    ranker: object
+    params: dict  # the chosen trial's full parameters
+    rows: list[dict]  # one per trial, the candidates' table (selection.csv)
+    summary: dict  # what the budget bought: trials, CPU-seconds, the best trial, the study
+
+
+def _values(trial) -> dict:
+    return json.loads(trial.user_attrs.get("values", "{}"))
+
+
+def _counted(trials, budget: int) -> list:
+    """The trials the budget counts (complete or diverged), the first ``budget`` by number."""
+    done = [t for t in trials if t.user_attrs.get("state") in (COMPLETE, DIVERGED) and t.state.is_finished()]
+    return sorted(done, key=lambda t: t.number)[:budget]
+
+
+def _enqueue_base(study, kind: str, space: dict[str, Space], params: dict) -> None:
+    """The method's own settings (its params, else the declared defaults) as the first trial,
+    where the space holds them: tuning starts from the untuned model and never ends below it on
+    validation."""
+    declared = {name: p.default for name, p in ranker_class(kind).parameters.items()}
+    params = {**declared, **params}
+    fixed = {}
+    for name, s in space.items():
+        if name not in params:
+            continue
+        value = params[name]
+        if isinstance(s, Choices):
+            if value not in s.options:
+                continue
+            plain = all(o is None or isinstance(o, bool | int | float | str) for o in s.options)
+            fixed[name] = value if plain else s.options.index(value)
+        elif s.low <= value <= s.high:
+            fixed[name] = value
+    if fixed:
+        study.enqueue_trial(fixed, skip_if_exists=True)
+
+
+def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData, vali: RankData, *,
+               metric: str, metric_options: dict, settings: TuneSettings, storage: str, name: str,
+               worker: int = 0, seed: int = 0, progress: Callable[[str], None] = print):
+    """Run trials of the study ``name`` in this process until the budget is spent (counting
+    every worker's trials). Returns (study, {trial number: Candidate} of this process's best)."""
+    optuna = _optuna()
+    store = open_storage(storage)
+    prefix = name.split("#")[0]
+    older = [s for s in store.get_all_studies() if s.study_name.split("#")[0] == prefix and s.study_name != name]
+    sampler = (optuna.samplers.TPESampler(seed=seed + worker, n_startup_trials=max(3, min(10, settings.trials // 4)))
+               if settings.sampler == "tpe" else optuna.samplers.RandomSampler(seed=seed + worker))
+    study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="maximize",
+                                load_if_exists=True)
+    if older and not study.trials:
+        progress(f"tuning: the search space or settings changed since study {older[-1].study_name} "
+                 f"({len(store.get_all_trials(older[-1]._study_id, deepcopy=False))} trials): starting a new study")
+    _enqueue_base(study, kind, space, params)
+    kept: dict[int, Candidate] = {}
+    while True:
+        now, trials = time.time(), study.get_trials(deepcopy=False)
+        for t in trials:  # a worker killed mid-trial: its trial is lost, not waited for
+            if t.state == optuna.trial.TrialState.RUNNING and _is_lost(t, now):
+                store.set_trial_user_attr(t._trial_id, "state", LOST)
+                store.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
+                progress(f"tuning: trial {t.number + 1} was lost (its worker {t.user_attrs.get('worker')} stopped)")
+        trials = study.get_trials(deepcopy=False)
+        counted = _counted(trials, settings.trials)
+        running = [t for t in trials if t.state == optuna.trial.TrialState.RUNNING]
+        spent = sum(float(t.user_attrs.get("cpu_seconds", 0.0)) for t in counted)
+        if len(counted) + len(running) >= settings.trials:
+            break
+        if settings.cpu_seconds is not None and spent >= settings.cpu_seconds:
+            progress(f"tuning: the CPU budget is spent ({spent:.0f} of {settings.cpu_seconds:g} CPU-s) "
+                     f"after {len(counted)} trials")
+            break
+        trial = study.ask()
+        for key, value in (("host", socket.gethostname()), ("pid", os.getpid()), ("worker", worker),
+                           ("heartbeat", time.time())):
+            trial.set_user_attr(key, value)
+        values = {n: s.suggest(trial, n) for n, s in space.items()}
+        trial.set_user_attr("values", json.dumps(values))
+        with _Heartbeat(store, trial._trial_id):
+            fitted = fit_candidate(kind, {**params, **values}, train, vali, metric, metric_options)
+        trial.set_user_attr("seconds", round(fitted.seconds, 3))
+        trial.set_user_attr("cpu_seconds", round(fitted.cpu_seconds, 3))
+        trial.set_user_attr("state", fitted.state)
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+        if fitted.state == COMPLETE and math.isfinite(fitted.value):
+            study.tell(trial, fitted.value)
+            progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: vali {metric} = {fitted.value:.5f} "
+                     f"({fitted.seconds:.1f} s)")
+            best = max(kept.values(), key=lambda c: c.value, default=None)
+            if best is None or fitted.value > best.value:
+                kept = {trial.number: fitted}
+        else:
+            trial.set_user_attr("problem", fitted.problem[:500] or f"vali {metric} is NaN")
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: {fitted.state} "
+                     f"({fitted.problem or f'vali {metric} is NaN'})")
+    return study, kept
+
+
+def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankData, vali: RankData, *,
+                 metric: str, metric_options: dict, settings: TuneSettings, storage: str, name: str,
+                 seed: int = 0, progress: Callable[[str], None] = print) -> Outcome:
+    """Run the study's remaining trials here (none when workers ran them all), then return the
+    best counted trial's model: the one fitted here, or fitted again from its parameters (the
+    same seed gives the same model; ``summary["refit"]`` says so)."""
+    check_settings(settings)
+    study, kept = run_trials(kind, params, space, train, vali, metric=metric, metric_options=metric_options,
+                             settings=settings, storage=storage, name=name, seed=seed, progress=progress)
+    trials = study.get_trials(deepcopy=False)
+    counted = _counted(trials, settings.trials)
+    complete = [t for t in counted if t.user_attrs.get("state") == COMPLETE and t.value is not None]
+    rows = []
+    for t in sorted(trials, key=lambda t: t.number):
+        state = t.user_attrs.get("state", LOST if t.state.is_finished() else "running")
+        fitted = Candidate({}, None, float(t.value) if t.value is not None else float("nan"),
+                           float(t.user_attrs.get("seconds", 0.0)), float(t.user_attrs.get("cpu_seconds", 0.0)), state)
+        rows.append({**candidate_row(t.number + 1, fitted, _values(t), metric), "worker": t.user_attrs.get("worker"),
+                     "counted": t in counted})
+    if not complete:
+        raise AllDiverged(diverged_message(kind, rows, [t.user_attrs.get("problem", "") for t in counted] or ["no trial"]))
+    best = max(complete, key=lambda t: (t.value, -t.number))  # ties: the earlier trial
+    for row in rows:
+        row["selected"] = row["candidate"] == best.number + 1
+    chosen = {**params, **_values(best)}
+    refit = best.number not in kept
+    if refit:
+        progress(f"tuning: fitting the best trial ({best.number + 1}, run by worker {best.user_attrs.get('worker')}) "
+                 f"again")
+        fitted = fit_candidate(kind, chosen, train, vali, metric, metric_options)
+        if not math.isclose(fitted.value, best.value, rel_tol=1e-9, abs_tol=1e-12):
+            progress(f"tuning: the refit scored vali {metric} {fitted.value:.6f}, the trial {best.value:.6f} "
+                     f"(the fit is not deterministic across processes)")
+        ranker = fitted.ranker
+    else:
+        ranker = kept[best.number].ranker
+    summary = {
+        "sampler": settings.sampler, "budget_trials": settings.trials, "budget_cpu_seconds": settings.cpu_seconds,
+        "trials": len(counted), "diverged": sum(t.user_attrs.get("state") == DIVERGED for t in counted),
+        "lost": sum(t.user_attrs.get("state") == LOST for t in trials),
+        "cpu_seconds": round(sum(float(t.user_attrs.get("cpu_seconds", 0.0)) for t in counted), 3),
+        "best_trial": best.number + 1, "best_value": float(best.value), "refit": refit,
+        "workers": sorted({t.user_attrs.get("worker") for t in counted}), "study": name,
+        "space": {k: s.to_config() for k, s in space.items()},
+    }
+    return Outcome(ranker, chosen, rows, summary)
+

@@ -1,0 +1,169 @@
+"""Tuning with one budget (rankstudy.rankers.tuning), for real against Optuna's journal storage:
+the budget is kept, a rerun resumes, a changed space is a new study, diverged trials are marked
+and left out, a killed worker loses its running trial only, spaces outside a parameter's
+constraints are refused."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rankercheck import make_data
+from tuningcheck import register
+from rankstudy.evaluation import metrics
+from rankstudy.rankers.selection import AllDiverged, select_and_fit
+from rankstudy.rankers.tuning import (StorageError, TuneSettings, TuningError, open_storage, study_name,
+                                      tune_and_fit, tuning_space)
+from rankstudy.util.params import LogUniform
+
+pytest.importorskip("optuna")
+register()
+
+TRAIN, VALI = make_data(60, 1), make_data(30, 2)
+METRIC, OPTIONS = "ndcg@10", {"rel_threshold": 1, "no_relevant": "zero", "max_label": 4.0}
+
+
+def tune(tmp_path, settings, space=None, params=None, lines=None, name=None):
+    params = params or {"seed": 0}
+    space = space or tuning_space("toy", params)
+    name = name or study_name("s/d/f/toy/fold1", "toy", params, space, settings, METRIC, OPTIONS)
+    return tune_and_fit("toy", params, space, TRAIN, VALI, metric=METRIC, metric_options=OPTIONS,
+                        settings=settings, storage=str(tmp_path / "fold1.journal"), name=name,
+                        progress=(lines.append if lines is not None else lambda _: None))
+
+
+def test_the_budget_is_kept_and_the_best_trial_is_the_model(tmp_path):
+    lines = []
+    out = tune(tmp_path, TuneSettings(sampler="random", trials=6), lines=lines)
+    assert len(out.rows) == 6 and sum(r["selected"] for r in out.rows) == 1
+    assert sum(line.startswith("trial ") for line in lines) == 6
+    values = [r["vali.ndcg@10"] for r in out.rows if r["state"] == "complete"]
+    best = next(r for r in out.rows if r["selected"])
+    assert best["vali.ndcg@10"] == max(values)
+    # the first trial is the method's own setting (rate 1: the default), so tuning never ends below it
+    assert out.rows[0]["param.rate"] == 1.0
+    assert out.summary["trials"] == 6 and out.summary["best_trial"] == best["candidate"]
+    # the model is the best trial's: its validation score is the trial's
+    scored = metrics.per_query(out.ranker.predict(VALI), VALI.y, VALI.offsets, [METRIC], **OPTIONS)
+    assert metrics.mean_metrics(scored)[METRIC] == pytest.approx(best["vali.ndcg@10"], abs=1e-12)
+    assert out.params["rate"] == best["param.rate"]
+    assert out.summary["cpu_seconds"] >= 0 and out.summary["refit"] is False
+
+
+def test_a_rerun_resumes_and_a_larger_budget_continues_the_study(tmp_path):
+    settings = TuneSettings(sampler="tpe", trials=4)
+    first = tune(tmp_path, settings)
+    lines = []
+    again = tune(tmp_path, settings, lines=lines)
+    assert not [line for line in lines if line.startswith("trial ")]  # nothing left to run
+    assert [r["param.rate"] for r in again.rows] == [r["param.rate"] for r in first.rows]
+    assert again.summary["refit"] is True  # the best trial ran in an earlier process: fitted again
+    assert np.array_equal(again.ranker.predict(VALI), first.ranker.predict(VALI))
+    lines = []
+    more = tune(tmp_path, TuneSettings(sampler="tpe", trials=7), lines=lines)
+    assert sum(line.startswith("trial ") for line in lines) == 3 and len(more.rows) == 7
+
+
+def test_a_changed_search_space_is_a_new_study_and_says_so(tmp_path):
+    tune(tmp_path, TuneSettings(sampler="random", trials=3))
+    lines = []
+    space = {"rate": LogUniform(0.1, 10.0)}
+    out = tune(tmp_path, TuneSettings(sampler="random", trials=3), space=space, lines=lines)
+    assert any("search space or settings changed since study s/d/f/toy/fold1#" in line for line in lines)
+    assert all(0.1 <= r["param.rate"] <= 10 for r in out.rows)
+
+
+def test_diverged_trials_are_marked_and_left_out_and_all_diverged_is_one_line(tmp_path):
+    out = tune(tmp_path, TuneSettings(sampler="random", trials=6), space={"rate": LogUniform(0.5, 100.0)},
+               params={"seed": 0, "rate": 50.0})
+    states = {r["state"] for r in out.rows}
+    assert "diverged" in states and "complete" in states
+    assert next(r for r in out.rows if r["selected"])["param.rate"] <= 10
+    assert out.summary["diverged"] == sum(r["state"] == "diverged" for r in out.rows)
+    with pytest.raises(AllDiverged, match=r"^every candidate of this toy fold diverged \(the candidates' rate\)"):
+        tune(tmp_path, TuneSettings(sampler="random", trials=3), space={"rate": LogUniform(20.0, 100.0)})
+
+
+def test_a_grid_keeps_its_good_candidates_when_one_diverges():
+    register()
+    ranker, chosen, rows = select_and_fit("toy", {"seed": 0}, {"rate": [1e300, 1.0]}, TRAIN, VALI,
+                                          progress=lambda _: None)
+    assert [r["state"] for r in rows] == ["diverged", "complete"] and chosen["rate"] == 1.0
+    assert np.isnan(rows[0]["vali.ndcg@10"]) and rows[1]["selected"]
+    with pytest.raises(AllDiverged, match=r"diverged \(the candidates' rate\): 60 of 60|diverged \(the candidates' rate\)"):
+        select_and_fit("toy", {"seed": 0}, {"rate": [1e300]}, TRAIN, VALI, progress=lambda _: None)
+
+
+@pytest.mark.parametrize("space, key, problem", [
+    ({"rate": {"log_uniform": [0, 1]}}, "tune.space.rate", "lower end > 0"),
+    ({"rate": {"uniform": [-1, 1]}}, "tune.space.rate", "leaves the parameter's range: -1 is not a number > 0"),
+    ({"nope": {"uniform": [0, 1]}}, "tune.space.nope", "not a parameter of 'toy'"),
+    ({"rate": None}, "tune", "declares no search space"),
+])
+def test_a_space_outside_the_constraints_or_for_an_unknown_parameter_is_refused(space, key, problem):
+    with pytest.raises(TuningError, match=problem) as caught:
+        tuning_space("toy", {}, space)
+    assert caught.value.key == key
+
+
+def test_an_unopenable_storage_is_one_line_after_bounded_retries(tmp_path, monkeypatch):
+    import rankstudy.rankers.tuning as tuning
+
+    monkeypatch.setattr(tuning.time, "sleep", lambda s: None)
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    with pytest.raises(StorageError, match=r"^tuning storage .*file/x.journal could not be opened after 3 attempts"):
+        open_storage(str(blocked / "x.journal"))  # its folder is a file
+    with pytest.raises(StorageError, match=r"postgresql://u:\*\*\*@127.0.0.1:1/db could not be opened"):
+        open_storage("postgresql://u:secret@127.0.0.1:1/db")
+
+
+WORKER = textwrap.dedent("""
+    import sys
+    sys.path[:0] = [{tests!r}]
+    from rankercheck import make_data
+    from tuningcheck import register
+    from rankstudy.rankers.tuning import TuneSettings, run_trials, tuning_space
+    register()
+    params = {{"seed": 0, "sleep": float(sys.argv[1])}}
+    space = tuning_space("toy", params)
+    run_trials("toy", params, space, make_data(60, 1), make_data(30, 2), metric="ndcg@10",
+               metric_options={{"rel_threshold": 1, "no_relevant": "zero", "max_label": 4.0}},
+               settings=TuneSettings(sampler="random", trials=8), storage=sys.argv[2], name="s/d/f/toy/fold1#x",
+               worker=int(sys.argv[3]), progress=lambda line: print(line, flush=True))
+""")
+
+
+def test_a_killed_worker_loses_its_running_trial_only(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(WORKER.format(tests=str(Path(__file__).parent)))
+    journal = str(tmp_path / "fold1.journal")
+    # each trial sleeps 0.4 s: killed once three trials are done, mid-way through the fourth
+    worker = subprocess.Popen([sys.executable, str(script), "0.4", journal, "1"], stdout=subprocess.PIPE, text=True)
+    done = 0
+    while done < 3:
+        line = worker.stdout.readline()
+        assert line, "the worker ended before it was killed"
+        done += line.startswith("trial ")
+    time.sleep(0.1)
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    lines = []
+    params = {"seed": 0, "sleep": 0.4}
+    out = tune_and_fit("toy", params, tuning_space("toy", params), TRAIN, VALI, metric=METRIC, metric_options=OPTIONS,
+                       settings=TuneSettings(sampler="random", trials=8), storage=journal,
+                       name="s/d/f/toy/fold1#x", progress=lines.append, seed=0)
+    assert any("trial 4 was lost" in line for line in lines), lines
+    states = [r["state"] for r in out.rows]
+    assert states[:3] == ["complete"] * 3 and states[3] == "lost"
+    assert sum(r["counted"] for r in out.rows) == 8  # the budget, the lost trial not counted
+    assert sum(line.startswith("trial ") for line in lines) == 5  # the three finished ones were kept
+    assert {r["worker"] for r in out.rows[:3]} == {1}
