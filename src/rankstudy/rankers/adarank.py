@@ -26,7 +26,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.coordinate_ascent import metric_constraint
-from rankstudy.util.params import Integer, Real
+from rankstudy.util.params import Integer, IntRange, LogUniform, Param, Real
 from rankstudy.util.progress import Progress
 
 DENOM_FLOOR = 1e-12  # keeps alpha finite when a feature ranks every weighted query perfectly
@@ -57,20 +57,14 @@ class AdaRank(Ranker):
     the training metric before any round (every score tied: data order) and of the kept model."""
 
     kind = "adarank"
-    parameter_constraints = {
-        "metric": [metric_constraint()], "n_rounds": [Integer(1)], "tolerance": [Real(0)],
-        "max_consecutive": [Integer(1)], "rel_threshold": [Real()], "seed": [Integer()],
+    parameters = {
+        "metric": Param(metric_constraint(), "ndcg@10", help="the metric boosted"),
+        "n_rounds": Param(Integer(1), 500, space=IntRange(50, 1000, log=True), help="rounds in all"),
+        "tolerance": Param(Real(0), 0.002, space=LogUniform(1e-4, 1e-2)),
+        "max_consecutive": Param(Integer(1), 5),
+        "rel_threshold": Param(Real(), 1.0),
+        "seed": Param(Integer(), 0),
     }
-
-    def __init__(self, metric: str = "ndcg@10", n_rounds: int = 500, tolerance: float = 0.002,
-                 max_consecutive: int = 5, rel_threshold: float = 1.0, seed: int = 0) -> None:
-        super().__init__()
-        self.metric = metric
-        self.n_rounds = n_rounds
-        self.tolerance = tolerance
-        self.max_consecutive = max_consecutive
-        self.rel_threshold = rel_threshold
-        self.seed = seed
 
     def per_query(self, scores: np.ndarray, data: RankData) -> np.ndarray:
         return per_query(scores, data.y, data.offsets, [self.metric], rel_threshold=self.rel_threshold)[self.metric]

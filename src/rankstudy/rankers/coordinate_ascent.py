@@ -19,7 +19,7 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import parse_metric, per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
-from rankstudy.util.params import Integer, Real, Text
+from rankstudy.util.params import Integer, IntRange, Param, Real, Text, Uniform
 from rankstudy.util.progress import Progress
 
 STEP = 0.001  # RankLib's first step
@@ -50,24 +50,16 @@ class CoordinateAscent(Ranker):
     ``objective_trace_``: 1 - the training metric at the uniform start and of the model kept."""
 
     kind = "coordinate_ascent"
-    parameter_constraints = {
-        "metric": [metric_constraint()], "restarts": [Integer(1)], "max_iter": [Integer(1)],
-        "line_steps": [Integer(1)], "tolerance": [Real(0)], "regularization": [Real(0)],
-        "rel_threshold": [Real()], "seed": [Integer()],
+    parameters = {
+        "metric": Param(metric_constraint(), "ndcg@10", help="the training metric"),
+        "restarts": Param(Integer(1), 5, space=IntRange(1, 10)),
+        "max_iter": Param(Integer(1), 25, space=IntRange(5, 50), help="passes over the features per restart"),
+        "line_steps": Param(Integer(1), 25),
+        "tolerance": Param(Real(0), 0.001),
+        "regularization": Param(Real(0), 0.0, space=Uniform(0.0, 0.1), help="RankLib's -reg slack (0: off)"),
+        "rel_threshold": Param(Real(), 1.0),
+        "seed": Param(Integer(), 0),
     }
-
-    def __init__(self, metric: str = "ndcg@10", restarts: int = 5, max_iter: int = 25, line_steps: int = 25,
-                 tolerance: float = 0.001, regularization: float = 0.0, rel_threshold: float = 1.0,
-                 seed: int = 0) -> None:
-        super().__init__()
-        self.metric = metric
-        self.restarts = restarts
-        self.max_iter = max_iter
-        self.line_steps = line_steps
-        self.tolerance = tolerance
-        self.regularization = regularization
-        self.rel_threshold = rel_threshold
-        self.seed = seed
 
     # ------------------------------------------------------------------ the pieces
 

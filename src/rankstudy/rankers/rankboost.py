@@ -11,7 +11,7 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
-from rankstudy.util.params import Choice, Integer, Real
+from rankstudy.util.params import Choice, Integer, IntRange, Param, Real
 from rankstudy.util.progress import Progress
 
 VALI_EVERY = 10  # rounds between validation NDCG@10 evaluations
@@ -90,19 +90,13 @@ class RankBoost(Ranker):
     the same as ``objective``, and, every 10 rounds with a validation split, ``vali_ndcg@10``."""
 
     kind = "rankboost"
-    parameter_constraints = {
-        "n_rounds": [Integer(1)], "pairs": [Choice(PAIRS, "pairs")], "rel_threshold": [Real()],
-        "max_thresholds": [None, Integer(1)], "seed": [Integer()],
+    parameters = {
+        "n_rounds": Param(Integer(1), 300, space=IntRange(50, 1000, log=True), help="boosting rounds at most"),
+        "pairs": Param(Choice(PAIRS, "pairs"), "graded"),
+        "rel_threshold": Param(Real(), 1.0),
+        "max_thresholds": Param([None, Integer(1)], 256, help="candidate thresholds per feature (null: all)"),
+        "seed": Param(Integer(), 0),
     }
-
-    def __init__(self, n_rounds: int = 300, pairs: str = "graded", rel_threshold: float = 1.0,
-                 max_thresholds: int | None = 256, seed: int = 0) -> None:
-        super().__init__()
-        self.n_rounds = n_rounds
-        self.pairs = pairs
-        self.rel_threshold = rel_threshold
-        self.max_thresholds = max_thresholds
-        self.seed = seed
 
     def fit(self, train: RankData, vali: RankData | None = None) -> "RankBoost":
         X = train.X
