@@ -11,7 +11,7 @@ from rankstudy.evaluation.metrics import parse_metric
 from rankstudy.losses.conditional import GAINS
 from rankstudy.losses.registry import bind_loss
 from rankstudy.losses.swap_sampler import SPREADS
-from rankstudy.util.params import Boolean, Choice, Integer, Real, Text
+from rankstudy.util.params import Boolean, Choice, Integer, LogUniform, Param, Real, Text
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
@@ -40,27 +40,24 @@ class ConditionalRanker(ScoredRanker):
     """
 
     kind = "conditional"
-    parameter_constraints = {
-        "loss": [Choice(OBJECTIVES, "loss")], "gain": [Choice(GAINS, "gain")], "k": [Integer(1)],
-        "C": [Real(0, low_open=True)], "normalize": [Boolean()], "sample_size": [Integer(1)],
-        "walk_length": [Integer(0)], "restart_states": [Integer(2)], "restart_skew": [Real()],
-        "restart_spread": [Choice(SPREADS, "restart_spread")], "restarts": [Integer(1)],
-        "restart_metric": [Text(parse_metric, "a metric name, e.g. ndcg@10")], "rel_threshold": [Real()],
-        "max_iter": [Integer(1)], "tol": [Real(0)], "seed": [Integer()],
+    parameters = {
+        "loss": Param(Choice(OBJECTIVES, "loss"), "convex_loss"),
+        "gain": Param(Choice(GAINS, "gain"), "ndcg"),
+        "k": Param(Integer(1), 10),
+        "C": Param(Real(0, low_open=True), 1.0, space=LogUniform(1e-3, 1e3), help="the regulariser ||w||^2 / (2C)"),
+        "normalize": Param(Boolean(), False),
+        "sample_size": Param(Integer(1), 100),
+        "walk_length": Param(Integer(0), 10),
+        "restart_states": Param(Integer(2), 11),
+        "restart_skew": Param(Real(), -5.0),
+        "restart_spread": Param(Choice(SPREADS, "restart_spread"), "delta"),
+        "restarts": Param(Integer(1), 1),
+        "restart_metric": Param(Text(parse_metric, "a metric name, e.g. ndcg@10"), "ndcg@10"),
+        "rel_threshold": Param(Real(), 1.0),
+        "max_iter": Param(Integer(1), 200),
+        "tol": Param(Real(0), 1e-6),
+        "seed": Param(Integer(), 0),
     }
-
-    def __init__(self, loss: str = "convex_loss", gain: str = "ndcg", k: int = 10, C: float = 1.0,
-                 normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
-                 restart_skew: float = -5.0, restart_spread: str = "delta", restarts: int = 1,
-                 restart_metric: str = "ndcg@10", rel_threshold: float = 1.0, max_iter: int = 200, tol: float = 1e-6,
-                 seed: int = 0) -> None:
-        super().__init__()
-        self.loss = loss
-        self.gain, self.k, self.C, self.normalize = gain, k, C, normalize
-        self.sample_size, self.walk_length = sample_size, walk_length
-        self.restart_states, self.restart_skew, self.restart_spread = restart_states, restart_skew, restart_spread
-        self.restarts, self.restart_metric = restarts, restart_metric
-        self.rel_threshold, self.max_iter, self.tol, self.seed = rel_threshold, max_iter, tol, seed
 
     @property
     def l2(self) -> float:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.losses.cdn import REDUCTIONS, TOPOLOGIES, CDNLoss
-from rankstudy.util.params import Choice, Integer, Real
+from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Param, Real
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.kernel import NadarayaWatsonScorer
@@ -58,26 +58,24 @@ class StructRank(ScoredRanker):
 
     kind = "structrank"
     l2 = 0.0  # the regulariser is the L1 ball of the solver
-    parameter_constraints = {
-        "topology": [Choice(TOPOLOGIES, "topology")], "ranking_function": [Choice(RANKING_FUNCTIONS, "ranking_function")],
-        "degree": [Integer(1)], "n_topologies": [Integer(1)], "l1_bound": [None, Real(0, low_open=True)],
-        "step": [Real(0, low_open=True)], "decay": [Real(0, 1, low_open=True)], "epochs": [Integer(1)],
-        "restarts": [Integer(1)], "rel_threshold": [Real()], "seed": [Integer()], "chunk_rows": [Integer(1)],
-        "reduction": [Choice(REDUCTIONS, "reduction")], "feasibility": [Choice(FEASIBILITY, "feasibility")],
-        "step_rule": [Choice(STEP_RULES, "step_rule")],
+    parameters = {
+        "topology": Param(Choice(TOPOLOGIES, "topology"), "full"),
+        "ranking_function": Param(Choice(RANKING_FUNCTIONS, "ranking_function"), "nadaraya_watson"),
+        "degree": Param(Integer(1), 1),
+        "n_topologies": Param(Integer(1), 1),
+        "l1_bound": Param([None, Real(0, low_open=True)], None, space=LogUniform(1.0, 1e3),
+                          help="the L1 ball of the parameters (null: no bound)"),
+        "step": Param(Real(0, low_open=True), 0.5, space=LogUniform(0.05, 5.0)),
+        "decay": Param(Real(0, 1, low_open=True), 2 ** -0.5),
+        "epochs": Param(Integer(1), 10, space=IntRange(5, 40)),
+        "restarts": Param(Integer(1), 3),
+        "rel_threshold": Param(Real(), 1.0),
+        "seed": Param(Integer(), 0),
+        "chunk_rows": Param(Integer(1), 256),
+        "reduction": Param(Choice(REDUCTIONS, "reduction"), "mean"),
+        "feasibility": Param(Choice(FEASIBILITY, "feasibility"), "project"),
+        "step_rule": Param(Choice(STEP_RULES, "step_rule"), "adagrad"),
     }
-
-    def __init__(self, topology: str = "full", ranking_function: str = "nadaraya_watson", degree: int = 1,
-                 n_topologies: int = 1, l1_bound: float | None = None, step: float = 0.5, decay: float = 2 ** -0.5,
-                 epochs: int = 10, restarts: int = 3, rel_threshold: float = 1.0, seed: int = 0,
-                 chunk_rows: int = 256, reduction: str = "mean", feasibility: str = "project",
-                 step_rule: str = "adagrad") -> None:
-        super().__init__()
-        self.topology, self.ranking_function = topology, ranking_function
-        self.degree, self.n_topologies = degree, n_topologies
-        self.l1_bound, self.step, self.decay, self.epochs = l1_bound, step, decay, epochs
-        self.restarts, self.rel_threshold, self.seed, self.chunk_rows = restarts, rel_threshold, seed, chunk_rows
-        self.reduction, self.feasibility, self.step_rule = reduction, feasibility, step_rule
 
     def make_scorer(self):
         if self.ranking_function == "linear":

@@ -22,7 +22,7 @@ import numpy as np
 
 from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.losses.structured import anchored, is_latent
-from rankstudy.util.params import Choice, Integer, Mapping, ParamError, Real
+from rankstudy.util.params import Choice, Integer, LogUniform, Mapping, Param, ParamError, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.base import Solution
@@ -55,25 +55,17 @@ class StructSVMRanker(ScoredRanker):
     """
 
     kind = "structsvm"
-    parameter_constraints = {
-        "loss": [Choice(lambda: sorted(LOSSES), "loss")], "C": [Real(0, low_open=True)], "epsilon": [Real(0, low_open=True)],
-        "max_iter": [Integer(1)], "rel_threshold": [Real()], "loss_params": [None, Mapping()],
-        "solver": [Choice(lambda: sorted(SOLVERS), "solver")], "seed": [Integer()], "latent_rounds": [Integer(1)],
+    parameters = {
+        "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), "svm_ndcg"),
+        "C": Param(Real(0, low_open=True), 1.0, space=LogUniform(1e-3, 1e3), help="the SVM's regularisation constant"),
+        "epsilon": Param(Real(0, low_open=True), 1e-3),
+        "max_iter": Param(Integer(1), 500),
+        "rel_threshold": Param(Real(), 1.0),
+        "loss_params": Param([None, Mapping()], None),
+        "solver": Param(Choice(lambda: sorted(SOLVERS), "solver"), "cutting_plane"),
+        "seed": Param(Integer(), 0),
+        "latent_rounds": Param(Integer(1), 20),
     }
-
-    def __init__(self, loss: str = "svm_ndcg", C: float = 1.0, epsilon: float = 1e-3, max_iter: int = 500,
-                 rel_threshold: float = 1.0, loss_params: dict | None = None, solver: str = "cutting_plane",
-                 seed: int = 0, latent_rounds: int = 20) -> None:
-        super().__init__()
-        self.loss = loss
-        self.C = C
-        self.epsilon = epsilon
-        self.max_iter = max_iter
-        self.rel_threshold = rel_threshold
-        self.loss_params = None if loss_params is None else dict(loss_params)
-        self.solver = solver
-        self.seed = seed
-        self.latent_rounds = int(latent_rounds)
 
     @classmethod
     def check_combination(cls, params: dict) -> None:
