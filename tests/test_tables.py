@@ -258,16 +258,74 @@ def test_writers_produce_all_files_with_caption_and_best_cell(table, tmp_path):
     assert "p_ttest_holm" in csv.splitlines()[0] and "too_few_queries" in csv.splitlines()[0]
 
 
-def test_differences_and_intervals_match_scipy(per_query, table):
-    for system in ("tied", BEST, ODD_NAME):
+def power_of_paired_ttest(difference: float, sd: float, n: int, alpha: float) -> float:
+    """Power of the two-sided paired t-test at ``alpha`` for a true mean difference, written out
+    from the noncentral t (both tails)."""
+    critical = stats.t.ppf(1 - alpha / 2, n - 1)
+    nc = difference * np.sqrt(n) / sd
+    return stats.nct.sf(critical, n - 1, nc) + stats.nct.cdf(-critical, n - 1, nc)
+
+
+def hand_holm(raw: dict[str, float]) -> dict[str, float]:
+    """Holm's adjusted p-values by the textbook loop over the sorted p-values."""
+    adjusted, running = {}, 0.0
+    for j, system in enumerate(sorted(raw, key=raw.get)):
+        running = max(running, min(1.0, (len(raw) - j) * raw[system]))
+        adjusted[system] = running
+    return adjusted
+
+
+def test_differences_intervals_and_power_match_scipy(per_query, table):
+    systems = ("tied", BEST, ODD_NAME)
+    raw = {s: stats.ttest_rel(*matched(per_query, s, "base", "ndcg@5")).pvalue for s in systems}
+    adjusted = hand_holm(raw)
+    for system in systems:
         a, b = matched(per_query, system, "base", "ndcg@5")
-        interval = stats.ttest_rel(a, b).confidence_interval(0.95)
         part = table.loc[system, "ndcg@5"]
+        # the interval at the level Holm tested the pair at: 1 - alpha p / p_holm
+        level = 1 - 0.05 * raw[system] / adjusted[system]
+        interval = stats.ttest_rel(a, b).confidence_interval(level)
+        assert part["ci_level"] == pytest.approx(level, abs=1e-12)
         assert part["diff"] == pytest.approx(np.mean(a - b), abs=1e-12)
         assert part["diff_lo"] == pytest.approx(interval.low, abs=1e-12)
         assert part["diff_hi"] == pytest.approx(interval.high, abs=1e-12)
+        # the minimum detectable differences: the t-test's power there is .8, at alpha and at alpha / 3
+        sd, n = np.std(a - b, ddof=1), len(a)
+        assert power_of_paired_ttest(part["mdd"], sd, n, 0.05) == pytest.approx(0.8, abs=1e-6)
+        assert power_of_paired_ttest(part["mdd_family"], sd, n, 0.05 / 3) == pytest.approx(0.8, abs=1e-6)
+    assert adjusted[ODD_NAME] > raw[ODD_NAME] and table.loc[ODD_NAME, ("ndcg@5", "ci_level")] > 0.95
     assert table.loc[ODD_NAME, ("ndcg@5", "direction")] == "worse"  # base - 0.02: significantly worse
     assert np.isnan(table.loc["base", ("ndcg@5", "diff")]) and table.loc["base", ("ndcg@5", "direction")] == "none"
+
+
+def borderline_frame(n: int = 100) -> pd.DataFrame:
+    """A baseline and six systems over n queries whose paired differences have exactly the mean
+    and sd chosen: t-statistics from 0.5 to 4, so some raw p-values are below .05 and their
+    Holm-adjusted ones above it (the MQ2008 MLP case: -.0200 [-.0391, -.0008], Holm p .205)."""
+    rng = np.random.default_rng(21)
+    base = rng.uniform(0.3, 0.6, n)
+    frames = [pd.DataFrame({"system": "base", "fold": 1, "qid": np.arange(n), "map": base})]
+    for i, t in enumerate([0.5, -2.1, 2.3, -2.6, 3.2, 4.0]):
+        z = rng.normal(size=n)
+        z = (z - z.mean()) / z.std(ddof=1)
+        frames.append(pd.DataFrame({"system": f"s{i}", "fold": 1, "qid": np.arange(n),
+                                    "map": base + 0.1 * (z + t / np.sqrt(n))}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_intervals_exclude_zero_exactly_where_the_holm_adjusted_ttest_is_significant(tmp_path):
+    frame = borderline_frame()
+    table = comparison_table(frame, ["map"], "base", n_resamples=200)
+    pairs = tables.all_pairs_comparison(frame, ["map"], list(table.index), n_resamples=200)
+    for rows in (table["map"].drop(index="base"), pairs):
+        excludes = (rows["diff_lo"] > 0) | (rows["diff_hi"] < 0)
+        significant = rows["p_ttest_holm"] < 0.05
+        # informative: a raw p below .05 with an adjusted one above it
+        assert ((rows["p_ttest"] < 0.05) & ~significant).any() and significant.any()
+        assert (excludes == significant).all(), rows[["diff_lo", "diff_hi", "p_ttest", "p_ttest_holm"]]
+    # and the table says which intervals they are
+    md = write_tables(table, ["map"], tmp_path / "t", "c")[1].read_text(encoding="utf-8")
+    assert "excludes 0 exactly where the Holm-adjusted t-test" in md
 
 
 def test_too_few_queries_print_a_warning_mark_instead_of_significance(tmp_path):
@@ -433,7 +491,11 @@ def test_all_pairs_tables_show_letters_and_write_the_pairs(five_systems, tmp_pat
     assert [p.name for p in paths] == [f"ap.{ext}" for ext in ("csv", "md", "tex", "html", "pairs.csv")]
     md, tex, html = (p.read_text(encoding="utf-8") for p in paths[1:4])
     s4 = f"{table.loc['s4', ('map', 'mean')]:.4f} ± {table.loc['s4', ('map', 'std')]:.4f}"
-    assert f"| d   | s4       | **{s4}** ᵃᵇᶜᵉ |" in md
+    assert re.search(rf"\| d   \| s4 +\| \*\*{re.escape(s4)}\*\* ᵃᵇᶜᵉ \|", md)
+    # s4 beats every other system: alone in the top group, beside what the data set can detect
+    assert re.search(r"\| +\| \(in the top group\) +\| +1 of 5 \| +1 of 5 \|", md)
+    mdd = pairs.groupby("metric")["mdd"].median()
+    assert re.search(rf"\| +\| \(detectable difference\) +\| +{mdd['map']:.4f} \| +{mdd['ndcg@10']:.4f} \|", md)
     assert "▲" not in md and "Holm-corrected over all 10 pairs" in md and "randomization test" in md
     assert r"\textbf{" + s4.replace("±", r"$\pm$") + r"}$^{\mathrm{abce}}$" in tex
     assert f"<b>{s4}</b><span class=\"marks\"><sup>abce</sup></span>" in html

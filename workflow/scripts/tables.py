@@ -94,7 +94,10 @@ with job_logging(snakemake, "tables"):
                f"{significance_text(compare, p.baseline, report['alpha'])}. "
                f"Score ties are broken by input order; queries without a relevant document "
                f"(label >= {evaluation['rel_threshold']}) {NO_RELEVANT[evaluation['no_relevant']]}."
-               + cleaning_text(p.cleaning))
+               + cleaning_text(p.cleaning)
+               # what the data set can tell apart, in the metric the leaderboard ranks by (else the first)
+               + tables.power_sentence(table, (report.get("leaderboard") or {}).get("metric") or metric_names[0],
+                                       pairs if compare == "all_pairs" else None))
     prefix = Path(snakemake.output.csv).with_suffix("")
     written = tables.write_tables(table, metric_names, prefix, caption, pairs=pairs, compare=compare)
     palette = p.get("palette")  # absent from a run whose workflow was read before it existed

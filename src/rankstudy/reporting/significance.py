@@ -7,8 +7,10 @@ dropped by the no-relevant-document policy) are removed before testing.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 # Upper bound on the number of entries of one sign matrix, so memory stays small
 # (about 32 MB of float64) whatever the number of queries.
@@ -94,8 +96,9 @@ def randomization_tests_of_differences(differences, n_resamples: int = 10000, se
 
 def mean_difference_intervals(differences, confidence: float = 0.95) -> dict[str, np.ndarray]:
     """Per column of per-query ``differences`` (queries x tests, NaN where a pair is missing):
-    ``n`` finite pairs, their ``mean`` and the two-sided ``confidence`` t-interval ``lo``..``hi``
-    of the mean (mean +- t_{n-1} sd / sqrt(n), the interval the paired t-test inverts).
+    ``n`` finite pairs, their ``mean``, standard deviation ``sd`` (ddof=1) and the two-sided
+    ``confidence`` t-interval ``lo``..``hi`` of the mean (mean +- t_{n-1} sd / sqrt(n), the
+    interval the paired t-test inverts). ``confidence`` may be an array, one level per column.
     Fewer than two pairs give a NaN interval; no pair gives a NaN mean."""
     diff = np.asarray(differences, dtype=np.float64)
     if diff.ndim != 2:
@@ -109,7 +112,55 @@ def mean_difference_intervals(differences, confidence: float = 0.95) -> dict[str
         sd = np.sqrt(squares.sum(axis=0) / (n - 1))
         half = stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n)
     half = np.where(n >= 2, half, np.nan)
-    return {"n": n, "mean": mean, "lo": mean - half, "hi": mean + half}
+    return {"n": n, "mean": mean, "sd": np.where(n >= 2, sd, np.nan), "lo": mean - half, "hi": mean + half}
+
+
+def holm_consistent_levels(pvalues, adjusted, alpha: float) -> np.ndarray:
+    """Per test, the confidence level 1 - alpha * p / p_holm of its interval, so that the
+    interval excludes 0 exactly where the Holm-adjusted p is below ``alpha``: the interval
+    inverts the same test at the level Holm's step-down used for it (alpha / (m - j + 1) for the
+    j-th smallest p, lower where Holm's monotone step raised p_holm above (m - j + 1) p). Not
+    simultaneous coverage: each interval agrees with its own adjusted decision. NaN where p is."""
+    p, adjusted = np.asarray(pvalues, dtype=np.float64), np.asarray(adjusted, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # p = 0 (a constant, non-zero difference) has a zero-width interval at any level
+        level = np.where(adjusted > 0, 1.0 - alpha * p / adjusted, 1.0 - alpha)
+    return np.where(np.isnan(p) | np.isnan(adjusted), np.nan, level)
+
+
+@lru_cache(maxsize=1024)
+def t_noncentrality_for_power(df: int, alpha: float, power: float) -> float:
+    """The noncentrality lambda at which the two-sided level-``alpha`` t-test with ``df`` degrees
+    of freedom rejects with probability ``power``: P(|T'| > t_{1-alpha/2, df}) = power for
+    T' ~ noncentral t(df, lambda). Depends on n, not on the data, hence cached."""
+    if df < 1:
+        return float("nan")
+    critical = stats.t.ppf(1.0 - alpha / 2.0, df)
+
+    def shortfall(lam: float) -> float:
+        # the lower tail as sf at -lambda: nct.cdf(-c, df, lam) is NaN far out in scipy 1.17
+        return stats.nct.sf(critical, df, lam) + stats.nct.sf(critical, df, -lam) - power
+
+    # the normal approximation's lambda is below the exact one; widen until power is reached
+    high = stats.norm.ppf(1.0 - alpha / 2.0) + stats.norm.ppf(power) + 1.0
+    while shortfall(high) < 0:
+        high *= 2.0
+    return float(optimize.brentq(shortfall, 0.0, high, xtol=1e-12))
+
+
+def minimum_detectable_differences(sd, n, alpha: float, power: float = 0.8) -> np.ndarray:
+    """The smallest true mean paired difference that the two-sided paired t-test at level
+    ``alpha`` detects with probability ``power``, for per-query differences of standard
+    deviation ``sd`` over ``n`` queries: lambda(n - 1) sd / sqrt(n), lambda solved exactly from
+    the noncentral t (:func:`t_noncentrality_for_power`), not from the normal approximation
+    (z_{1-alpha/2} + z_power) sd / sqrt(n), which is smaller for small n. NaN under two queries.
+    ``alpha`` may be an array (e.g. a family's Bonferroni level per column)."""
+    sd, n = np.asarray(sd, dtype=np.float64), np.asarray(n)
+    sd, n, alpha = np.broadcast_arrays(sd, n, np.asarray(alpha, dtype=np.float64))
+    lam = np.array([t_noncentrality_for_power(int(k) - 1, float(a), power) if k >= 2 and np.isfinite(a) else np.nan
+                    for k, a in zip(n.ravel(), alpha.ravel())]).reshape(sd.shape)  # one solve per (n, alpha)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return lam * sd / np.sqrt(n)
 
 
 def _sign_flip_pvalues(diff: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:

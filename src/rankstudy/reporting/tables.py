@@ -24,7 +24,8 @@ import numpy as np
 import pandas as pd
 
 from rankstudy.util import atomic
-from rankstudy.reporting.significance import (holm, mean_difference_intervals, paired_ttest,
+from rankstudy.reporting.significance import (holm, holm_consistent_levels, mean_difference_intervals,
+                                              minimum_detectable_differences, paired_ttest,
                                               randomization_tests_of_differences)
 
 KEY_COLUMNS = ("system", "fold", "qid")
@@ -34,8 +35,11 @@ STATS = (
     "n_folds",  # folds with at least one non-NaN value
     "n_pairs",  # queries matched with the baseline on (fold, qid), both non-NaN
     "diff",  # mean over those queries of system - baseline
-    "diff_lo",  # its CONFIDENCE t-interval (the one the paired t-test inverts)
+    "diff_lo",  # its t-interval at ci_level, which agrees with p_ttest_holm (holm_consistent_levels)
     "diff_hi",
+    "ci_level",  # 1 - alpha p_ttest / p_ttest_holm: excludes 0 exactly where p_ttest_holm < alpha
+    "mdd",  # minimum detectable difference: paired t-test at alpha, power POWER, from the differences' sd
+    "mdd_family",  # the same at alpha / m (Bonferroni over the m tests, Holm's strictest step)
     "p_ttest",  # raw paired t-test p vs baseline
     "p_rand",  # raw randomization-test p vs baseline
     "p_ttest_holm",  # Holm-adjusted across the non-baseline systems of this metric
@@ -52,12 +56,12 @@ STATS = (
 # One row per pair of systems and metric (the .pairs.csv file): diff is system - other;
 # winner is the significantly better one by the test named in decided_by ('' if neither).
 PAIR_COLUMNS = ("metric", "system", "other", "n_pairs", "wins", "ties", "losses", "diff", "diff_lo", "diff_hi",
-                "p_ttest", "p_rand", "p_ttest_holm", "p_rand_holm", "too_few_queries", "sig_ttest", "sig_rand",
+                "ci_level", "mdd", "mdd_family", "p_ttest", "p_rand", "p_ttest_holm", "p_rand_holm", "too_few_queries", "sig_ttest", "sig_rand",
                 "winner", "decided_by")
 COMPARE_MODES = ("baseline", "all_pairs")
 # Fewer paired test queries than this and no significance mark is printed (report.min_queries).
 DEFAULT_MIN_QUERIES = 20
-CONFIDENCE = 0.95  # of the interval of the mean paired difference
+POWER = 0.8  # of the minimum detectable difference
 # The test whose Holm-adjusted p decides "beats" between all pairs by default: the randomization
 # test assumes nothing about the shape of per-query differences (Smucker et al., CIKM 2007).
 PAIRS_TEST = "rand"
@@ -124,21 +128,33 @@ def pair_tests(
 ) -> pd.DataFrame:
     """One row per ``(system, other)`` of ``pairs``: the mean paired difference system - other
     over their common queries with its interval, both tests' p-values, Holm-adjusted over
-    ``pairs``, and which are significant (never with fewer than ``min_queries`` pairs)."""
+    ``pairs``, and which are significant (never with fewer than ``min_queries`` pairs). The
+    interval is the t-test's at the level Holm tested the pair at, so it excludes 0 exactly where
+    ``p_ttest_holm < alpha``; ``mdd`` / ``mdd_family``: the minimum detectable differences."""
     first = wide[[a for a, _ in pairs]].to_numpy(dtype=np.float64)
     second = wide[[b for _, b in pairs]].to_numpy(dtype=np.float64)
     differences = first - second  # NaN where either value is missing
-    interval = mean_difference_intervals(differences, CONFIDENCE)
     # a loop over pairs, not queries: each t-test is vectorised over the queries
     p_ttest = np.array([paired_ttest(first[:, j], second[:, j]) for j in range(len(pairs))], dtype=np.float64)
+    p_ttest_holm = holm(p_ttest)
+    level = holm_consistent_levels(p_ttest, p_ttest_holm, alpha)
+    interval = mean_difference_intervals(differences, np.where(np.isnan(level), 1.0 - alpha, level))
+    lo, hi = interval["lo"], interval["hi"]
+    # paired_ttest calls a difference constant up to rounding (e.g. 1e-17) no difference, p = 1:
+    # the interval of that rounding noise may miss 0, so it reaches 0 there
+    noise = (p_ttest == 1.0) & ((lo > 0) | (hi < 0))
+    lo, hi = np.where(noise, np.minimum(lo, 0.0), lo), np.where(noise, np.maximum(hi, 0.0), hi)
+    family = max(int(np.count_nonzero(~np.isnan(p_ttest))), 1)  # Holm's m
     p_rand = randomization_tests_of_differences(differences, n_resamples=n_resamples, seed=seed)
     out = pd.DataFrame({
         "system": [a for a, _ in pairs], "other": [b for _, b in pairs], "n_pairs": interval["n"].astype(int),
-        "diff": interval["mean"], "diff_lo": interval["lo"], "diff_hi": interval["hi"],
+        "diff": interval["mean"], "diff_lo": lo, "diff_hi": hi, "ci_level": level,
+        "mdd": minimum_detectable_differences(interval["sd"], interval["n"], alpha, POWER),
+        "mdd_family": minimum_detectable_differences(interval["sd"], interval["n"], alpha / family, POWER),
         # NaN compares False everywhere, so unpaired queries count nowhere
         "wins": (differences > 0).sum(axis=0), "ties": (differences == 0).sum(axis=0),
         "losses": (differences < 0).sum(axis=0),
-        "p_ttest": p_ttest, "p_rand": p_rand, "p_ttest_holm": holm(p_ttest), "p_rand_holm": holm(p_rand),
+        "p_ttest": p_ttest, "p_rand": p_rand, "p_ttest_holm": p_ttest_holm, "p_rand_holm": holm(p_rand),
     })
     out["too_few_queries"] = out["n_pairs"] < min_queries
     # NaN < alpha is False, so untestable pairs are never significant.
@@ -434,6 +450,19 @@ class Grid:
 
 
 RANDOM_ROW = "(a random ranking)"
+TOP_GROUP_ROW = "(in the top group)"
+MDD_ROW = "(detectable difference)"
+
+
+def top_group_size(table: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> int:
+    """How many systems no system with the best mean of ``metric`` beats (the pairs' winners):
+    the top group the leaderboard shows."""
+    best = set(table.index[table[metric]["best"].astype(bool)])
+    part = pairs[pairs["metric"] == metric]
+    won = part["winner"].fillna("").astype(str)
+    loser = np.where(won == part["system"], part["other"], part["system"])
+    beaten = set(loser[won.isin(best).to_numpy()])
+    return len(table) - len(beaten & set(table.index))
 
 
 def main_grid(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.DataFrame | None) -> Grid:
@@ -451,6 +480,15 @@ def main_grid(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: 
     if random:  # the floor every system must clear: not tested, not ranked
         rows.append([""] * (len(lead) - 1) + [style.escape(RANDOM_ROW)]
                     + [style.escape(mean_std_text(random.get(m, np.nan), np.nan)) for m in metrics])
+    # what the data set can separate, beside how many systems it could not tell from the best
+    if pairs is not None:
+        sizes = [top_group_size(table, pairs, m) for m in metrics]
+        rows.append([""] * (len(lead) - 1) + [style.escape(TOP_GROUP_ROW)]
+                    + [style.escape(f"{k} of {len(table)}") for k in sizes])
+    mdd = [power_summary(table, m, pairs)["mdd"] for m in metrics]
+    if not all(np.isnan(mdd)):
+        rows.append([""] * (len(lead) - 1) + [style.escape(MDD_ROW)]
+                    + [style.escape("–" if np.isnan(v) else f"{v:.4f}") for v in mdd])
     return Grid([style.escape(h) for h in (*lead, *metrics)], rows, ["l"] * len(lead) + ["r"] * len(metrics),
                 separate_first=pairs is None)
 
@@ -471,10 +509,10 @@ def baseline_detail_grids(table: pd.DataFrame, metrics: Sequence[str], style: St
             rows.append(row)
         return Grid([style.escape(h) for h in ("system", *metrics)], rows, ["l"] + ["r"] * len(metrics))
 
-    confidence = f"{CONFIDENCE:.0%}"
     return {
         f"Difference from the baseline {baseline}: mean over paired test queries of system - baseline "
-        f"[{confidence} t-interval].": grid(lambda part: diff_text(part["diff"], part["diff_lo"], part["diff_hi"])),
+        f"[{interval_text(table.attrs.get('alpha', 0.05))}].":
+            grid(lambda part: diff_text(part["diff"], part["diff_lo"], part["diff_hi"])),
         f"Holm-adjusted p-values vs the baseline {baseline}: paired t-test / randomization test.":
             grid(lambda part: f"{p_text(part['p_ttest_holm'])} / {p_text(part['p_rand_holm'])}"),
         f"Wins / ties / losses against the baseline {baseline}: paired test queries where the system scores "
@@ -528,6 +566,40 @@ def validation_warning(table: pd.DataFrame) -> str:
             f"hyper-parameters (and early stopping) may follow noise.")
 
 
+def interval_text(alpha: float) -> str:
+    """What the differences' intervals are, in the tables' words."""
+    return (f"t-interval at the level Holm's step-down tested the pair at, 1 - {alpha:g} p / p_Holm of the paired "
+            f"t-test (at least {1 - alpha:.0%}): it excludes 0 exactly where the Holm-adjusted t-test has p < "
+            f"{alpha:g}")
+
+
+def power_summary(table: pd.DataFrame, metric: str, pairs: pd.DataFrame | None = None) -> dict[str, float]:
+    """The data set's minimum detectable difference of ``metric``: the median over the tested
+    pairs (``pairs``, or the table's systems against the baseline) of ``mdd`` and ``mdd_family``,
+    and how many pairs that is."""
+    if pairs is not None:
+        part = pairs[pairs["metric"] == metric]
+    else:
+        part = table[metric].drop(index=table.attrs.get("baseline", table.index[0]))
+    mdd, family = part["mdd"].astype(float), part["mdd_family"].astype(float)
+    return {"mdd": float(mdd.median()) if mdd.notna().any() else float("nan"),
+            "mdd_family": float(family.median()) if family.notna().any() else float("nan"),
+            "n_pairs": int(mdd.notna().sum())}
+
+
+def power_sentence(table: pd.DataFrame, metric: str, pairs: pd.DataFrame | None = None) -> str:
+    """The caption's sentence on what the data set can tell apart in ``metric``, or ''."""
+    summary = power_summary(table, metric, pairs)
+    if np.isnan(summary["mdd"]):
+        return ""
+    alpha = table.attrs.get("alpha", 0.05)
+    return (f" Power: differences in {metric} below {summary['mdd']:.4f} cannot be told apart on these test "
+            f"queries: the minimum detectable difference, which the two-sided paired t-test at alpha {alpha:g} "
+            f"finds with probability {POWER:g} (from the sd of the per-query differences, median over the "
+            f"{summary['n_pairs']} tested pairs); {summary['mdd_family']:.4f} at alpha / m, the strictest step "
+            f"of Holm's correction over the m tests.")
+
+
 def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.DataFrame | None,
            pm: str = "±") -> str:
     """The legend of the main table; ``style.escape`` applies to the prose, not to the marks."""
@@ -542,7 +614,8 @@ def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.
         text += e(f"Superscript letters: the systems (by column #) this one beats, with a higher mean over paired "
                   f"test queries and p < {alpha:g} by the {TEST_NAMES[test]}{resamples}, Holm-corrected "
                   f"over all {n_tested} pairs of systems of the metric (like ranx's compare). Every pair's "
-                  f"difference, interval and both tests' p-values are in the .pairs.csv file.")
+                  f"difference, interval ({interval_text(alpha)}), minimum detectable difference and both "
+                  f"tests' p-values are in the .pairs.csv file.")
     else:
         baseline = table.attrs.get("baseline", table.index[0])
         text += (style.mark("better") + e("/") + style.mark("worse")
@@ -552,8 +625,16 @@ def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.
                  + e(f" the paired sign-flip randomization test ({n_resamples} resamples), "
                      + (f"each Holm-corrected across the {len(table) - 1} systems compared with it"
                         if len(table) > 2 else "one system compared with it, so no correction")
-                     + f", p < {alpha:g}. Differences with their {CONFIDENCE:.0%} t-intervals, the adjusted "
-                       f"p-values and the wins / ties / losses over paired queries follow below."))
+                     + f", p < {alpha:g}. Differences with their intervals (Holm-consistent: each excludes 0 "
+                       f"exactly where the Holm-adjusted t-test is significant), the adjusted p-values and the "
+                       f"wins / ties / losses over paired queries follow below."))
+    if pairs is not None:
+        text += e(f" {TOP_GROUP_ROW}: the systems no system with the best mean beats, the leaderboard's top group.")
+    if any(not np.isnan(power_summary(table, m, pairs)["mdd"]) for m in metrics):
+        text += e(f" {MDD_ROW}: the minimum detectable difference, the smallest true mean difference the "
+                  f"two-sided paired t-test at p < {alpha:g} finds with probability {POWER:g}, from the sd of "
+                  f"each pair's per-query differences, median over the tested pairs (per pair, and at Holm's "
+                  f"strictest level alpha / m: columns mdd and mdd_family of the CSV files).")
     few = few_queries_text(table, metrics, pairs)
     if few:
         text += " " + style.mark("", "few") + e(few)
