@@ -1,21 +1,40 @@
 """`python -m rankstudy list`: generated from the registries, so every name a config can use is
-listed, with a method kind's parameters, defaults and what each may be."""
+listed, with a method kind's parameters, defaults, what each may be and its tuning space; the
+summaries are whole first sentences as plain text; `--example KIND` prints a method block that
+passes the config check."""
 
 from __future__ import annotations
 
-import inspect
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.utils import update_config, validate
 
 from rankstudy.__main__ import main
 from rankstudy.evaluation.metrics import METRICS
 from rankstudy.losses.registry import LOSSES
 from rankstudy.pipeline import catalog
-from rankstudy.util.params import describe
+from rankstudy.pipeline.config import apply_defaults, check_config, check_config_files, own_methods, schema_problem
+from rankstudy.rankers.base import Ranker
 from rankstudy.rankers.registry import RANKERS
 from rankstudy.solvers.registry import SOLVERS
+from rankstudy.util.params import Integer, Real, describe
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = REPO / "workflow/schemas/config.schema.yaml"
 
 
 def names(lines: list[str]) -> list[str]:
     return [line.split(":")[0] for line in lines if not line.startswith(" ")]
+
+
+def block(lines: list[str], name: str) -> list[str]:
+    """The lines of one entry: its own and the indented ones under it."""
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"{name}:"))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
+    return lines[start:end]
 
 
 def test_every_registered_name_is_listed_once():
@@ -26,13 +45,81 @@ def test_every_registered_name_is_listed_once():
     assert "letor3-ohsumed" in names(catalog.studies()) and "MQ2008" in names(catalog.datasets())
 
 
-def test_a_method_lists_each_parameter_with_its_default_and_constraint():
-    lines = catalog.methods()
-    start = lines.index(next(l for l in lines if l.startswith("lambdamart:")))
-    params = inspect.signature(RANKERS["lambdamart"].__init__).parameters
-    block = lines[start + 1:start + len(params)]
-    for line, (name, p) in zip(block, list(params.items())[1:]):
-        assert line.strip() == f"{name} = {p.default!r}  ({describe(RANKERS['lambdamart'].parameter_constraints[name])})"
+def test_a_method_lists_each_parameter_with_its_default_constraint_and_tuning_space():
+    text = " ".join(" ".join(line.split()) for line in block(catalog.methods(), "lambdamart"))
+    for name, param in RANKERS["lambdamart"].parameters.items():
+        shown = f"{name} = {param.default!r} (" + (f"{param.help}: " if param.help else "") \
+            + describe(param.constraints)
+        if param.space is not None:  # the space tuning draws it from, where one is declared
+            shown += f"; tuned: {param.space.describe()}"
+        assert shown + ")" in text
+
+
+def test_a_class_that_declares_no_parameters_lists_its_init_defaults_and_constraints():
+    class Old(Ranker):  # the form before Param: its own __init__ and parameter_constraints
+        kind = "old"
+        parameter_constraints = {"rounds": [Integer(1)], "rate": [Real(0, low_open=True)]}
+
+        def __init__(self, rounds: int = 10, rate: float = 0.1) -> None:
+            super().__init__()
+            self.rounds, self.rate = rounds, rate
+
+    assert catalog.declared(Old) == {"rounds": (10, [Old.parameter_constraints["rounds"][0]], None, ""),
+                                     "rate": (0.1, [Old.parameter_constraints["rate"][0]], None, "")}
+
+
+@pytest.mark.parametrize("text, sentence", [
+    # cut at the first full stop, the list said "conditional: ``loss``: ``mle`` (Eq" and
+    # "structsvm: ... s.t"
+    ("ConvexLoss (Eq. 14): a bound of L1 + L2. More.", "ConvexLoss (Eq. 14): a bound of L1 + L2"),
+    ("min 1/2 ||w||^2 s.t. w'x >= 1 - xi, i.e. a hinge. Next", "min 1/2 ||w||^2 s.t. w'x >= 1 - xi, i.e. a hinge"),
+    ("As Chakrabarti et al. did, e.g. on OHSUMED. Then", "As Chakrabarti et al. did, e.g. on OHSUMED"),
+    ("the floor (the regulariser, Eq. 10). alpha starts at step", "the floor (the regulariser, Eq. 10)"),
+    ("no full stop at all", "no full stop at all"),
+])
+def test_the_first_sentence_is_whole(text, sentence):
+    assert catalog.first_sentence(text) == sentence
+
+
+@pytest.mark.parametrize("text, shown", [
+    (":func:`~rankstudy.evaluation.metrics.parse_metric` takes", "parse_metric takes"),
+    ("the solver (:mod:`rankstudy.solvers.cutting_plane`)", "the solver (rankstudy.solvers.cutting_plane)"),
+    (":class:`the scorer <rankstudy.scorers.mlp.MLPScorer>` and ``hidden``", "the scorer and hidden"),
+    ("ApproxNDCG (module docstring): per query", "ApproxNDCG: per query"),
+    ("*emphasis*, **strong**, phi(x, y*) and `role`", "emphasis, strong, phi(x, y*) and role"),
+])
+def test_markup_is_shown_as_the_reader_sees_it(text, shown):
+    assert catalog.plain(text) == shown
+
+
+def test_the_list_has_whole_summaries_without_markup(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for markup in ("``", ":func:", ":class:", ":mod:", "(module docstring)"):
+        assert markup not in out
+    lines = out.splitlines()
+    conditional = " ".join(line.strip() for line in block([l[2:] for l in lines], "conditional"))
+    assert conditional.startswith("conditional: Conditional models over rankings (Dubey et al. 2009)")
+    assert not conditional.endswith("(Eq") and conditional.endswith("the best kept on validation")
+    structsvm = " ".join(line.strip() for line in block([l[2:] for l in lines], "structsvm"))
+    assert not structsvm.endswith("s.t") and structsvm.endswith("(rankstudy.solvers.cutting_plane)")
+    assert "adam: Minibatch Adam over batches of queries" in out  # not "See the module docstring"
+    assert max(map(len, lines)) <= 110
+
+
+def test_the_scorers_section_lists_the_neural_rankers_scorers_with_their_parameters(capsys):
+    assert main(["list", "scorers"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert names(lines) == ["mlp", "attention"]
+    mlp = " ".join(block(lines, "mlp"))
+    attention = " ".join(block(lines, "attention"))
+    for name in ("hidden", "activation", "dropout", "input_norm"):
+        assert f" {name} = " in mlp
+    for name in ("d_model", "n_blocks", "n_heads", "d_ff", "activation", "dropout"):
+        assert f" {name} = " in attention
+    assert "input_norm" not in attention and "d_model" not in mlp
+    # each scorer's own activations, not the union the ranker takes
+    assert "(one of relu, gelu, tanh)" in attention and "gelu" not in mlp
 
 
 def test_the_command_prints_a_section(capsys):
@@ -40,4 +127,41 @@ def test_the_command_prints_a_section(capsys):
     out = capsys.readouterr().out.splitlines()
     assert any(line.startswith("listnet: ListNet top-one cross entropy") for line in out)
     assert main(["list"]) == 0
-    assert "methods:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "methods:" in out and "scorers:" in out
+
+
+def checked(methods_yaml: str, tmp_path: Path) -> None:
+    """``methods_yaml`` as a study file through the Snakefile's config check (YAML, the study
+    owning its methods, the schema and its defaults, then check_config), on a data set and
+    feature sets the method's kind takes."""
+    study = tmp_path / "study.yaml"
+    study.write_text(methods_yaml)
+    check_config_files([study])
+    given = yaml.safe_load(methods_yaml)
+    cls = RANKERS[next(iter(given["methods"].values()))["kind"]]
+    given["datasets"] = ["synthetic_qa" if cls.data_kind == "qa" else "synthetic"]
+    given["features"] = {"first_order": True, "rho": [0.1] if "rho" in cls.featureset_types else []}
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    update_config(config, copy.deepcopy(given))
+    own_methods(config, given)
+    assert schema_problem(config, yaml.safe_load(SCHEMA.read_text())) is None
+    validate(config, str(SCHEMA))
+    apply_defaults(config)
+    check_config(config, REPO)
+
+
+@pytest.mark.parametrize("kind", sorted(RANKERS))
+def test_the_example_of_every_kind_passes_the_config_check(kind, capsys, tmp_path):
+    assert main(["list", "--example", kind]) == 0
+    out = capsys.readouterr().out
+    methods = yaml.safe_load(out)["methods"]
+    assert list(methods) == [kind] and methods[kind]["kind"] == kind
+    # every parameter the method sets itself, at its default (the run sets seed and rel_threshold)
+    assert set(methods[kind].get("params") or {}) == set(RANKERS[kind].param_names()) - {"seed", "rel_threshold"}
+    checked(out, tmp_path)
+
+
+def test_an_unknown_kind_has_no_example(capsys):
+    assert main(["list", "--example", "lambdamrt"]) == 2
+    assert "unknown method kind 'lambdamrt'; kinds: " in capsys.readouterr().err

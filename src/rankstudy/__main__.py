@@ -1,29 +1,50 @@
-"""``python -m rankstudy list [SECTION]``: what a config can name (see rankstudy.pipeline.catalog)."""
+"""``python -m rankstudy <command>``: the tools a user runs beside the pipeline.
+
+* ``list [SECTION] [--example KIND]``: what a config can name (rankstudy.pipeline.catalog);
+  ``--example KIND`` prints a method of that kind as a config block.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from rankstudy.pipeline.catalog import SECTIONS
+from rankstudy.pipeline.catalog import SECTIONS, example
+
+
+def list_command(args) -> int:
+    if args.example:
+        from rankstudy.rankers.registry import RANKERS
+
+        if args.example not in RANKERS:
+            print(f"unknown method kind {args.example!r}; kinds: {', '.join(sorted(RANKERS))}", file=sys.stderr)
+            return 2
+        print(example(args.example), end="")
+        return 0
+    chosen = [args.section] if args.section else list(SECTIONS)
+    for name in chosen:
+        if len(chosen) > 1:
+            print(f"{name}:")
+        for line in SECTIONS[name](args.section is not None):
+            print(("  " if len(chosen) > 1 else "") + line)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rankstudy")
-    commands = parser.add_subparsers(dest="command", required=True)
-    listing = commands.add_parser("list", help="list what a config can name")
-    listing.add_argument("section", nargs="?", choices=sorted(SECTIONS), help="one section (default: all, briefly)")
+    parser = argparse.ArgumentParser(prog="python -m rankstudy", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True, metavar="command")
+    listing = commands.add_parser("list", help="list what a config can name",
+                                  description="What a config can name: method kinds with their parameters, "
+                                              "scorers, losses, solvers, metrics, conventions, data sets, studies.")
+    listing.add_argument("section", nargs="?", choices=list(SECTIONS), help="one section, in full (default: all, briefly)")
+    listing.add_argument("--example", metavar="KIND", help="print a method of this kind as YAML for a study's methods:")
+    listing.set_defaults(run=list_command)
     args = parser.parse_args(argv)
-    chosen = [args.section] if args.section else list(SECTIONS)
     try:
-        for name in chosen:
-            if len(chosen) > 1:
-                print(f"{name}:")
-            for line in SECTIONS[name](args.section is not None):
-                print(("  " if len(chosen) > 1 else "") + line)
+        return args.run(args)
     except BrokenPipeError:  # `| head` closed the pipe: nothing more to say
         sys.stderr.close()
-    return 0
+        return 0
 
 
 if __name__ == "__main__":
