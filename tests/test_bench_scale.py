@@ -11,14 +11,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
+from rankstudy.data.registry import load_registry
 from rankstudy.pipeline import layout
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "benchmarks"))
-from bench_scale import run_protocol  # noqa: E402
+
+
+def run_protocol(workdir: Path) -> layout.Protocol:
+    """The data, cleaning and norm names of the benchmark's run, read from the files it wrote
+    (scale.yaml, the registry it copied): tests import nothing from benchmarks/."""
+    config = yaml.safe_load((workdir / "scale.yaml").read_text())
+    entry = load_registry(workdir / "config" / "datasets.yaml")["synthetic"]
+    return layout.protocol("synthetic", entry, config)
 
 
 def test_tiny_scale_run_tabulates_every_rule_with_float32_features(tmp_path):

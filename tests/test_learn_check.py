@@ -1,4 +1,4 @@
-"""benchmarks/learn_check.py, the README's "did it learn on real data" tool, run as a user runs it."""
+"""`python -m rankstudy learn-check`, the "did it learn on real data" tool, run as a user runs it."""
 
 import json
 import subprocess
@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_learn_check_trains_one_method_of_a_study_and_prints_it_beside_random(mq2008_dir, tmp_path):
     out = subprocess.run(
-        [sys.executable, str(REPO / "benchmarks/learn_check.py"), str(REPO / "config/studies/neural-letor.yaml"),
+        [sys.executable, "-m", "rankstudy", "learn-check", str(REPO / "config/studies/neural-letor.yaml"),
          "listnet", "--data", str(mq2008_dir), "--fold", "1", "--cache", str(tmp_path)],
         capture_output=True, text=True, cwd=REPO)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -12,9 +12,15 @@ It answers one question: is the gap a model that cannot fit (train objective abo
 or one that fits better and generalises worse, picked on a validation curve too noisy to pick on
 (few queries)? Settings are ``name=json`` pairs; the default set is the one quoted in the README.
 
-    PYTHONPATH=src python benchmarks/attention_gap.py [--data ../shared/data/OHSUMED/QueryLevelNorm]
+    python -m rankstudy.cli.attention_gap [--data ../shared/data/OHSUMED/QueryLevelNorm]
         [--fold 1] [--base study] [--setting 'name={"dropout": 0.2}' ...]
-    PYTHONPATH=src python benchmarks/attention_gap.py --data ../shared/data/MQ2008 --base study
+    python -m rankstudy.cli.attention_gap --data ../shared/data/MQ2008 --base study
+
+An investigation, not a tool of the workflow: its findings are quoted in the docs (why a method
+sits where it does), and this is how to measure them again. Last measured: OHSUMED fold 1, the
+training loss at or below linear's, validation above, test .017 to .042 below (1 to 2.7 standard
+errors); MQ2008 fold 1 with ``--base study``, validation .542 to .551 against linear's .543, test
+.018 to .027 below (1.8 to 2.5 standard errors).
 
 ``--base study``: the settings of neural-letor's attention_softmax (softmax loss, d_model 64,
 d_ff 128, batch 16, lists of 128, 60 epochs, patience 10) instead of the test's ListNet run.
@@ -36,7 +42,7 @@ from rankstudy.evaluation.learning import random_metrics
 from rankstudy.features.normalize import Normalizer
 from rankstudy.rankers.registry import make_ranker
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]  # the checkout, beside which shared/data sits
 BASE = {"scorer": "attention", "loss": "listnet", "epochs": 30, "batch_size": 8, "patience": 10,
         "learning_rate": 1e-3, "seed": 0}  # tests/test_neural.py's attention run
 # config/studies/neural-letor.yaml's attention_softmax

@@ -4,13 +4,14 @@ print its training objective at the start and at the end, and its validation and
 beside a random ranking's (the mean over 20 seeded permutations) and, with ``--reference``,
 beside another method of the config (e.g. RankSVM) on the same fold.
 
-    python benchmarks/learn_check.py config/studies/chakrabarti2008-fig9.yaml DORM \\
+    python -m rankstudy learn-check config/studies/chakrabarti2008-fig9.yaml DORM \\
         --data ../shared/data/OHSUMED/QueryLevelNorm --fold 1 --set C=10 --reference RankSVM
 
 ``--set key=value`` fixes a parameter (and drops it from the grid); without it the method's
 grid is searched on the validation split as in the pipeline. The parsed, cleaned and
 normalised fold is cached under ``--cache`` (default /tmp/rankstudy-learn-check), keyed by
-the data folder, fold, cleaning and normalisation.
+the data folder, fold, cleaning and normalisation. A method that learnt ends with its objective
+below its start and its metrics clearly above random and in the reference's range.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from rankstudy.evaluation import metrics
 from rankstudy.features.normalize import Normalizer
 from rankstudy.rankers.selection import select_and_fit
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: its config/config.yaml
 SPLITS = ("train", "vali", "test")
 
 
@@ -83,7 +84,7 @@ def random_metric(data: RankData, names: list[str], options: dict, draws: int = 
     return {n: float(np.mean([r[n] for r in rows])) for n in names}
 
 
-def run(config: dict, name: str, splits: dict, fixed: dict, names: list[str], options: dict) -> dict:
+def train_method(config: dict, name: str, splits: dict, fixed: dict, names: list[str], options: dict) -> dict:
     spec = config["methods"][name]
     params = {"seed": config.get("seed", 0), **(spec.get("params") or {}), **fixed}
     grid = {k: v for k, v in (spec.get("grid") or {}).items() if k not in fixed}
@@ -103,8 +104,7 @@ def run(config: dict, name: str, splits: dict, fixed: dict, names: list[str], op
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("study", type=Path)
     parser.add_argument("method")
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/OHSUMED/QueryLevelNorm")
@@ -113,7 +113,9 @@ def main() -> None:
     parser.add_argument("--reference", help="another method of the config, on the same fold")
     parser.add_argument("--metrics", nargs="+", default=["ndcg@10", "map", "mrr@10", "ndcg@1"])
     parser.add_argument("--cache", type=Path, default=Path("/tmp/rankstudy-learn-check"))
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> int:
     config = study_config(args.study)
     fixed = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
     splits = prepared_fold(args.data, args.fold, config, args.cache)
@@ -122,14 +124,11 @@ def main() -> None:
     lengths = np.diff(splits["train"].offsets)
     print(f"{args.data} fold {args.fold}: {splits['train'].n_queries} training queries of "
           f"{lengths.mean():.0f} documents on average ({lengths.max()} at most)")
-    results = [run(config, args.method, splits, fixed, args.metrics, options)]
+    results = [train_method(config, args.method, splits, fixed, args.metrics, options)]
     if args.reference:
-        results.append(run(config, args.reference, splits, {}, args.metrics, options))
+        results.append(train_method(config, args.reference, splits, {}, args.metrics, options))
     for s in ("vali", "test"):
         results.append({"method": "random", s: {k: round(v, 4) for k, v in
                                                  random_metric(splits[s], args.metrics, options).items()}})
     print(json.dumps(results, indent=1))
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -7,11 +7,12 @@ with the best training NDCG@10 (its values as scores: many ties). Queries of MQ2
 fifth have fewer than 10 documents), so NDCG@10 under ``letor4``, which counts those as 0, sits far
 below ours; OHSUMED's queries are long and moves only with the discount.
 
-    python benchmarks/letor_conventions.py [--data-root ../shared/data] [--fold 1] [--predictions DIR]
+    python -m rankstudy letor-conventions [--data-root ../shared/data] [--fold 1] [--predictions DIR]
 
 ``--predictions DIR`` also writes each scorer's test scores one per line (``%.17g``), beside the
 test file's rows, so the Perl scripts themselves can be run on them:
-``perl Eval-Score-4.0.pl test.txt DIR/MQ2008.ranksvm.txt out.txt 0``.
+``perl Eval-Score-4.0.pl test.txt DIR/MQ2008.ranksvm.txt out.txt 0``. Last measured: MQ2008
+Fold1 RankSVM NDCG@10 .4836 under our metrics, .2125 under ``letor4``.
 """
 
 from __future__ import annotations
@@ -36,12 +37,13 @@ def best_feature(train) -> int:
     return int(np.argmax(ndcg))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-root", default="../shared/data")
     parser.add_argument("--fold", type=int, default=1)
     parser.add_argument("--predictions", type=Path)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> int:
     for name, folder in DATASETS.items():
         fold = Path(args.data_root) / folder / f"Fold{args.fold}"
         if not fold.exists():
@@ -64,7 +66,4 @@ def main() -> None:
                 values = [conventions.per_query(scores, test.y, test.offsets, metric, c).mean()
                           for c in CONVENTIONS.values()]
                 print(f"{scorer:<12}{metric:<10}" + "".join(f"{v:>10.4f}" for v in values))
-
-
-if __name__ == "__main__":
-    main()
+    return 0
