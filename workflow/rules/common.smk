@@ -8,15 +8,13 @@ import sys
 from pathlib import Path
 
 from rankstudy.pipeline import layout as L
-from rankstudy.pipeline.config import check_config, evaluate_params, run_methods
+from rankstudy.pipeline.config import evaluate_params, run_methods
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.data.sources import source_settings
 from snakemake.exceptions import NestedCoroutineError
 from snakemake.settings.types import DeploymentMethod
 
-SETTINGS = check_config(config, workdir=Path(workflow.basedir))
-for note in SETTINGS.notes:
-    print(f"rankstudy: {note}", file=sys.stderr)
+# SETTINGS: what the Snakefile's load_config derived from the checked config
 FEATURESETS = SETTINGS.featuresets  # name -> FeatureSet
 METHODS = run_methods(config)
 DATASETS = list(config["datasets"])
@@ -58,8 +56,8 @@ def step_command(name, params):
 # section as jobs see it (extra_metrics already in metrics, and named only when there are some).
 EVALUATION = evaluate_params(config["evaluation"])
 SELECTION = {k: EVALUATION[k] for k in ("selection_metric", "rel_threshold", "no_relevant")}
-# The MLflow settings (config key mlflow) are no job's params: the logging jobs (aggregate,
-# tables) read them from the config, so a changed store reruns nothing and no store path is
+# The MLflow settings (config key mlflow) are no job's params: the logging job (log_runs)
+# reads them from the config, so a changed store reruns nothing and no store path is
 # shown in the report. MLFLOW_TRACKING_URI still wins inside the jobs.
 
 
@@ -128,8 +126,19 @@ def train_threads(wildcards, input):
 
 
 def training_spec(wildcards):
-    """What changes training: the method's entry without its thread count."""
-    return {k: v for k, v in config["methods"][wildcards.method].items() if k != "threads"}
+    """What changes training: the method's entry without its thread count (nor, for a tuned one,
+    how many workers run its trials: the same trials give the same model)."""
+    spec = {k: v for k, v in config["methods"][wildcards.method].items() if k != "threads"}
+    if spec.get("tune"):
+        spec["tune"] = {k: v for k, v in spec["tune"].items() if k != "workers"}
+    return spec
+
+
+def tune_storage(wildcards):
+    """A tuned method's Optuna storage: tune.storage (a database URL), or a journal file per method
+    and fold under results/tuning/."""
+    url = (config.get("tune") or {}).get("storage")
+    return url or L.fill(L.TUNING_JOURNAL, **dict(wildcards.items()))
 
 
 def alternatives(values):
@@ -147,6 +156,7 @@ wildcard_constraints:
     featureset=alternatives(FEATURESETS),
     method=alternatives(METHODS),
     fold=r"\d+",
+    worker=r"\d+",
     split="train|vali|test",
 
 
@@ -261,7 +271,7 @@ def table_page(table, caption, suffix):
 def all_targets():
     if config.get("scorecard"):  # the member studies' own targets are theirs to name
         return [f"{L.SCORECARD}.md", f"{L.SCORECARD}.html"]
-    targets = [f"{L.TABLES}.md", f"{L.PLOTS}.ndcg_at_k.png"]
+    targets = [f"{L.TABLES}.md", f"{L.PLOTS}.ndcg_at_k.png", L.RUNS_LOGGED]
     if config.get("paper"):
         targets.append(f"{L.TABLES}.paper.md")
     if config["report"].get("sweep"):
@@ -271,8 +281,8 @@ def all_targets():
     if config["report"].get("leaderboard"):
         targets.append(f"{L.LEADERBOARD}.md")
     # every fold's and method's files too: Snakemake does not remake a missing file that only feeds
-    # outputs it finds up to date, so a fold whose job failed, or a tables job whose MLflow logging
-    # failed (Snakemake removed its outputs), would stay missing and unlogged
+    # outputs it finds up to date, so a fold whose job failed, or a method whose MLflow logging
+    # failed (Snakemake removed log_runs' output), would stay missing and unlogged
     folds = [f"{L.FOLD_DIR}/{name}" for name in {**L.TRAIN_OUTPUTS, **L.EVALUATE_OUTPUTS}.values()]
     return (expand(targets, study=STUDY, dataset=DATASETS)
             + expand([L.METHOD_SUMMARY, L.METHOD_PER_QUERY, L.METHOD_MLFLOW], study=STUDY, dataset=DATASETS,

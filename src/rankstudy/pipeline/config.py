@@ -8,6 +8,7 @@ and derives what the workflow needs: the feature sets and the baseline system.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +20,14 @@ from rankstudy.data import sources, splitfiles
 from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.features.pairs import pair_correlations_bytes
-from rankstudy.pipeline.configfiles import check_config_files  # noqa: F401 - part of this module's interface
+from rankstudy.pipeline.configfiles import check_cli_values, check_config_files, yaml_values
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import path_name_problem, system_label
 from rankstudy.reporting.paper_cells import paper_systems
 from rankstudy.rankers.registry import ranker_class
-from rankstudy.rankers.spec import SpecError, check_spec, read_spec_values
+from rankstudy.pipeline.tuned import expand_tuned_methods
+from rankstudy.rankers.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
+from rankstudy.rankers.tuning import TuningError, check_tuned_spec
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,12 @@ def prepare_cli_values(config: dict, schema: dict | None = None) -> None:
             config[key] = [config[key]]
     if schema is not None:
         _coerce(config, schema)
-    methods = config.get("methods")
+    methods, shared = config.get("methods"), config.get("method_defaults")
     for spec in methods.values() if isinstance(methods, dict) else ():
         read_spec_values(spec)
+    for kind, block in shared.items() if isinstance(shared, dict) else ():
+        if isinstance(block, dict):
+            read_spec_values({**block, "kind": kind})  # the sections are block's own: read in place
 
 
 _SCALARS = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -135,19 +141,160 @@ def schema_problem(config: dict, schema: dict) -> str | None:
     return f"config key {key or '(top level)'}: {error.message}"
 
 
-def own_methods(config: dict, given: dict) -> None:
-    """A study owns its methods, in place: when the ``--configfile`` files and ``--config`` values
-    (``given``, as Snakemake merged them) define ``methods``, the run trains those alone, as
-    given; ``config/config.yaml``'s methods are the default study's, used only when nothing else
-    defines any. Snakemake's deep merge would otherwise add the six default methods to every study
-    (and merge a study's ``ranknet`` into the default one). The default ``report.baseline`` goes
-    with them unless ``given`` sets one: the first method run is then the baseline."""
-    methods = given.get("methods")
-    if not isinstance(methods, dict) or not methods:
+def own_methods(config: dict, given: dict, cli: dict | None = None, defaults: dict | None = None) -> None:
+    """The run's methods, in place. A study owns its methods: when the ``--configfile`` files
+    (``given``) define ``methods``, the run trains those, as given; ``defaults`` (``config/config.yaml``'s,
+    the default study's; None: the config's methods as they are) are used when no file defines any.
+    Snakemake's deep merge would otherwise add the six default methods to every study (and merge a
+    study's ``ranknet`` into the default one).
+
+    The ``--config`` values (``cli``) then act on the study's methods as Snakemake's merge does: an
+    entry without ``kind`` changes the study's method of its name (its values merged in), one with
+    ``kind`` replaces that method whole, or adds one. A ``--config`` naming only new methods defines
+    the run's methods, as a study file does. When the study's methods are replaced so, the default
+    ``report.baseline`` goes with them unless the files or ``--config`` set one: the first method
+    run is then the baseline."""
+    study = given.get("methods")
+    owned = isinstance(study, dict) and bool(study)
+    changes = (cli or {}).get("methods")
+    changes = changes if isinstance(changes, dict) else {}
+    if ("methods" in given and not isinstance(study, dict)) or not isinstance(config.get("methods"), dict):
+        return  # not a mapping: the schema names it
+    if not owned and not changes and defaults is None:
         return
-    config["methods"] = copy.deepcopy(dict(methods))
-    if "baseline" not in (given.get("report") or {}):
+    methods = copy.deepcopy(dict(study if owned else config["methods"] if defaults is None else defaults))
+    study_names = list(methods)
+    if changes and not any(name in methods for name in changes):
+        methods, owned = {}, True  # only new methods: they are the run's
+    for name, entry in changes.items():
+        if isinstance(entry, dict) and "kind" not in entry:
+            if name not in methods:
+                raise ConfigError(f"config key methods.{name}: no kind, and the study has no method {name!r} to "
+                                  f"change (its methods: {', '.join(study_names) or 'none'}); give kind: KIND to "
+                                  f"add one")
+            _merge(methods[name], copy.deepcopy(entry))
+        else:
+            methods[name] = copy.deepcopy(entry)
+    config["methods"] = methods
+    named = [section.get("baseline") for section in (given.get("report"), (cli or {}).get("report"))
+             if isinstance(section, dict)]
+    if owned and not any(named):
         config.get("report", {}).pop("baseline", None)
+
+
+def _merge(into: dict, over: dict) -> None:
+    """``over`` merged into ``into`` as Snakemake merges config files: mappings key by key."""
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def apply_method_defaults(config: dict) -> None:
+    """``method_defaults`` (kind -> {params, grid, threads}): a family's shared settings, said once
+    and merged under each method of that kind, in place. A parameter the method sets itself, in
+    ``params`` or ``grid``, keeps the method's value (a method's ``loss_params`` replaces the
+    default's whole: options belong to one loss); so does its ``threads``. An unknown kind, name or
+    value is named under ``method_defaults``; a combination is checked on each method, as before."""
+    defaults = config.get("method_defaults") or {}
+    for kind, block in defaults.items():
+        try:
+            check_names_and_values({"kind": kind, **block})
+        except SpecError as exc:
+            raise ConfigError(f"config key method_defaults.{kind}{'.' + exc.key if exc.key != 'kind' else ''}: "
+                              f"{exc.problem}") from None
+    for spec in config["methods"].values():
+        block = defaults.get(spec.get("kind")) if isinstance(spec, dict) else None
+        if not block:
+            continue
+        own = {*(spec.get("params") or {}), *(spec.get("grid") or {})}
+        for section in ("params", "grid"):
+            shared = {k: copy.deepcopy(v) for k, v in (block.get(section) or {}).items() if k not in own}
+            if shared:
+                spec[section] = {**shared, **(spec.get(section) or {})}
+        if "threads" in block:
+            spec.setdefault("threads", block["threads"])
+
+
+def baseline_fallback(config: dict, named: bool) -> str | None:
+    """When ``run_methods`` leaves out the study's ``report.baseline`` and the user did not name it
+    on the command line (``named``), the tables compare against the first method run: the
+    baseline is dropped from the config, in place, and the line that says so returned. A
+    baseline named on the command line stays, for check_baseline to refuse."""
+    baseline = config["report"].get("baseline")
+    methods = run_methods(config)
+    if named or not baseline or not methods or baseline.partition(" [")[0] in methods:
+        return None
+    del config["report"]["baseline"]
+    return (f"report.baseline {baseline!r} is not among the methods run; the tables compare against "
+            f"{methods[0]!r}, the first method run (set report.baseline to choose another)")
+
+
+SCHEMA = "workflow/schemas/config.schema.yaml"
+DEFAULT_CONFIG = "config/config.yaml"
+
+
+def load_config(workflow) -> Settings:
+    """The run's config, from the files and the command line to what the jobs read, in one call
+    (the Snakefile's): the YAML of every config file and ``--config`` value is checked (file and
+    line of an error, before Snakemake reads the files), ``config/config.yaml`` is read under the
+    study's files and ``--config`` values (as ``configfile:`` would), then :func:`resolve_config`.
+    ``workflow`` is Snakemake's; its ``config`` is completed in place. Every problem is a
+    ConfigError, one line naming the key."""
+    basedir, given = Path(workflow.basedir), workflow.config_settings
+    check_config_files([basedir / DEFAULT_CONFIG, *given.configfiles])
+    check_cli_values(given.config)
+    workflow.configfile(DEFAULT_CONFIG)
+    files: dict = {}
+    for path in given.configfiles:
+        _merge(files, yaml.safe_load(Path(path).read_text()) or {})
+    defaults = None
+    if not given.replace_workflow_config and Path(DEFAULT_CONFIG).is_file():
+        defaults = (yaml.safe_load(Path(DEFAULT_CONFIG).read_text()) or {}).get("methods") or {}
+    return resolve_config(workflow.config, basedir, files, dict(given.config), defaults)
+
+
+def resolve_config(config: dict, basedir: Path, files: dict | None = None, cli: dict | None = None,
+                   defaults: dict | None = None) -> Settings:
+    """``config`` (as Snakemake merged config/config.yaml, the ``--configfile`` files and the
+    ``--config`` values) completed in place, and what the workflow derives from it, in order: the
+    run's methods (:func:`own_methods`; ``files``: the files' values merged, ``cli``: the
+    ``--config`` values as Snakemake read them, ``defaults``: config/config.yaml's methods);
+    ``--config`` values brought to their types; the schema (one line naming the key), its defaults
+    set; ``method_defaults`` merged; defaults that depend on other keys; one spelling per method;
+    the baseline when ``run_methods`` leaves it out; the names and values (:func:`check_config`)."""
+    from snakemake.utils import validate
+
+    files, cli = files or {}, cli or {}
+    # Snakemake reads a --config value's scalars as strings: hidden: [64, 32] as ['64', '32']
+    typed = {key: yaml_values(cli[key]) for key in ("methods", "method_defaults") if isinstance(cli.get(key), dict)}
+    own_methods(config, files, {**cli, **typed}, defaults)
+    if "method_defaults" in typed and isinstance(config.get("method_defaults"), dict):
+        _merge(config["method_defaults"], typed["method_defaults"])
+    schema = yaml.safe_load((basedir / SCHEMA).read_text())
+    prepare_cli_values(config, schema)
+    if problem := schema_problem(config, schema):
+        raise ConfigError(problem)
+    validate(config, str(basedir / SCHEMA))  # also sets the schema's defaults
+    apply_method_defaults(config)
+    whole_numbers(config)
+    apply_defaults(config)
+    # one spelling per method: the train job's params are compared as text
+    config["methods"] = {name: canonical_spec(spec) for name, spec in config["methods"].items()}
+    report = cli.get("report")
+    note = baseline_fallback(config, isinstance(report, dict) and "baseline" in report)
+    settings = check_config(config, basedir)
+    return dataclasses.replace(settings, notes=(note, *settings.notes)) if note else settings
+
+
+def whole_numbers(config: dict) -> None:
+    """``evaluation.rel_threshold`` written ``1.0`` is the ``1`` of config/config.yaml, in place:
+    the clean, train and evaluate jobs take it as a param, and Snakemake compares params as text."""
+    evaluation = config["evaluation"]
+    value = evaluation.get("rel_threshold")
+    if isinstance(value, float) and value.is_integer():
+        evaluation["rel_threshold"] = int(value)
 
 
 def apply_defaults(config: dict) -> None:
@@ -160,6 +307,10 @@ def apply_defaults(config: dict) -> None:
     for name in evaluation["extra_metrics"]:
         check_metric("evaluation.extra_metrics", name)
     evaluation["metrics"] = list(dict.fromkeys([*evaluation["metrics"], *evaluation["extra_metrics"]]))
+    expand_tuned_methods(config)  # a tune block: tuned methods (and their untuned twins) from here on
+
+
+EVALUATION_ORDER = ("metrics", "selection_metric", "rel_threshold", "no_relevant")
 
 
 def evaluate_params(evaluation: dict, saved: dict | None = None) -> dict:
@@ -170,9 +321,13 @@ def evaluate_params(evaluation: dict, saved: dict | None = None) -> dict:
     ``saved``: the evaluation a fold's outputs were made with (its config.resolved.json). When
     they hold every metric asked for, differ only by extra metrics since dropped and agree on
     the rest, ``saved`` is returned: the params look unchanged, and dropping an extra metric
-    re-evaluates nothing (the fold keeps its columns, also when it is evaluated again)."""
+    re-evaluates nothing (the fold keeps its columns, also when it is evaluated again).
+
+    The keys come in one order (config/config.yaml's), whatever order the config files gave
+    them in: Snakemake compares params as text."""
     extras = list(evaluation["extra_metrics"])
-    wanted = {k: v for k, v in evaluation.items() if k != "extra_metrics"}
+    keys = [*(k for k in EVALUATION_ORDER if k in evaluation), *(k for k in evaluation if k not in EVALUATION_ORDER)]
+    wanted = {k: evaluation[k] for k in keys if k != "extra_metrics"}
     params = {**wanted, **({"extra_metrics": extras} if extras else {})}
     if not saved or not all(k in saved for k in wanted):
         return params
@@ -203,7 +358,9 @@ def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = 1.
     (:func:`rankstudy.rankers.spec.check_spec`, the train job's own rules)."""
     try:
         check_spec(spec, seed, rel_threshold)
-    except SpecError as exc:
+        if spec.get("tune"):
+            check_tuned_spec(spec)
+    except (SpecError, TuningError) as exc:
         key = f"methods.{name}.{exc.key}" if exc.key else f"methods.{name}"
         raise ConfigError(f"config key {key}: {exc.problem}") from None
 

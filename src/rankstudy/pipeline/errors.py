@@ -18,8 +18,11 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from rankstudy.data.qadata import QATableError
     from rankstudy.data.registry import RegistryError
     from rankstudy.data.splitfiles import DataPathError, DatasetNotFound
+    from rankstudy.rankers.selection import AllDiverged
+    from rankstudy.rankers.tuning import StorageError, TuningError
     from rankstudy.tracking.errors import TrackingUnavailable
     from rankstudy.util.atomic import DamagedFile
 
     return (ConfigError, DatasetNotFound, DataPathError, RegistryError, DownloadError, LetorFormatError,
-            QATableError, EmptySplitError, TrackingUnavailable, DamagedFile, FileNotFoundError, PermissionError)
+            QATableError, EmptySplitError, TrackingUnavailable, DamagedFile, FileNotFoundError, PermissionError,
+            AllDiverged, StorageError, TuningError)

@@ -12,6 +12,8 @@ is rebuilt by hand or parsed back anywhere else. ::
       features/{data}/{cleaning}/{norm}/{featureset}/fold{fold}/{split}.npz, pairs.tsv, transform.json
       runs/{study}/{dataset}/{featureset}/{method}/fold{fold}/  one study's training and evaluation of a fold
       runs/{study}/{dataset}/{featureset}/{method}/             its fold means, per-query test metrics, MLflow plan
+      tuning/{study}/{dataset}/{featureset}/{method}/fold{fold}.journal  a tuned method's Optuna study
+      runs/{study}/{dataset}/mlflow.runs.json                  the MLflow runs log_runs wrote for it
       runs/{study}/{dataset}/complete.json                     a study a scorecard run ran to its end
       tables/{study}/{dataset}.*, plots/{study}/{dataset}.*
       tables/{study}/leaderboard.*, plots/{study}/leaderboard.png  the study's leaderboard over its data sets
@@ -42,7 +44,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rankstudy.data.folds import NEAR_DUPLICATES
 from rankstudy.data.sources import generator_settings
+from rankstudy.data.splitfiles import SPLITS
 
 RESULTS = "results"
 
@@ -69,9 +73,15 @@ EVALUATE_OUTPUTS = {"scores_vali": "scores.vali.tsv", "scores_test": "scores.tes
                     "qrels": "qrels.test.txt",
                     "per_query_vali": "metrics.per_query.vali.csv", "per_query_test": "metrics.per_query.test.csv",
                     "resolved": "config.resolved.json", "summary": "summary.json"}
+# a tuned method's trials: each tuning worker's record, and the Optuna study (a journal file, when
+# tune.storage names no database) kept apart from the fold's outputs so a rerun resumes from it
+TUNE_WORKER = f"{FOLD_DIR}/tuning/worker{{worker}}.json"
+TUNING_JOURNAL = f"{RESULTS}/tuning/{{study}}/{{dataset}}/{{featureset}}/{{method}}/fold{{fold}}.journal"
 METHOD_SUMMARY = f"{METHOD_DIR}/summary.json"
 METHOD_PER_QUERY = f"{METHOD_DIR}/metrics.per_query.test.csv"
-METHOD_MLFLOW = f"{METHOD_DIR}/mlflow.json"  # its MLflow runs, for the tables job to log
+METHOD_MLFLOW = f"{METHOD_DIR}/mlflow.json"  # its MLflow runs, for the log_runs job to log
+# the MLflow run ids the log_runs job logged for a study and data set (fold, parent and study runs)
+RUNS_LOGGED = f"{RESULTS}/runs/{{study}}/{{dataset}}/mlflow.runs.json"
 
 TABLES = f"{RESULTS}/tables/{{study}}/{{dataset}}"
 # a scorecard run (config key scorecard): each member study run to its end, then the card over them
@@ -95,6 +105,7 @@ JOB_KEYS = {
     "pair_correlations": "{data}/{cleaning}/{norm}/fold{fold}",
     "featurize": "{data}/{cleaning}/{norm}/{featureset}/fold{fold}",
     "train": "{study}/{dataset}/{featureset}/{method}/fold{fold}",
+    "tune_trials": "{study}/{dataset}/{featureset}/{method}/fold{fold}/worker{worker}",
     "evaluate": "{study}/{dataset}/{featureset}/{method}/fold{fold}",
     "aggregate": "{study}/{dataset}/{featureset}/{method}",
     "scorecard": "scorecard",
@@ -136,15 +147,37 @@ def data_name(dataset: str, entry: dict, config: dict) -> str:
     return dataset if settings is None else f"{dataset}.{_digest(settings)}"
 
 
+def cleaning_rules(cleaning: dict | None) -> dict:
+    """The cleaning section with one spelling per setting: what the clean job gets as its params
+    (Snakemake compares params as text) and what the cleaning name digests. Each rule's splits in
+    split order, once; a rule with no splits the same as one left out; ``near_duplicates`` only
+    with ``chakrabarti`` splits, and only its options that differ from their defaults. The
+    spelling is config/config.yaml's, so its runs keep their params: ``drop_no_relevant`` and
+    ``chakrabarti`` always named, ``binarize`` only when it has splits."""
+    cleaning = cleaning or {}
+
+    def splits(rule: str) -> list[str]:
+        return [s for s in SPLITS if s in (cleaning.get(rule) or [])]
+
+    rules = {"drop_no_relevant": splits("drop_no_relevant"), "chakrabarti": splits("chakrabarti")}
+    if splits("binarize"):
+        rules["binarize"] = splits("binarize")
+    options = {k: v for k, v in sorted((cleaning.get("near_duplicates") or {}).items())
+               if not (k in NEAR_DUPLICATES and v == NEAR_DUPLICATES[k] and type(v) is type(NEAR_DUPLICATES[k]))}
+    if options and rules["chakrabarti"]:
+        rules["near_duplicates"] = options
+    return rules
+
+
 def cleaning_name(cleaning: dict | None, rel_threshold: float) -> str:
     """``raw``, or ``clean-<digest>`` of the rules in use and the relevance threshold they apply."""
-    cleaning = dict(cleaning or {})
-    options = cleaning.pop("near_duplicates", None) or {}
-    rules = {key: sorted(splits) for key, splits in cleaning.items() if splits}
+    rules = cleaning_rules(cleaning)
+    options = rules.pop("near_duplicates", None)
+    rules = {key: sorted(splits) for key, splits in rules.items() if splits}
     if not rules:
         return "raw"
-    if options and rules.get("chakrabarti"):  # only when they are given: older folders keep their names
-        rules["near_duplicates"] = dict(sorted(options.items()))
+    if options:  # only options given, away from their defaults: older folders keep their names
+        rules["near_duplicates"] = options
     return f"clean-{_digest({'rules': rules, 'rel_threshold': float(rel_threshold)})}"
 
 

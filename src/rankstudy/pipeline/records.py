@@ -122,6 +122,9 @@ class FitRecord(Record):
     # None for rankers that report none
     objective: dict[str, float | None] | None = None
     selection_score: float | None = None  # the chosen candidate's validation score
+    # a tuned method's budget and what it bought (rankstudy.rankers.tuning.Outcome.summary): trials,
+    # CPU-seconds, the best trial, the study; None for a grid
+    tuning: dict[str, Any] | None = None
 
     @property
     def seconds(self) -> float:
@@ -141,6 +144,9 @@ class FoldSummary(Record):
     learned: dict[str, Any]  # rankstudy.evaluation.learning.learning_check
     fingerprint: str
     n_queries: dict[str, int]  # vali, test
+    # per split, how tied its scores are (rankstudy.evaluation.learning.score_ties): "flagged" when
+    # most queries have every score tied, so the ranking is the input order; {} from older versions
+    score_ties: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -160,6 +166,8 @@ class MethodSummary(Record):
     chosen: dict[int, dict[str, Any]] = field(default_factory=dict)
     # a random ranking's metrics on the same splits (mean of 10 seeded draws per fold): fold means
     random: dict[str, float] = field(default_factory=dict)
+    # per fold, the fold summary's score_ties (of the vali and test scores)
+    score_ties: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def not_learned(self) -> dict[int, list[str]]:

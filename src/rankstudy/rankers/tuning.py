@@ -108,6 +108,13 @@ def check_settings(settings: TuneSettings) -> None:
         raise TuningError("tune.workers", f"must be an integer >= 1, got {settings.workers!r}")
 
 
+def check_tuned_spec(spec: dict) -> None:
+    """TuningError naming the key (relative to the method) of a tuned spec's first problem."""
+    settings = TuneSettings.from_config(spec["tune"])
+    check_settings(settings)
+    tuning_space(spec["kind"], spec.get("params") or {}, settings.space)
+
+
 def study_name(prefix: str, kind: str, params: dict, space: dict[str, Space], settings: TuneSettings,
                metric: str, metric_options: dict) -> str:
     """``prefix`` (the method and fold) and a digest of everything a trial's value depends on, so

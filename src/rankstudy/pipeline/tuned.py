@@ -1,0 +1,87 @@
+"""The config's ``tune`` block turned into methods: each method chosen for tuning gets its
+resolved settings (the study's budget, sampler and workers, overridden by its own ``tune``
+mapping), and with ``variants: [default, tuned]`` it runs twice, as itself and as
+``NAME-tuned``, so a board shows both side by side. Everything downstream sees ordinary methods:
+a spec with a ``tune`` key is tuned by its train job (:mod:`rankstudy.rankers.tuning`)
+instead of fitting its grid.
+
+A grid key the ranker declares no search space for becomes a choice among the grid's values,
+so a method's grid is never silently dropped when it is tuned.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from rankstudy.pipeline.errors import ConfigError
+from rankstudy.rankers.registry import RANKERS
+
+TUNED_SUFFIX = "-tuned"
+# the study-wide settings a method's own tune mapping may override (workers and storage are the run's)
+METHOD_KEYS = ("trials", "cpu_seconds", "sampler", "space")
+
+
+def tuned_spec(spec: dict, tune: dict, own: dict) -> dict:
+    """The spec a tuned method trains with: its kind and params, and ``tune`` resolved."""
+    settings = {k: tune[k] for k in ("sampler", "trials", "cpu_seconds", "workers")}
+    settings.update({k: v for k, v in own.items() if k in METHOD_KEYS and k != "space"})
+    declared = RANKERS[spec["kind"]].search_space(spec.get("params")) if spec.get("kind") in RANKERS else {}
+    space = {name: {"choices": list(values)} for name, values in (spec.get("grid") or {}).items()
+             if name not in declared}
+    space.update(own.get("space") or {})
+    settings["space"] = space
+    out = {k: copy.deepcopy(v) for k, v in spec.items() if k not in ("grid", "tune")}
+    out["tune"] = settings
+    return out
+
+
+def expand_tuned_methods(config: dict) -> None:
+    """In place, after the schema set the ``tune`` block's defaults: with no ``tune`` block
+    nothing changes. Otherwise every method run (``tune.methods``, default all of them, less
+    those with ``tune: false``) is tuned; with ``tune.variants`` holding ``default`` too, the
+    untuned method stays and ``NAME-tuned`` joins it, right after it in ``run_methods``."""
+    tune = config.get("tune")
+    methods = config["methods"]
+    if not tune:
+        for name, spec in methods.items():
+            if isinstance(spec, dict) and spec.get("tune") not in (None, False):
+                raise ConfigError(f"config key methods.{name}.tune: the study has no tune block; add one "
+                                  f"(tune: {{trials: 20}}) to tune this method, or remove the key")
+            if isinstance(spec, dict):
+                spec.pop("tune", None)
+        return
+    run = list(config.get("run_methods") or methods)
+    chosen = tune.get("methods") or run
+    for name in chosen:
+        if name not in methods:
+            raise ConfigError(f"config key tune.methods: {name!r} is not defined under methods ({', '.join(methods)})")
+    both = "default" in tune["variants"]
+    order = []
+    for name in run:
+        spec = methods[name]
+        own = spec.get("tune")
+        if own is False or name not in chosen:
+            spec.pop("tune", None)
+            order.append(name)
+            continue
+        tuned = tuned_spec(spec, tune, own if isinstance(own, dict) else {})
+        if not both:
+            methods[name] = tuned
+            order.append(name)
+            continue
+        twin = f"{name}{TUNED_SUFFIX}"
+        if twin in methods:
+            raise ConfigError(f"config key methods.{twin}: the tuned variant of {name!r} takes this name "
+                              f"(tune.variants has default and tuned); rename the method")
+        spec.pop("tune", None)
+        methods[twin] = tuned
+        order += [name, twin]
+    if config.get("run_methods") or both:
+        config["run_methods"] = order
+
+
+def tuned_from(name: str, methods: dict) -> str | None:
+    """The untuned method a ``NAME-tuned`` twin was made from, when both are in ``methods``."""
+    if name.endswith(TUNED_SUFFIX) and name[: -len(TUNED_SUFFIX)] in methods:
+        return name[: -len(TUNED_SUFFIX)]
+    return None

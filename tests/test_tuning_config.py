@@ -1,0 +1,86 @@
+"""The config's tune block: checked by the schema and the method check before any job, naming
+the key; expanded into tuned methods (and their untuned twins) for the rest of the workflow."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rankstudy.pipeline.config import apply_defaults, check_method, schema_problem
+from rankstudy.pipeline.errors import ConfigError
+from rankstudy.pipeline.tuned import expand_tuned_methods, tuned_from
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+BASE = yaml.safe_load((REPO / "config/config.yaml").read_text())
+
+
+@pytest.mark.parametrize("tune, key", [
+    ({"trials": 0}, "config key tune.trials: 0 is less than the minimum of 1"),
+    ({"sampler": "grid"}, "config key tune.sampler: 'grid' is not one of ['tpe', 'random']"),
+    ({"cpu_seconds": 0}, "config key tune.cpu_seconds: 0 is less than or equal to the minimum of 0"),
+    ({"cpu_seconds": -5}, "config key tune.cpu_seconds"),
+    ({"workers": 0}, "config key tune.workers"),
+    ({"variants": ["best"]}, "config key tune.variants"),
+    ({"budget": 3}, "config key tune: Additional properties are not allowed ('budget' was unexpected)"),
+])
+def test_a_bad_budget_or_sampler_is_refused_naming_its_key(tune, key):
+    config = copy.deepcopy(BASE)
+    config["tune"] = tune
+    assert schema_problem(config, SCHEMA).startswith(key)
+
+
+def resolved(config: dict) -> dict:
+    config = copy.deepcopy(config)
+    for k, v in {"sampler": "tpe", "trials": 20, "cpu_seconds": None, "workers": 1, "variants": ["tuned"]}.items():
+        config.get("tune", {}).setdefault(k, v)
+    config.setdefault("evaluation", {}).setdefault("extra_metrics", [])
+    apply_defaults(config)
+    return config
+
+
+def test_default_and_tuned_side_by_side_make_twins_right_after_each_method():
+    config = resolved({**BASE, "tune": {"trials": 5, "variants": ["default", "tuned"], "methods": ["ranknet", "lambdamart"]}})
+    assert config["run_methods"] == ["pointwise", "ranknet", "ranknet-tuned", "ranksvm", "listnet", "listmle",
+                                     "lambdamart", "lambdamart-tuned"]
+    twin = config["methods"]["lambdamart-tuned"]
+    assert twin["tune"] == {"sampler": "tpe", "trials": 5, "cpu_seconds": None, "workers": 1, "space": {}}
+    assert "grid" not in twin and twin["params"] == BASE["methods"]["lambdamart"]["params"]
+    # a grid key the ranker declares no space for is a choice among its values (num_leaves has one)
+    assert config["methods"]["ranknet-tuned"]["tune"]["space"] in ({"l2": {"choices": [1e-4, 1e-2, 1.0]}}, {})
+    assert "tune" not in config["methods"]["ranknet"] and tuned_from("ranknet-tuned", config["methods"]) == "ranknet"
+    for name in ("ranknet-tuned", "lambdamart-tuned"):
+        check_method(name, config["methods"][name])
+
+
+def test_a_method_overrides_the_budget_and_space_or_opts_out():
+    methods = copy.deepcopy(BASE["methods"])
+    methods["lambdamart"]["tune"] = {"trials": 3, "space": {"num_leaves": {"int": [4, 16]}, "lambda_l2": None}}
+    methods["ranknet"]["tune"] = False
+    config = resolved({**BASE, "methods": methods, "tune": {"trials": 10}})
+    assert "tune" not in config["methods"]["ranknet"]
+    tune = config["methods"]["lambdamart"]["tune"]
+    assert tune["trials"] == 3 and tune["space"] == {"num_leaves": {"int": [4, 16]}, "lambda_l2": None}
+    assert config["methods"]["pointwise"]["tune"]["trials"] == 10
+    check_method("lambdamart", config["methods"]["lambdamart"])
+
+
+def test_tuning_problems_name_the_method_key():
+    methods = copy.deepcopy(BASE["methods"])
+    methods["lambdamart"]["tune"] = {"space": {"learning_rate": {"log_uniform": [0.0, 1.0]}}}
+    config = resolved({**BASE, "methods": methods, "tune": {}})
+    with pytest.raises(ConfigError, match=r"^config key methods.lambdamart.tune.space.learning_rate: log_uniform needs"):
+        check_method("lambdamart", config["methods"]["lambdamart"])
+    with pytest.raises(ConfigError, match=r"config key methods.ranknet.tune: the study has no tune block"):
+        methods = copy.deepcopy(BASE["methods"])
+        methods["ranknet"]["tune"] = {"trials": 3}
+        expand_tuned_methods({**BASE, "methods": methods})
+    with pytest.raises(ConfigError, match=r"config key methods.ranknet-tuned: the tuned variant of 'ranknet' takes"):
+        methods = copy.deepcopy(BASE["methods"])
+        methods["ranknet-tuned"] = methods["ranknet"]
+        resolved({**BASE, "methods": methods, "tune": {"variants": ["default", "tuned"]}})
+    with pytest.raises(ConfigError, match=r"config key tune.methods: 'nope' is not defined"):
+        resolved({**BASE, "tune": {"methods": ["nope"]}})

@@ -1,0 +1,71 @@
+"""Tuning through the real Snakemake CLI: two workers on one machine share one method's Optuna
+study (a journal file), the train job fits the best trial, a rerun finds nothing to do, and a
+larger budget resumes the study instead of starting again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pipeline_runs import make_workdir, run_dir, snakemake
+
+pytest.importorskip("optuna")
+
+TUNED = {
+    "study": "tuned", "folds": [1],
+    "synthetic": {"n_queries": 120, "n_features": 20},
+    "features": {"normalization": "zscore", "first_order": True, "rho": []},
+    "methods": {"lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 120, "early_stopping_rounds": 200}}},
+    "tune": {"trials": 6, "workers": 2, "sampler": "tpe"},
+    "report": {"baseline": "lambdamart", "metrics": ["ndcg@10"], "n_resamples": 100, "alpha": 0.05},
+}
+
+
+def fit_target(method: str = "lambdamart") -> str:
+    return str(run_dir(Path("."), method, 1, study="tuned") / "fit.json")
+
+
+def test_two_workers_share_a_study_and_a_larger_budget_resumes_it(tmp_path):
+    workdir = make_workdir(tmp_path, TUNED)
+    snakemake(workdir, fit_target())
+    fold = run_dir(workdir, "lambdamart", 1, study="tuned")
+    workers = [json.loads((fold / "tuning" / f"worker{k}.json").read_text()) for k in (1, 2)]
+    ran = [set(w["trials"]) for w in workers]
+    assert not ran[0] & ran[1] and len(ran[0] | ran[1]) >= 6
+    assert all(ran), f"both workers ran trials at once: {ran}"
+    fit = json.loads((fold / "fit.json").read_text())
+    assert fit["tuning"]["trials"] == 6 and fit["tuning"]["workers"] == [1, 2]
+    assert fit["tuning"]["study"].startswith("tuned/synthetic/first/lambdamart/fold1#")
+    rows = (fold / "selection.csv").read_text().splitlines()
+    assert rows[0].split(",")[-4:] == ["state", "worker", "counted", "selected"]
+    assert sum(r.endswith(",True") for r in rows[1:]) == 1
+    assert (workdir / "results/tuning/tuned/synthetic/first/lambdamart/fold1.journal").exists()
+
+    assert "Nothing to be done" in snakemake(workdir, fit_target(), "-n").stdout
+    # a larger budget continues the study: only the two new trials run
+    (workdir / "test.yaml").write_text((workdir / "test.yaml").read_text().replace("trials: 6", "trials: 8"))
+    snakemake(workdir, fit_target())
+    fit = json.loads((fold / "fit.json").read_text())
+    runs = [json.loads((fold / "tuning" / f"worker{k}.json").read_text())["trials"] for k in (1, 2)]
+    assert fit["tuning"]["trials"] == 8 and sorted(runs[0] + runs[1]) == [7, 8]
+
+
+def test_a_bad_tuning_space_is_refused_before_any_job_naming_its_key(tmp_path):
+    """The Snakemake CLI's own refusal (the budget and sampler keys: tests/test_tuning_config.py)."""
+    import subprocess
+
+    from pipeline_runs import SNAKEMAKE
+
+    workdir = make_workdir(tmp_path, TUNED)
+    config = yaml.safe_load((workdir / "test.yaml").read_text())
+    config["methods"]["lambdamart"]["tune"] = {"space": {"num_leaves": {"int": [1, 8]}}}
+    (workdir / "bad.yaml").write_text(yaml.safe_dump(config))
+    out = subprocess.run([SNAKEMAKE, "-n", "--configfile", "bad.yaml", "--replace-workflow-config"], cwd=workdir,
+                         capture_output=True, text=True)
+    assert out.returncode != 0
+    assert ("config key methods.lambdamart.tune.space.num_leaves: search space an integer in [1, 8] leaves the "
+            "parameter's range: 1 is not an integer >= 2") in out.stdout + out.stderr
+    assert not (workdir / "results").exists()
