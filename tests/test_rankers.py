@@ -130,9 +130,16 @@ def test_linear_history_records_every_iteration(linear_models):
         assert [h["step"] for h in history] == list(range(model.n_iter_ + 1))
         assert history[-1]["train_loss"] < history[0]["train_loss"]
         assert history[-1]["vali_loss"] < history[0]["vali_loss"]
-        if model.solver == "lbfgs":  # L-BFGS descends; a cutting plane's iterates need not
+        if model.solver_name() == "lbfgs":  # L-BFGS descends; a cutting plane's iterates need not
             objectives = [h["objective"] for h in history]
             assert all(b <= a + 1e-12 for a, b in zip(objectives, objectives[1:])), loss
+
+
+def test_the_default_solver_is_chosen_where_it_is_used_and_the_parameters_keep_null():
+    assert LinearRanker(loss="ranknet").get_params()["solver"] is None
+    assert LinearRanker(loss="ranknet").solver_name() == "lbfgs"
+    assert LinearRanker(loss="svm_map").solver_name() == "cutting_plane"  # not smooth: the first that fits
+    assert LinearRanker(loss="ranknet", solver="projected_sgd").solver_name() == "projected_sgd"
 
 
 def test_lambdamart_history_and_early_stopping(lambdamart):
@@ -250,8 +257,8 @@ def test_lambdamart_rejects_non_integer_labels(splits):
 
 def test_unknown_kind_lists_valid_kinds():
     with pytest.raises(ValueError) as err:
-        make_ranker("xgboost", {})
-    assert "xgboost" in str(err.value) and "linear" in str(err.value) and "lambdamart" in str(err.value)
+        make_ranker("gbrt", {})
+    assert "gbrt" in str(err.value) and "linear" in str(err.value) and "lambdamart" in str(err.value)
 
 
 def test_unknown_param_is_named_with_valid_ones():

@@ -5,16 +5,25 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.features.featuresets import FeatureSet
-from rankstudy.features.pairs import check_pairs
 from rankstudy.losses.groups import GROUP_AGGREGATES
 from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
-from rankstudy.util.params import Choice, Integer, Listing, Mapping, ParamError, Real
+from rankstudy.util.params import Choice, Constraint, Integer, Listing, LogUniform, Mapping, Param, ParamError, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import QuadraticScorer
 from rankstudy.solvers.registry import SOLVERS, SolverSettings, default_solver, make_solver
 
 FUNCTIONALS = ("linear", "quadratic")
+
+
+class FeaturePair(Constraint):
+    """[i, j]: two 0-based feature indices, one product of the quadratic functional."""
+
+    def accepts(self, value) -> bool:
+        return isinstance(value, list | tuple) and len(value) == 2 and all(Integer(0).accepts(i) for i in value)
+
+    def describe(self) -> str:
+        return "a pair [i, j] of feature indices >= 0"
 
 
 class LinearRanker(ScoredRanker):
@@ -40,32 +49,20 @@ class LinearRanker(ScoredRanker):
 
     kind = "linear"
     featureset_types = ("first", "rho", "quad")
-    parameter_constraints = {
-        "loss": [Choice(lambda: sorted(LOSSES), "loss")], "l2": [Real(0)], "max_iter": [Integer(1)], "tol": [Real(0)],
-        "seed": [Integer()], "loss_params": [None, Mapping()], "group": [None, Choice(GROUP_AGGREGATES, "group")],
-        "functional": [Choice(FUNCTIONALS, "functional")],
-        "pairs": [None, Listing(what="a list of [i, j] feature index pairs")], "chunk_rows": [Integer(1)],
-        "solver": [None, Choice(lambda: sorted(SOLVERS), "solver")],
+    parameters = {
+        "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), "ranknet"),
+        "l2": Param(Real(0), 1e-3, space=LogUniform(1e-6, 10.0), help="the L2 penalty l2/2 ||theta||^2"),
+        "max_iter": Param(Integer(1), 200),
+        "tol": Param(Real(0), 1e-6),
+        "seed": Param(Integer(), 0),
+        "loss_params": Param([None, Mapping()], None),
+        "group": Param([None, Choice(GROUP_AGGREGATES, "group")], None),
+        "functional": Param(Choice(FUNCTIONALS, "functional"), "linear"),
+        "pairs": Param([None, Listing(FeaturePair(), what="a list of [i, j] feature index pairs")], None),
+        "chunk_rows": Param(Integer(1), 8192),
+        "solver": Param([None, Choice(lambda: sorted(SOLVERS), "solver")], None,
+                        help="null: the first solver that fits the loss"),
     }
-
-    def __init__(self, loss: str = "ranknet", l2: float = 1e-3, max_iter: int = 200,
-                 tol: float = 1e-6, seed: int = 0, loss_params: dict | None = None,
-                 group: str | None = None, functional: str = "linear",
-                 pairs: list[list[int]] | None = None, chunk_rows: int = 8192,
-                 solver: str | None = None) -> None:
-        super().__init__()
-        self.loss = loss
-        self.l2 = l2
-        self.max_iter = max_iter
-        self.tol = tol
-        self.seed = seed
-        self.loss_params = None if loss_params is None else dict(loss_params)
-        self.group = group
-        self.functional = functional
-        # kept as plain lists so get_params() stays JSON data
-        self.pairs = None if pairs is None else check_pairs(pairs).tolist()
-        self.chunk_rows = chunk_rows
-        self.solver = solver or default_solver(loss_entry(loss), l2=l2)
 
     @classmethod
     def check_combination(cls, params: dict) -> None:
@@ -92,8 +89,12 @@ class LinearRanker(ScoredRanker):
     def make_loss(self):
         return bind_loss(self.loss, self.loss_params, seed=self.seed, group=self.group)
 
+    def solver_name(self) -> str:
+        # resolved here, not stored: the saved parameters keep what the config asked for
+        return self.solver or default_solver(loss_entry(self.loss), l2=self.l2)
+
     def make_solver(self):
-        return make_solver(self.solver, SolverSettings(max_iter=self.max_iter, tol=self.tol, seed=self.seed))
+        return make_solver(self.solver_name(), SolverSettings(max_iter=self.max_iter, tol=self.tol, seed=self.seed))
 
     @property
     def coef_(self) -> np.ndarray:

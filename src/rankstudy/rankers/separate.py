@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
-from rankstudy.util.params import Choice, Integer, Mapping, Real
+from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Mapping, Param, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.separate import ACTIVATIONS, SEPARATE_FUNCTIONALS, SeparateScorer
 from rankstudy.solvers.registry import SOLVERS, SolverSettings, default_solver, make_solver
@@ -25,32 +25,23 @@ class SeparateRanker(ScoredRanker):
     """
 
     kind = "separate"
-    parameter_constraints = {
-        "functional": [Choice(SEPARATE_FUNCTIONALS, "functional")], "activation": [Choice(ACTIVATIONS, "activation")],
-        "d": [Integer(1)], "tau": [Real(0, low_open=True)], "loss": [Choice(lambda: sorted(LOSSES), "loss")],
-        "loss_params": [None, Mapping()], "l2": [Real(0)], "max_iter": [Integer(1)], "seed": [Integer()],
-        "tol": [Real(0)], "init_scale": [Real(0, low_open=True)], "solver": [None, Choice(lambda: sorted(SOLVERS), "solver")],
+    parameters = {
+        "functional": Param(Choice(SEPARATE_FUNCTIONALS, "functional"), "f1"),
+        "activation": Param(Choice(ACTIVATIONS, "activation"), "tanh"),
+        "d": Param(Integer(1), 10, space=IntRange(2, 64, log=True), help="columns of A and B"),
+        "tau": Param(Real(0, low_open=True), 1.0, space=LogUniform(0.1, 10.0), tune_when={"functional": "f2"}),
+        "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), "multiclass_logistic"),
+        "loss_params": Param([None, Mapping()], None),
+        "l2": Param(Real(0), 1e-3, space=LogUniform(1e-6, 10.0)),
+        "max_iter": Param(Integer(1), 200),
+        "seed": Param(Integer(), 0),
+        "tol": Param(Real(0), 1e-6),
+        "init_scale": Param(Real(0, low_open=True), 0.1),
+        "solver": Param([None, Choice(lambda: sorted(SOLVERS), "solver")], None,
+                        help="null: the first solver that fits the loss"),
     }
     data_kind = "qa"
     featureset_types = ("first",)
-
-    def __init__(self, functional: str = "f1", activation: str = "tanh", d: int = 10, tau: float = 1.0,
-                 loss: str = "multiclass_logistic", loss_params: dict | None = None, l2: float = 1e-3,
-                 max_iter: int = 200, seed: int = 0, tol: float = 1e-6, init_scale: float = 0.1,
-                 solver: str | None = None) -> None:
-        super().__init__()
-        self.functional = functional
-        self.activation = activation
-        self.d = d
-        self.tau = tau
-        self.loss = loss
-        self.loss_params = None if loss_params is None else dict(loss_params)
-        self.l2 = l2
-        self.max_iter = max_iter
-        self.seed = seed
-        self.tol = tol
-        self.init_scale = init_scale
-        self.solver = solver or default_solver(loss_entry(loss), l2=l2, linear=False)  # f1, f2: not linear in (A, B)
 
     @classmethod
     def check_combination(cls, params: dict) -> None:
@@ -62,8 +53,12 @@ class SeparateRanker(ScoredRanker):
     def make_loss(self):
         return bind_loss(self.loss, self.loss_params, seed=self.seed)
 
+    def solver_name(self) -> str:
+        # f1 and f2 are not linear in (A, B); resolved here, not stored (the saved parameters keep null)
+        return self.solver or default_solver(loss_entry(self.loss), l2=self.l2, linear=False)
+
     def make_solver(self):
-        return make_solver(self.solver, SolverSettings(max_iter=self.max_iter, tol=self.tol, seed=self.seed))
+        return make_solver(self.solver_name(), SolverSettings(max_iter=self.max_iter, tol=self.tol, seed=self.seed))
 
     @property
     def A_(self) -> np.ndarray:
