@@ -1,17 +1,17 @@
-"""The README's "Extending rankstudy" examples, run as the README writes them: each code block is
-read from README.md, put where its first line says, and must pass the config check and learn
-(its objective falls, and it beats a random ranking by a clear margin). So the docs cannot drift
-from the code again."""
+"""The documentation's examples, run as the pages write them: the tutorial's loss (docs/tutorial.md)
+and the extension examples (docs/extending.md) are read from the pages (the blocks marked
+``<!-- test: ... -->``, tests/docblocks.py), put where their title says, and must pass the config
+check and learn (the objective falls, and the model beats a random ranking by a clear margin). So
+the docs cannot drift from the code. The tutorial's whole run, through the Snakemake CLI to the
+leaderboard, is tests/test_docs_tutorial_e2e.py."""
 
 from __future__ import annotations
-
-import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
+from docblocks import one, registry_line
 from losscheck import finite_difference, make_batch, relative_error
 from rankstudy.evaluation import metrics
 from rankstudy.losses import baseline
@@ -22,30 +22,6 @@ from rankstudy.rankers.spec import training_params
 from rankstudy.rankers import registry as rankers
 from rankstudy.rankers.selection import select_and_fit
 from rankercheck import make_data, mean_ndcg_at_10
-
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-def blocks() -> list[tuple[str, str]]:
-    """(language, code) of every fenced block of the README's extension section, in order."""
-    text = README.read_text()
-    section = text[text.index("## Extending rankstudy"):]
-    section = section[:section.index("\n## ", 1)]
-    return re.findall(r"```(\w+)\n(.*?)```", section, re.S)
-
-
-def entry(code: str, namespace: dict) -> tuple[str, object]:
-    """A registry entry line (``"name": expression,``) evaluated in ``namespace``."""
-    line = next(line for line in code.splitlines() if not line.lstrip().startswith("#"))
-    name, expression = re.fullmatch(r'\s*"(\w+)":\s*(.+?),\s*', line).groups()
-    return name, eval(expression, namespace)  # noqa: S307 - the README's own example
-
-
-@pytest.fixture(scope="module")
-def examples():
-    found = blocks()
-    assert [lang for lang, _ in found] == ["python", "python", "yaml", "python", "python", "python", "python"]
-    return [code for _, code in found]
 
 
 @pytest.fixture(scope="module")
@@ -67,28 +43,42 @@ def learns(kind: str, spec: dict, splits) -> None:
     assert mean_ndcg_at_10(ranker.predict(test), test) > random_ndcg(test) + 0.15
 
 
-def test_the_new_loss_checks_its_gradient_and_learns(examples, splits, monkeypatch):
-    code, registration, config = examples[:3]
+def test_the_blocks_say_where_they_go():
+    """Each block's title (what the reader sees) names the file its marker puts it in."""
+    for page, what in [("tutorial.md", "append src/rankstudy/losses/baseline.py"),
+                       ("tutorial.md", "entry LOSSES src/rankstudy/losses/registry.py"),
+                       ("tutorial.md", "write config/studies/huber.yaml")]:
+        block = one(page, what)
+        assert block.title.split(",")[0] == block.args[-1], (page, block.title)
+
+
+def test_the_tutorial_loss_checks_its_gradient_and_learns(splits, monkeypatch):
+    code = one("tutorial.md", "append src/rankstudy/losses/baseline.py").code
+    registration = one("tutorial.md", "entry LOSSES src/rankstudy/losses/registry.py").code
+    study = yaml.safe_load(one("tutorial.md", "write config/studies/huber.yaml").code)
     namespace = dict(vars(baseline))  # "numpy as np, clean and query_weights are imported there"
-    exec(code, namespace)  # noqa: S102
+    exec(code, namespace)  # noqa: S102 - the page's own example
     new = set(namespace) - set(vars(baseline))
-    for function in new:  # the function now stands in its module, as the README says
+    for function in new:  # the function now stands in its module, as the page says
         monkeypatch.setattr(baseline, function, namespace[function], raising=False)
-    name, loss = entry(registration, {"Loss": Loss})
+    name, expression = registry_line(registration)
+    loss = eval(expression, {"Loss": Loss})  # noqa: S307 - the page's own example
     monkeypatch.setitem(LOSSES, name, loss)
     s, y, mask = make_batch()
     value, grad = loss(s, y, mask)
     assert relative_error(grad, finite_difference(lambda v: loss(v, y, mask)[0], s)) < 1e-6
-    [(method, spec)] = yaml.safe_load(config)["methods"].items()
-    check_method(method, spec)  # the config check passes it
+    for method, spec in study["methods"].items():
+        check_method(method, spec)  # the config check passes every method of the study
+    [spec] = [spec for spec in study["methods"].values() if spec["params"]["loss"] == name]
     learns(spec["kind"], spec, splits)
 
 
-def test_the_new_metric_is_a_valid_name_and_counts_hits(examples, splits, monkeypatch):
-    code, registration = examples[3:5]
+def test_the_new_metric_is_a_valid_name_and_counts_hits(splits, monkeypatch):
+    code, registration = one("extending.md", "metric").code, one("extending.md", "metric entry").code
     namespace = dict(vars(metrics))
-    exec(code, namespace)  # noqa: S102
-    name, metric = entry(registration, namespace)
+    exec(code, namespace)  # noqa: S102 - the page's own example
+    name, expression = registry_line(registration)
+    metric = eval(expression, namespace)  # noqa: S307
     monkeypatch.setitem(metrics.METRICS, name, metric)
     test = splits[2]
     scores = np.random.default_rng(1).normal(size=len(test.y))
@@ -99,14 +89,15 @@ def test_the_new_metric_is_a_valid_name_and_counts_hits(examples, splits, monkey
         assert got[q] == float((test.y[a:b][top] >= 1).any()) or (not (test.y[a:b] >= 1).any() and got[q] == 0)
 
 
-def test_the_new_ranker_kind_needs_no_seed_and_learns(examples, splits, monkeypatch):
-    code, registration = examples[5:7]
+def test_the_new_ranker_kind_needs_no_seed_and_learns(splits, monkeypatch):
+    code, registration = one("extending.md", "ranker").code, one("extending.md", "ranker entry").code
     namespace: dict = {}
     exec(code, namespace)  # noqa: S102 - its own imports, as in its file
-    name, path = entry(registration, namespace)
+    name, expression = registry_line(registration)
+    path = eval(expression)  # noqa: S307
     cls = namespace[path.rpartition(":")[2]]  # the class the "module:Class" entry names, as written above
     monkeypatch.setitem(rankers.RANKERS, name, cls)
-    with pytest.raises(ConfigError, match=rf"methods\.mine\.grid\.l2: must be a number >= 0, got -1"):
+    with pytest.raises(ConfigError, match=r"methods\.mine\.grid\.l2: must be a number >= 0, got -1"):
         check_method("mine", {"kind": name, "grid": {"l2": [1e-3, -1]}})  # its declared constraints are checked
     spec = {"params": {"max_iter": 100}, "grid": {"l2": [1e-3, 1e-1]}}
     check_method("mine", {"kind": name, **spec})
