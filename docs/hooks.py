@@ -65,26 +65,19 @@ def _joined(lines: list[str]) -> str:
 
 
 def _param(text: str) -> dict | None:
-    """``name = default  (may be); tuned: space  # help`` as its parts, or None."""
-    m = re.fullmatch(r"(\w+) = (.*)", text)
+    """``name = default  (what it may be, ...)`` as its parts, or None."""
+    m = re.fullmatch(r"(\w+) = (.*?)(?:  \((.*)\))?", text)
     if not m:
         return None
-    rest, _, help_ = m[2].partition("  # ")
-    rest, _, tuned = rest.partition("; tuned: ")
-    default, bracket, allowed = rest.partition("  (")
-    if bracket and not allowed.endswith(")"):
-        return None
-    return {"parameter": f"`{m[1]}`", "default": f"`{_text(default)}`", "may be": _text(allowed[:-1]),
-            "tuned in": _text(tuned), "what": _text(help_)}
+    return {"parameter": f"`{m[1]}`", "default": f"`{_text(m[2])}`", "may be": _text(m[3] or "")}
 
 
 def _param_table(params: list[str]) -> list[str]:
     rows = [_param(p) for p in params]
     if not all(rows):
         return ["```text", *params, "```"]
-    columns = [c for c in ("parameter", "default", "may be", "tuned in", "what") if any(r[c] for r in rows)]
-    return (["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-            + ["| " + " | ".join(r[c] for c in columns) + " |" for r in rows])
+    return (["| parameter | default | what it may be |", "|---|---|---|"]
+            + ["| " + " | ".join(r.values()) + " |" for r in rows])
 
 
 def reference_page(section: str, lines: list[str]) -> str:
