@@ -66,6 +66,32 @@ def test_a_winner_that_is_not_the_best_does_not_remove_anyone():
     assert board["top_group"].all()
 
 
+def test_each_system_shows_the_detectable_difference_of_its_pair_with_the_best(tmp_path):
+    """mdd of the pair (best, system) whichever way round the pairs file holds it; the data set's
+    median beside its top group in both documents and the CSV."""
+    means = {"a": 0.40, "b": 0.50, "c": 0.48, "d": 0.30}
+    rows = [("a", "b", "b", 0.011, 0.02), ("a", "c", "", 0.5, 0.6), ("a", "d", "a", 0.6, 0.7),
+            ("b", "c", "", 0.013, 0.03), ("d", "b", "b", 0.017, 0.04), ("c", "d", "c", 0.7, 0.8)]
+    tested = pd.DataFrame([{"metric": METRIC, "system": a, "other": b, "winner": w, "mdd": m, "mdd_family": f}
+                           for a, b, w, m, f in rows])
+    tested = pd.concat([tested, tested.assign(metric="map", mdd=9.0, mdd_family=9.0)], ignore_index=True)
+    board = lb.dataset_board(numbers(means), tested, None, METRIC).set_index("system")
+    assert board["mdd"].to_dict() == pytest.approx({"b": np.nan, "a": 0.011, "c": 0.013, "d": 0.017}, nan_ok=True)
+    assert board["mdd_family"].to_dict() == pytest.approx({"b": np.nan, "a": 0.02, "c": 0.03, "d": 0.04}, nan_ok=True)
+    assert lb.dataset_power(board) == (0.013, 0.03)
+    lb.write_leaderboard({"x": board.reset_index()}, METRIC, tmp_path / "lb", "c", alpha=0.05, folds=[1])
+    md = (tmp_path / "lb.md").read_text()
+    assert ("2 of 4 systems in the top group. This data set cannot separate differences in ndcg@10 below 0.0130"
+            in md and "0.0300 at Holm's strictest level" in md)
+    assert "|   MDD vs best |" in md and "|        0.0170 |" in md
+    assert "cannot separate differences in ndcg@10 below 0.0130" in (tmp_path / "lb.html").read_text()
+    frame = pd.read_csv(tmp_path / "lb.csv")
+    assert (frame["dataset_mdd"] == 0.013).all() and (frame["dataset_mdd_family"] == 0.03).all()
+    # a pairs file from before the column: no number, no sentence
+    old = lb.dataset_board(numbers(means), tested.drop(columns=["mdd", "mdd_family"]), None, METRIC)
+    assert old["mdd"].isna().all() and "cannot separate" not in lb.power_line(old, METRIC)
+
+
 def test_missing_pair_and_unknown_metric_are_clear_errors():
     with pytest.raises(ValueError, match="all_pairs"):
         lb.dataset_board(numbers({"a": 0.6, "b": 0.5}), pairs({}), None, METRIC)
@@ -127,6 +153,21 @@ def test_documents_mark_not_learned_top_group_and_missing(tmp_path):
     assert len(back) == 5
 
 
+def test_a_system_with_tied_test_scores_is_marked_on_the_board(tmp_path):
+    frame = numbers({"a": 0.5, "b": 0.43})
+    frame["tied_scores"] = frame["system"].eq("b").map(str)  # as read back from the tables' CSV
+    board = lb.dataset_board(frame, pairs({("a", "b"): ""}), None, METRIC)
+    assert board.set_index("system")["tied_scores"].to_dict() == {"a": False, "b": True}
+    lb.write_leaderboard({"x": board}, METRIC, tmp_path / "lb", "c", alpha=0.05, folds=[1])
+    md = (tmp_path / "lb.md").read_text()
+    assert "| b ≡ " in md and "| a ≡" not in md and "≡: in some fold the test scores were all tied" in md
+    assert lb.heatmap_frames({"x": board})[0].index.tolist() == ["a", "b ≡"]
+    assert lb.leaderboard_frame({"x": board}, METRIC)["tied_scores"].tolist() == [False, True]
+    # a tables CSV from before the column: nothing flagged
+    assert not lb.dataset_board(numbers({"a": 0.5, "b": 0.43}), pairs({("a", "b"): ""}), None, METRIC)[
+        "tied_scores"].any()
+
+
 def test_heatmap_frames_and_plot(tmp_path):
     means, ranks, top = lb.heatmap_frames(two_boards())
     assert list(means.index) == ["b", "a ⚠", "c"] and list(means.columns) == ["x", "y"]
@@ -164,6 +205,9 @@ synthetic2:
 """
 
 
+METHODS = ("ranknet", "listnet", "pointwise")
+
+
 @pytest.mark.slow
 def test_leaderboard_through_snakemake(tmp_path):
     """The real CLI on a copy of the workflow: two generated data sets, one fold, three cheap methods."""
@@ -185,6 +229,22 @@ def test_leaderboard_through_snakemake(tmp_path):
     assert (counts == 1).all() and len(counts) == 6
     assert set(frame["system"]) == {"ranknet [first]", "listnet [first]", "pointwise [first]"}
     assert (frame.groupby("dataset")["top_group"].sum() >= 1).all()
+    # each system's minimum detectable difference against the best, from the per-query files: the
+    # paired t-test's power there, written out from the noncentral t, is .8
+    from scipy import stats
+
+    for dataset, board in frame.groupby("dataset"):
+        runs = tmp_path / "results/runs/boardtest" / dataset
+        per_query = {path.parent.name: pd.read_csv(path).set_index(["fold", "qid"])["ndcg@10"]
+                     for path in runs.rglob("metrics.per_query.test.csv") if path.parent.name in METHODS}
+        best = board.loc[board["rank"].idxmin(), "system"].split(" [")[0]
+        for row in board[board["system"] != board.loc[board["rank"].idxmin(), "system"]].itertuples():
+            d = (per_query[row.system.split(" [")[0]] - per_query[best]).to_numpy()
+            n, sd = len(d), np.std(d, ddof=1)
+            critical, nc = stats.t.ppf(0.975, n - 1), row.mdd * np.sqrt(n) / sd
+            assert stats.nct.sf(critical, n - 1, nc) + stats.nct.cdf(-critical, n - 1, nc) == pytest.approx(0.8)
+        assert board["dataset_mdd"].iloc[0] == pytest.approx(board["mdd"].median())
+    assert "cannot separate differences in ndcg@10 below" in (tmp_path / "results/tables/boardtest/leaderboard.md").read_text()
     md = (tmp_path / "results/tables/boardtest/leaderboard.md").read_text()
     assert md.count("## synthetic") == 2
     assert (tmp_path / "results/plots/boardtest/leaderboard.png").stat().st_size > 1000

@@ -360,6 +360,31 @@ def test_few_validation_queries_are_warned_about(table, tmp_path):
     assert "Warning" not in write_tables(fine, ["map"], tmp_path / "f", "c")[1].read_text(encoding="utf-8")
 
 
+def test_systems_whose_test_scores_were_all_tied_are_marked_in_every_file(tmp_path):
+    """The issue's trial: a test feature of 1e300 tied every test score, the table showed the
+    file order's NDCG@10 with no mark. Flagged folds (from the method summaries) mark the system."""
+    from types import SimpleNamespace
+
+    from rankstudy.pipeline.results import tied_scores
+
+    frame = tiny_frame(30, {"base": 0.0, "stuck": 0.05, "fine": -0.05})
+    table = comparison_table(frame, ["map"], "base", n_resamples=200)
+    ties = lambda share: {"test": {"all_tied_share": share, "flagged": share > 0.5}}  # noqa: E731
+    summaries = {"stuck": SimpleNamespace(score_ties={"1": ties(1.0), "2": ties(0.0)}),
+                 "fine": SimpleNamespace(score_ties={"1": ties(0.3)}), "base": SimpleNamespace(score_ties={})}
+    flagged = tied_scores(summaries, 0.5)
+    assert flagged == {"stuck": {1: 1.0}} and tied_scores(summaries, 0.2) == {"stuck": {1: 1.0}, "fine": {1: 0.3}}
+    tables.mark_tied_scores(table, flagged, 0.5)
+    csv, md, tex, html = (p.read_text(encoding="utf-8") for p in write_tables(table, ["map"], tmp_path / "t", "c"))
+    assert "| stuck ≡ " in md and "| fine " in md and "fine ≡" not in md
+    assert "≡: every test score of a query tied in more than 50% of the queries" in md
+    assert "stuck: fold 1 (100% of its queries)" in md
+    assert r"stuck $\equiv$" in tex and "stuck ≡" in html
+    assert_latex_clean(tex, n_columns=2)
+    numbers = pd.read_csv(tmp_path / "t.csv").set_index("system")
+    assert numbers["tied_scores"].to_dict() == {"base": False, "stuck": True, "fine": False}
+
+
 def test_latex_escapes_every_special_character(tmp_path):
     hostile = "a_b%c&d#e$f{g}h~i^j\\k<l>m|n [x]"
     frame = tiny_frame(30, {"base": 0.0, hostile: 0.1, "Müller-Öl": -0.1})

@@ -59,7 +59,7 @@ def learning_tags(summary: FoldSummary) -> dict:
 with job_logging(snakemake, "aggregate"):
     w, inputs = snakemake.wildcards, snakemake.input
     identity = dict(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method)
-    folds, per_query, timing, fold_plans, learned, chosen_per_fold = [], [], [], [], {}, {}
+    folds, per_query, timing, fold_plans, learned, chosen_per_fold, ties = [], [], [], [], {}, {}, {}
     for i, fold in enumerate(snakemake.params.folds):
         summary, fit = FoldSummary.read(inputs.summary[i]), FitRecord.read(inputs.fit[i])
         history = atomic.read_json(inputs.history[i])
@@ -86,6 +86,7 @@ with job_logging(snakemake, "aggregate"):
             print(f"fold {fold}: did not learn: {'; '.join(summary.learned['problems'])}")
         folds.append(summary)
         learned[fold] = summary.learned
+        ties[fold] = summary.score_ties
         chosen_per_fold[fold] = chosen_settings(fit, inputs.model[i])
         per_query.append(pd.read_csv(inputs.per_query_test[i]).assign(fold=fold))
         timing.append(fold_timing(fit, history, selection))
@@ -99,7 +100,7 @@ with job_logging(snakemake, "aggregate"):
         std={k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()},
         # mean over folds; null where the solver does not record it
         timing={k: None if np.isnan(v) else float(v) for k, v in pd.DataFrame(timing).astype(float).mean().items()},
-        learned=learned, chosen=chosen_per_fold,
+        learned=learned, chosen=chosen_per_fold, score_ties=ties,
         random={k: float(np.nanmean([f.random[k] for f in folds]))
                 for k in sorted(set.intersection(*(set(f.random) for f in folds)))})
     not_learned = method.not_learned

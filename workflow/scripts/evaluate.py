@@ -4,7 +4,7 @@ summary with a random ranking's metrics and the "did it learn" verdict."""
 
 from rankstudy.data.kinds import load_split
 from rankstudy.evaluation import metrics, runfiles
-from rankstudy.evaluation.learning import learning_check, random_metrics
+from rankstudy.evaluation.learning import learning_check, random_metrics, score_ties
 from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import FitRecord, FoldMeta, FoldSummary
 from rankstudy.pipeline.stepjob import exit_done, from_argv
@@ -22,7 +22,7 @@ with job_logging(job, "evaluate"):
     # ndcg@1..10 and p@1..10 always, for the NDCG@k and P@k plots
     names = list(dict.fromkeys([f"{m}@{k}" for m in ("ndcg", "p") for k in range(1, 11)] + evaluation["metrics"]))
     checked = list(dict.fromkeys([evaluation["selection_metric"], *evaluation["metrics"]]))
-    means, random, n_queries = {}, {}, {}
+    means, random, n_queries, ties = {}, {}, {}, {}
     for split in ("vali", "test"):
         data = load_split(job.input[split])
         scores = ranker.predict(data)
@@ -32,6 +32,7 @@ with job_logging(job, "evaluate"):
         means.update({f"{split}.{k}": v for k, v in metrics.mean_metrics(per_query).items()})
         random.update({f"{split}.{k}": v for k, v in random_metrics(data, checked, **options).items()})
         n_queries[split] = data.n_queries
+        ties[split] = score_ties(scores, data.offsets)
         if split == "test":
             runfiles.write_trec_run(data, scores, out.trec, tag=f"{w.method}.{w.featureset}")
             runfiles.write_qrels(data, out.qrels)
@@ -43,11 +44,15 @@ with job_logging(job, "evaluate"):
     key = next((k for k in (f"test.{m}" for m in checked) if k in means and k in random), None)
     shown = f"{key} {means[key]:.4f} (a random ranking {random[key]:.4f})" if key else "evaluated"
     print(f"summary: {shown}" + ("" if verdict["learned"] else f"; DID NOT LEARN: {'; '.join(verdict['problems'])}"))
+    if ties["test"]["flagged"]:
+        print(f"WARNING: {w.method} [{w.featureset}] fold {w.fold}: every test score tied in "
+              f"{ties['test']['all_tied']} of {ties['test']['queries']} queries ({ties['test']['distinct_values']} "
+              f"distinct scores in the split): the ranking is the input order, its metrics measure nothing")
     atomic.write_json(out.resolved, {
         "study": w.study, "dataset": w.dataset, "featureset": w.featureset, "method": w.method, "fold": int(w.fold),
         "kind": fit.kind, "params": fit.params, "grid": fit.grid, "seed": fit.seed, "selection": fit.selection,
         "evaluation": {**evaluation, **options}})
     FoldSummary(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method, fold=int(w.fold),
                 metrics=means, random=random, learned=verdict, fingerprint=meta.fingerprint,
-                n_queries=n_queries).write(out.summary)
+                n_queries=n_queries, score_ties=ties).write(out.summary)
 exit_done()

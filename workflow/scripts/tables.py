@@ -83,6 +83,8 @@ with job_logging(snakemake, "tables"):
     summaries = results.summaries(snakemake.input.summaries, p.systems)
     table = tables.comparison_table(per_query, metric_names, p.baseline, **tests)
     tables.mark_not_learned(table, results.not_learned(summaries))
+    max_tied = report.get("max_tied_share", tables.MAX_TIED_SHARE)
+    tables.mark_tied_scores(table, results.tied_scores(summaries, max_tied), max_tied)
     # a random ranking's scores depend on the test queries only: any system's summary holds them
     random = next((summaries[s].random for s in order if s in summaries and summaries[s].random), {})
     table.attrs["random"] = {m: random[f"test.{m}"] for m in metric_names if f"test.{m}" in random}

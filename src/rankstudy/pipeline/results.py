@@ -51,3 +51,16 @@ def test_scores(paths_by_system: Sequence[Sequence], systems: Sequence[dict], fo
 def not_learned(summaries_by_system: dict[str, MethodSummary]) -> dict[str, dict[int, list[str]]]:
     """The systems with a fold whose chosen model did not learn, and what the check found."""
     return {system: s.not_learned for system, s in summaries_by_system.items() if s.not_learned}
+
+
+def tied_scores(summaries_by_system: dict[str, MethodSummary], max_tied_share: float) -> dict[str, dict[int, float]]:
+    """The systems with a fold whose test scores were all tied in more than ``max_tied_share`` of
+    its queries ({system: {fold: share}}); summaries from before the record have none."""
+    out = {}
+    for system, summary in summaries_by_system.items():
+        shares = {int(fold): float(splits["test"]["all_tied_share"]) for fold, splits in summary.score_ties.items()
+                  if "test" in splits}
+        flagged = {fold: share for fold, share in shares.items() if share > max_tied_share}
+        if flagged:
+            out[system] = flagged
+    return out

@@ -14,6 +14,12 @@ each system gets its mean rank over the data sets it ran on, how many those are,
 it is in the top group; systems are ordered by mean rank, then by top-group count, then by name.
 A system missing on a data set is left out of that data set's ranking (the others are ranked
 among themselves) and its mean rank is over fewer data sets, which the ``n_datasets`` column says.
+
+Beside the top group, each data set's *power*: per system the minimum detectable difference of
+its pair with the best system (``mdd``: the smallest true difference the paired t-test at alpha
+finds with probability .8, from the sd of the pair's per-query differences; ``mdd_family`` at
+Holm's strictest level alpha / m), and their median (``dataset_mdd``), so that "24 in the top
+group" reads as "this data set cannot separate differences below x".
 """
 
 from __future__ import annotations
@@ -25,13 +31,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from rankstudy.reporting.tables import NOT_LEARNED_MARK, markdown_escape, mean_std_text
+from rankstudy.reporting.tables import NOT_LEARNED_MARK, TIED_MARK, markdown_escape, mean_std_text
 from rankstudy.util import atomic
 
 # One row per (data set, system) of leaderboard.csv; the last three are the system's figures
 # across data sets, repeated on each of its rows.
 COLUMNS = ("dataset", "system", "metric", "rank", "mean", "std", "n_folds", "best", "top_group", "learned",
-           "train_seconds", "mean_rank", "n_datasets", "n_top_group")
+           "tied_scores", "train_seconds", "mdd", "mdd_family", "dataset_mdd", "dataset_mdd_family", "mean_rank", "n_datasets",
+           "n_top_group")
 _BEST_TOLERANCE = 1e-12  # relative, as the tables' "best": rounding noise does not break a tie
 
 
@@ -69,11 +76,28 @@ def top_group(means: pd.Series, pairs: pd.DataFrame, metric: str) -> pd.Series:
     return pd.Series([s not in beaten for s in means.index], index=means.index)
 
 
+def against_best(board: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per system of ``board`` (best first), the ``mdd`` and ``mdd_family`` of its pair with the
+    best system (the first of tied ones) on ``metric``; NaN for the best itself and where the
+    pairs file has no such column (written before it did)."""
+    out = pd.DataFrame({"mdd": np.nan, "mdd_family": np.nan}, index=board["system"])
+    if not {"mdd", "mdd_family"} <= set(pairs.columns) or board.empty:
+        return out
+    best = board["system"].iloc[0]
+    part = pairs[(pairs["metric"] == metric) & ((pairs["system"] == best) | (pairs["other"] == best))]
+    other = np.where(part["system"] == best, part["other"], part["system"])
+    found = part[["mdd", "mdd_family"]].astype(float).set_axis(other)
+    found = found[~found.index.duplicated()]
+    out.update(found.reindex(out.index))
+    return out
+
+
 def dataset_board(numbers: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame | None, metric: str) -> pd.DataFrame:
     """One data set's systems ranked by ``metric``: columns ``system``, ``rank``, ``mean``, ``std``,
     ``n_folds``, ``best``, ``top_group``, ``learned``, ``train_seconds`` (the train job's mean over
-    folds, NaN without a timing row), best first (ties in the tables' order). ``numbers`` is the
-    tables' long CSV, ``pairs`` its pairs CSV, ``timing`` its timing CSV."""
+    folds, NaN without a timing row), ``mdd`` and ``mdd_family`` (of the pair with the best system,
+    :func:`against_best`), best first (ties in the tables' order). ``numbers`` is the tables' long
+    CSV, ``pairs`` its pairs CSV, ``timing`` its timing CSV."""
     part = numbers[numbers["metric"] == metric]
     if part.empty:
         raise ValueError(f"metric {metric!r} is not in the tables (they have {sorted(set(numbers['metric']))}): "
@@ -82,7 +106,9 @@ def dataset_board(numbers: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFra
                           "mean": part["mean"].astype(float).to_numpy(),
                           "std": part["std"].astype(float).to_numpy(),
                           "n_folds": part["n_folds"].to_numpy(),
-                          "learned": _bool(part["learned"]).to_numpy() if "learned" in part else True})
+                          "learned": _bool(part["learned"]).to_numpy() if "learned" in part else True,
+                          # test scores all tied in most queries of some fold (tables' TIED_MARK)
+                          "tied_scores": _bool(part["tied_scores"]).to_numpy() if "tied_scores" in part else False})
     if board["system"].duplicated().any():
         raise ValueError(f"system(s) {sorted(set(board['system'][board['system'].duplicated()]))} appear twice "
                          f"for {metric} in the tables")
@@ -92,7 +118,19 @@ def dataset_board(numbers: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFra
     seconds = {} if timing is None else dict(zip(timing["system"].astype(str), timing["train_job_seconds"]))
     board["train_seconds"] = board["system"].map(seconds).astype(float)
     board = board.sort_values("rank", kind="stable").reset_index(drop=True)
-    return board[["system", "rank", "mean", "std", "n_folds", "best", "top_group", "learned", "train_seconds"]]
+    power = against_best(board, pairs, metric)
+    board["mdd"], board["mdd_family"] = power["mdd"].to_numpy(), power["mdd_family"].to_numpy()
+    return board[["system", "rank", "mean", "std", "n_folds", "best", "top_group", "learned", "tied_scores",
+                  "train_seconds", "mdd", "mdd_family"]]
+
+
+def dataset_power(board: pd.DataFrame) -> tuple[float, float]:
+    """The data set's minimum detectable difference: the median over the systems of their pair's
+    with the best system, at alpha and at alpha / m; NaN without any."""
+    def median(column):
+        values = board[column].astype(float) if column in board else pd.Series(dtype=float)
+        return float(values.median()) if values.notna().any() else float("nan")
+    return median("mdd"), median("mdd_family")
 
 
 def across_datasets(boards: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -103,8 +141,11 @@ def across_datasets(boards: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     if not boards:
         raise ValueError("no data set to rank")
     long = pd.concat([b.assign(dataset=d) for d, b in boards.items()], ignore_index=True)
+    if "tied_scores" not in long:
+        long["tied_scores"] = False
     out = long.groupby("system", sort=False).agg(mean_rank=("rank", "mean"), n_datasets=("dataset", "nunique"),
-                                                 n_top_group=("top_group", "sum"), learned=("learned", "all"))
+                                                 n_top_group=("top_group", "sum"), learned=("learned", "all"),
+                                                 tied_scores=("tied_scores", "any"))
     out["n_top_group"] = out["n_top_group"].astype(int)
     out = out.reset_index().sort_values(["mean_rank", "n_top_group", "system"], ascending=[True, False, True],
                                         kind="stable")
@@ -115,7 +156,8 @@ def leaderboard_frame(boards: Mapping[str, pd.DataFrame], metric: str) -> pd.Dat
     """The CSV: one row per (data set, system) in :data:`COLUMNS`, data sets in the given order,
     each ranked best first, with the system's figures across data sets joined on."""
     overall = across_datasets(boards).set_index("system")[["mean_rank", "n_datasets", "n_top_group"]]
-    rows = [b.assign(dataset=d, metric=metric) for d, b in boards.items()]
+    rows = [b.assign(dataset=d, metric=metric, dataset_mdd=dataset_power(b)[0], dataset_mdd_family=dataset_power(b)[1])
+            for d, b in boards.items()]
     frame = pd.concat(rows, ignore_index=True).join(overall, on="system")
     return frame[list(COLUMNS)]
 
@@ -131,31 +173,52 @@ def _rank_text(rank: float) -> str:
     return f"{rank:g}" if float(rank).is_integer() else f"{rank:.1f}"
 
 
-def _name(system: str, learned: bool) -> str:
-    return system if learned else f"{system} {NOT_LEARNED_MARK}"
+def _name(system: str, learned: bool, tied: bool = False) -> str:
+    return " ".join([system, *([NOT_LEARNED_MARK] if not learned else []), *([TIED_MARK] if tied else [])])
+
+
+def _mdd_text(mdd: float) -> str:
+    return "–" if np.isnan(mdd) else f"{mdd:.4f}"
 
 
 def dataset_rows(board: pd.DataFrame) -> list[list[str]]:
     """Plain texts of one data set's table: rank, system (⚠ if it did not learn), mean ± std,
-    top group (●), train seconds."""
-    return [[_rank_text(r.rank), _name(r.system, bool(r.learned)), mean_std_text(r.mean, r.std),
-             "●" if r.top_group else "", _seconds_text(r.train_seconds)] for r in board.itertuples()]
+    top group (●), the minimum detectable difference against the best, train seconds."""
+    return [[_rank_text(r.rank), _name(r.system, bool(r.learned), bool(r.tied_scores)), mean_std_text(r.mean, r.std),
+             "●" if r.top_group else "", _mdd_text(r.mdd), _seconds_text(r.train_seconds)]
+            for r in board.itertuples()]
+
+
+def power_line(board: pd.DataFrame, metric: str) -> str:
+    """The data set's line beside its table: the top group's size and what the data set can separate."""
+    text = f"{int(board['top_group'].sum())} of {len(board)} systems in the top group."
+    mdd, family = dataset_power(board)
+    if not np.isnan(mdd):
+        text += (f" This data set cannot separate differences in {metric} below {mdd:.4f} (the median minimum "
+                 f"detectable difference against the best system; {family:.4f} at Holm's strictest level).")
+    return text
 
 
 def overall_rows(overall: pd.DataFrame, datasets: Sequence[str]) -> list[list[str]]:
-    return [[f"{r.mean_rank:.2f}", _name(r.system, bool(r.learned)), f"{r.n_top_group} of {r.n_datasets}"]
+    return [[f"{r.mean_rank:.2f}", _name(r.system, bool(r.learned), bool(r.tied_scores)),
+             f"{r.n_top_group} of {r.n_datasets}"]
             for r in overall.itertuples()]
 
 
-DATASET_HEADER = ["rank", "system", "{metric} (mean ± std)", "top group", "train (s)"]
+DATASET_HEADER = ["rank", "system", "{metric} (mean ± std)", "top group", "MDD vs best", "train (s)"]
 OVERALL_HEADER = ["mean rank", "system", "in the top group"]
 
 
-def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, any_not_learned: bool) -> str:
+def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, any_not_learned: bool,
+           any_tied: bool = False) -> str:
     text = (f"Per data set: systems ranked by test {metric}, mean ± std over folds {list(folds)} of the per-fold "
             f"means (rank 1 the highest, ties share the mean of their ranks). Top group (●): the systems the "
             f"all-pairs randomization test over paired test queries cannot tell from the best (Holm-corrected "
-            f"over all pairs of systems, p < {alpha:g}; the data set's .pairs.csv has every pair). Train: "
+            f"over all pairs of systems, p < {alpha:g}; the data set's .pairs.csv has every pair). MDD vs "
+            f"best: the minimum detectable difference of the system's pair with the best system, the smallest "
+            f"true difference the two-sided paired t-test at p < {alpha:g} finds with probability 0.8 (from the sd "
+            f"of the pair's per-query differences; noncentral t); each data set's line gives the median over its "
+            f"systems, and at Holm's strictest level alpha / m over the m pairs (the CSV's mdd_family). Train: "
             f"seconds of the train job (every hyper-parameter candidate), mean over folds. Across data sets: "
             f"each system's mean rank over the data sets it ran on, and in how many of them it is in the top "
             f"group.")
@@ -165,6 +228,10 @@ def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, a
         text += (f" {NOT_LEARNED_MARK}: in some fold the chosen model did not learn (its training objective did "
                  f"not fall clearly below its start, or it ranked no better than random; the data set's table "
                  f"says which fold and why).")
+    if any_tied:
+        text += (f" {TIED_MARK}: in some fold the test scores were all tied in most queries, so the ranking is the "
+                 f"input order and its score measures the file's order, not the model (the data set's table says "
+                 f"which fold).")
     return text
 
 
@@ -179,8 +246,8 @@ def markdown_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: 
              grid(OVERALL_HEADER, overall_rows(overall, list(boards)), ["right", "left", "right"])]
     header = [h.format(metric=metric) for h in DATASET_HEADER]
     for dataset, board in boards.items():
-        parts += [f"## {markdown_escape(dataset)}",
-                  grid(header, dataset_rows(board), ["right", "left", "right", "center", "right"])]
+        parts += [f"## {markdown_escape(dataset)}", markdown_escape(power_line(board, metric)),
+                  grid(header, dataset_rows(board), ["right", "left", "right", "center", "right", "right"])]
     parts.append(markdown_escape(legend_text))
     return "\n\n".join(parts) + "\n"
 
@@ -193,7 +260,7 @@ table.leaderboard thead th { background: #e8e8e8; }
 table.leaderboard td { text-align: right; white-space: nowrap; }
 table.leaderboard td.system { text-align: left; }
 table.leaderboard tr.top { background: #e6f4ea; }
-p.legend, p.caption { font-size: 90%; max-width: 70em; }
+p.legend, p.caption, p.power { font-size: 90%; max-width: 70em; }
 </style>"""
 
 
@@ -216,7 +283,7 @@ def html_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str,
                          [t == n for t in overall["n_top_group"]])]
     header = [h.format(metric=metric) for h in DATASET_HEADER]
     for dataset, board in boards.items():
-        parts += [f"<h2>{html.escape(dataset)}</h2>",
+        parts += [f"<h2>{html.escape(dataset)}</h2>", f'<p class="power">{html.escape(power_line(board, metric))}</p>',
                   _html_table(header, dataset_rows(board), list(board["top_group"]))]
     parts.append(f'<p class="legend">{html.escape(legend_text)}</p>')
     body = "\n".join(parts)
@@ -231,7 +298,8 @@ def write_leaderboard(boards: Mapping[str, pd.DataFrame], metric: str, out_prefi
     frame = leaderboard_frame(boards, metric)
     systems = set(frame["system"])
     any_missing = any(set(b["system"]) != systems for b in boards.values())
-    text = legend(metric, alpha, folds, any_missing, not bool(frame["learned"].all()))
+    text = legend(metric, alpha, folds, any_missing, not bool(frame["learned"].all()),
+                  bool(frame["tied_scores"].any()))
     documents = {".md": markdown_document(boards, metric, caption, text),
                  ".html": html_document(boards, metric, caption, text)}
     out_prefix = Path(out_prefix)
@@ -247,7 +315,8 @@ def heatmap_frames(boards: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd
     not run: what the heat map draws."""
     overall = across_datasets(boards)
     order = list(overall["system"])
-    names = {s: _name(s, bool(learned)) for s, learned in zip(overall["system"], overall["learned"])}
+    names = {s: _name(s, bool(learned), bool(tied))
+             for s, learned, tied in zip(overall["system"], overall["learned"], overall["tied_scores"])}
     long = pd.concat([b.assign(dataset=d) for d, b in boards.items()], ignore_index=True)
 
     def wide(column):

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rankstudy.evaluation.learning import MAX_TIED_SHARE
 from rankstudy.util import atomic
 from rankstudy.reporting.significance import (holm, holm_consistent_levels, mean_difference_intervals,
                                               minimum_detectable_differences, paired_ttest,
@@ -70,6 +71,8 @@ TEST_NAMES = {"ttest": "paired t-test", "rand": "paired sign-flip randomization 
 _BEST_TOLERANCE = 1e-12
 # after a system whose chosen model did not learn in some fold (rankstudy.evaluation.learning)
 NOT_LEARNED_MARK = "⚠"
+# after a system whose test scores were all tied in most queries of some fold (learning.score_ties)
+TIED_MARK = "≡"
 FEW_QUERIES_MARK = "§"  # instead of significance marks, where the test queries are too few
 BETTER_MARK, WORSE_MARK = "▲", "▼"
 
@@ -283,6 +286,16 @@ def mark_not_learned(table: pd.DataFrame, not_learned: dict[str, dict[int, list[
     return table
 
 
+def mark_tied_scores(table: pd.DataFrame, tied: dict[str, dict[int, float]],
+                     max_tied_share: float = MAX_TIED_SHARE) -> pd.DataFrame:
+    """Record the systems whose test scores were all tied in more than ``max_tied_share`` of
+    some fold's queries ({system: {fold: share of queries all tied}}): the writers mark them and
+    say so in the legend, the CSV has a column (``tied_scores``)."""
+    table.attrs["tied_scores"] = {s: v for s, v in tied.items() if s in table.index and v}
+    table.attrs["max_tied_share"] = max_tied_share
+    return table
+
+
 def mark_validation_queries(table: pd.DataFrame, vali_queries: dict[int, int]) -> pd.DataFrame:
     """Record the number of validation queries per fold ({fold: n}): the writers warn where it
     is below the table's ``min_queries``, since model selection then chose on too few."""
@@ -300,6 +313,7 @@ def long_numbers(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     long = pd.concat(frames, ignore_index=True)
     long["is_baseline"] = long["system"] == table.attrs.get("baseline", table.index[0])
     long["learned"] = ~long["system"].isin(list(table.attrs.get("not_learned", {})))
+    long["tied_scores"] = long["system"].isin(list(table.attrs.get("tied_scores", {})))
     return long
 
 
@@ -436,7 +450,9 @@ def cell_text(cell: Cell, style: Style, labels_joiner: str) -> str:
 
 
 def shown_system(table: pd.DataFrame, system: str) -> str:
-    return f"{system} {NOT_LEARNED_MARK}" if system in table.attrs.get("not_learned", {}) else str(system)
+    marks = [mark for mark, flagged in ((NOT_LEARNED_MARK, table.attrs.get("not_learned", {})),
+                                        (TIED_MARK, table.attrs.get("tied_scores", {}))) if system in flagged]
+    return " ".join([str(system), *marks])
 
 
 @dataclass(frozen=True)
@@ -533,6 +549,20 @@ def not_learned_text(table: pd.DataFrame) -> str:
              for system, folds in flagged.items()]
     return (f" {NOT_LEARNED_MARK}: the chosen model did not learn (its training objective did not fall "
             f"clearly below its start, or it was no better than a random ranking): " + "; ".join(parts) + ".")
+
+
+def tied_scores_text(table: pd.DataFrame) -> str:
+    """The legend's sentence on systems whose test scores were all tied, or ''."""
+    flagged = table.attrs.get("tied_scores", {})
+    if not flagged:
+        return ""
+    threshold = table.attrs.get("max_tied_share", MAX_TIED_SHARE)
+    parts = [f"{system}: " + ", ".join(f"fold {f} ({share:.0%} of its queries)" for f, share in sorted(folds.items()))
+             for system, folds in flagged.items()]
+    return (f" {TIED_MARK}: every test score of a query tied in more than {threshold:.0%} of the queries "
+            f"(report.max_tied_share), so the ranking is the input order and the metrics measure the file's "
+            f"order, not the model (a test feature far outside the training range can do this): "
+            + "; ".join(parts) + ".")
 
 
 def few_query_counts(table: pd.DataFrame, metrics: Sequence[str], pairs: pd.DataFrame | None) -> list[int]:
@@ -641,7 +671,7 @@ def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.
     if table.attrs.get("random"):
         text += e(f" {RANDOM_ROW}: the mean over folds of 10 seeded random rankings per fold, on the same "
                   f"test queries: the floor a model that learned clears (not tested, not ranked).")
-    return text + e(not_learned_text(table))
+    return text + e(not_learned_text(table)) + e(tied_scores_text(table))
 
 
 # Markdown ------------------------------------------------------------------
@@ -721,6 +751,7 @@ _LATEX_ESCAPES = {
     BETTER_MARK: r"$\uparrow$",
     WORSE_MARK: r"$\downarrow$",
     NOT_LEARNED_MARK: r"(!)",
+    TIED_MARK: r"$\equiv$",
 }
 _LATEX_TOKEN = re.compile(r"<=|>=|.", re.S)
 
