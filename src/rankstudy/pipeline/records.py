@@ -147,9 +147,6 @@ class FoldSummary(Record):
     # per split, how tied its scores are (rankstudy.evaluation.learning.score_ties): "flagged" when
     # most queries have every score tied, so the ranking is the input order; {} from older versions
     score_ties: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # per split, how tied its scores are (rankstudy.evaluation.learning.score_ties): "flagged" when
-    # most queries have every score tied, so the ranking is the input order; {} from older versions
-    score_ties: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass
@@ -169,8 +166,6 @@ class MethodSummary(Record):
     chosen: dict[int, dict[str, Any]] = field(default_factory=dict)
     # a random ranking's metrics on the same splits (mean of 10 seeded draws per fold): fold means
     random: dict[str, float] = field(default_factory=dict)
-    # per fold, the fold summary's score_ties (of the vali and test scores)
-    score_ties: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # per fold, the fold summary's score_ties (of the vali and test scores)
     score_ties: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
