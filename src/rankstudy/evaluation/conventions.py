@@ -5,7 +5,10 @@ relevance), its discount (``1/log2(1 + rank)``, or Jarvelin and Kekalainen's 1 a
 then ``1/log2(rank)``, the form Chakrabarti et al. cite), and which label counts as relevant for
 MAP, MRR and P@k. None of these needs a model to be retrained: they re-score the rankings a run
 wrote. A convention is plain data (a dict of the keys below); :func:`per_query` computes one
-metric per query under it, all queries at once.
+metric per query under it, all queries at once. Nothing here computes a metric of its own: NDCG
+is :func:`rankstudy.evaluation.metrics.ndcg_ranked` with the NDCG keys as its parameters (gains,
+discounts and the ideal DCG of :mod:`rankstudy.evaluation.dcg`), the other metrics are
+:func:`rankstudy.evaluation.metrics.per_query`'s; only LETOR 4.0's MeanNDCG is assembled here.
 
 Keys (missing keys take our pipeline's defaults):
     gain: "exp" (2^label - 1, ours) | "linear" (label) | "binary" (1 if label >= rel_threshold)
@@ -44,19 +47,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.evaluation import metrics
+from rankstudy.evaluation import dcg, metrics
 from rankstudy.evaluation.ranking import rank_flat
 
 DEFAULTS = {"gain": "exp", "discount": "log2", "rel_threshold": 1.0, "ideal": "cutoff", "ties": "file",
             "short_query": "cutoff", "short_precision": "k", "max_label": None}
-GAINS = ("exp", "linear", "binary")
+GAINS = dcg.GAINS
 BINARY_RELEVANCE = ("map", "mrr", "p", "auc")
-DISCOUNTS = ("log2", "jarvelin")
+DISCOUNTS = dcg.DISCOUNTS
 IDEALS = ("cutoff", "all")
 TIES = ("file", "pessimistic", "optimistic")
 SHORT_QUERY = ("cutoff", "zero")
 SHORT_PRECISION = ("k", "zero")
 NDCG_ONLY = {"gain", "discount", "ideal", "short_query"}  # keys that act on NDCG alone
+NDCG_PARAMETERS = (*NDCG_ONLY, "rel_threshold")  # the keywords of metrics.ndcg_ranked
 MEAN_NDCG = "meanndcg"  # LETOR 4.0's MeanNDCG, computed here only
 
 # LETOR's evaluation scripts (the module docstring lists what they do)
@@ -128,42 +132,13 @@ def tie_order(scores, labels, offsets, ties: str) -> np.ndarray:
     return np.lexsort((labels if ties == "pessimistic" else -labels, query))
 
 
-def discounts(discount: str, k: int) -> np.ndarray:
-    """(k,) discount of ranks 1..k."""
-    ranks = np.arange(1, k + 1, dtype=np.float64)
-    if discount == "jarvelin":
-        return 1.0 / np.log2(np.maximum(ranks, 2.0))
-    return 1.0 / np.log2(1.0 + ranks)
-
-
-def gains(labels: np.ndarray, gain: str, rel_threshold: float) -> np.ndarray:
-    if gain == "linear":
-        return labels
-    if gain == "binary":
-        return (labels >= rel_threshold).astype(np.float64)
-    return np.exp2(labels) - 1.0
-
-
 def ndcg(scores, labels, offsets, k: int | None, convention: dict) -> np.ndarray:
-    """NDCG@k per query under ``convention``; 0 for a query with no gain (our "zero" policy)."""
+    """NDCG@k per query under ``convention``: the one NDCG of :mod:`rankstudy.evaluation.metrics`
+    with the convention's keys as its parameters; 0 for a query with no gain (our "zero" policy)."""
     c = resolve(convention)
-    labels = np.asarray(labels, dtype=np.float64)
-    ranking = rank_flat(np.asarray(scores, dtype=np.float64), labels, np.asarray(offsets, dtype=np.int64))
-    width = ranking.width
-    cutoff = width if k is None else min(k, width)
-    if cutoff == 0:
-        return np.zeros(len(offsets) - 1)
-    d = discounts(c["discount"], cutoff)
-    dcg = gains(ranking.top_labels(cutoff), c["gain"], c["rel_threshold"]) @ d
-    # the ideal ranking: each query's gains sorted descending, padding (gain 0) last
-    g = np.zeros_like(ranking.labels)
-    g[ranking.mask] = gains(ranking.labels[ranking.mask], c["gain"], c["rel_threshold"])
-    ideal_depth = width if c["ideal"] == "all" else cutoff
-    ideal = -np.sort(-g, axis=1)[:, :ideal_depth] @ discounts(c["discount"], ideal_depth)
-    values = np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
-    if c["short_query"] == "zero" and k is not None:
-        values[np.diff(offsets) < k] = 0.0
-    return values
+    ranking = rank_flat(np.asarray(scores, dtype=np.float64), np.asarray(labels, dtype=np.float64),
+                        np.asarray(offsets, dtype=np.int64))
+    return metrics.ndcg_ranked(ranking, k, "zero", **{key: c[key] for key in NDCG_PARAMETERS})
 
 
 def mean_ndcg(scores, labels, offsets, convention: dict | str) -> np.ndarray:
@@ -176,14 +151,15 @@ def mean_ndcg(scores, labels, offsets, convention: dict | str) -> np.ndarray:
     lengths = np.diff(offsets)
     if ranking.width == 0:
         return np.zeros(len(lengths))
-    d = discounts(c["discount"], ranking.width)
+    d = dcg.discounts(ranking.width, c["discount"])
     g = np.zeros_like(ranking.labels)
-    g[ranking.mask] = gains(ranking.labels[ranking.mask], c["gain"], c["rel_threshold"])
-    dcg = np.cumsum(g * d, axis=1)  # DCG@i at column i - 1
+    g[ranking.mask] = dcg.gain(ranking.labels[ranking.mask], c["gain"], c["rel_threshold"])
+    # NDCG@i at every depth i: running sums of one ranking and of one ideal sort
+    running = np.cumsum(g * d, axis=1)  # DCG@i at column i - 1
     ideal = np.cumsum(-np.sort(-g, axis=1) * d, axis=1)
     if c["ideal"] == "all":
         ideal = ideal[:, -1:]
-    at = np.divide(dcg, ideal, out=np.zeros_like(dcg), where=(ideal > 0) & ranking.mask)
+    at = np.divide(running, ideal, out=np.zeros_like(running), where=(ideal > 0) & ranking.mask)
     return at.sum(axis=1) / np.maximum(lengths, 1)
 
 

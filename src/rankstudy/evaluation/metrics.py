@@ -19,7 +19,9 @@ Definitions (rank ``i`` is 1-based)
     ``ndcg@k``  DCG@k / ideal DCG@k, with gain ``2^label - 1`` and discount
                 ``1 / log2(i + 1)``. The ideal DCG comes from the labels sorted in
                 descending order. ``ndcg`` (no k), or k longer than the list, uses
-                the whole list.
+                the whole list. Gains, discounts and the ideal DCG are those of
+                :mod:`rankstudy.evaluation.dcg`; other conventions (LETOR's among
+                them) are parameters of :func:`ndcg_ranked`.
     ``err@k``   Expected Reciprocal Rank (Chapelle et al., 2009):
                 ``sum_i (1/i) R_i prod_{j<i} (1 - R_j)`` where
                 ``R = (2^label - 1) / 2^max_label``. ``max_label`` is the top grade
@@ -58,6 +60,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rankstudy.data.blocks import pad, segment_ids
+from rankstudy.evaluation import dcg
 from rankstudy.evaluation.ranking import Ranking, RelevantPositions, rank_flat, rank, relevant_positions
 
 NO_RELEVANT_POLICIES = ("zero", "one", "drop")
@@ -77,10 +80,6 @@ def _apply_policy(values: np.ndarray, undefined: np.ndarray, no_relevant: str) -
     return np.where(undefined, _POLICY_VALUE[no_relevant], values)
 
 
-def _cutoff(k: int | None, list_length: int) -> int:
-    return list_length if k is None else min(k, list_length)
-
-
 def _ranks(list_length: int) -> np.ndarray:
     return np.arange(1, list_length + 1, dtype=np.float64)
 
@@ -95,56 +94,27 @@ def _has_graded_relevant(ranking: Ranking) -> np.ndarray:
     return np.bincount(rows, minlength=len(ranking.offsets) - 1) > 0
 
 
-_MAX_GRADES_TO_COUNT = 64
-
-
-def _ideal_dcg(labels: np.ndarray, offsets: np.ndarray, cutoff: int, discounts: np.ndarray) -> np.ndarray:
-    """DCG@cutoff of each query's labels sorted in descending order; ``labels`` flat, grouped
-    by ``offsets``."""
-    n_queries = len(offsets) - 1
-    lowest, highest = labels.min(initial=0.0), labels.max(initial=0.0)
-    if highest - lowest < _MAX_GRADES_TO_COUNT and np.array_equal(labels, np.floor(labels)):
-        # Usual case, a few integer grades: the ideal list is each grade repeated as
-        # often as it occurs, best grade first. Count grades per query and give each
-        # grade the discounts of the positions it fills, from a cumulative sum.
-        n_grades = int(highest - lowest) + 1
-        grade = (highest - labels).astype(np.int64)  # 0 = best grade
-        counts = np.bincount(segment_ids(offsets) * n_grades + grade, minlength=n_queries * n_grades)
-        filled_to = np.cumsum(counts.reshape(n_queries, n_grades), axis=1)
-        cumulative_discount = np.concatenate([[0.0], np.cumsum(discounts)])
-        start = np.minimum(filled_to - counts.reshape(n_queries, n_grades), cutoff)
-        discount_share = cumulative_discount[np.minimum(filled_to, cutoff)] - cumulative_discount[start]
-        return discount_share @ (np.exp2(highest - np.arange(n_grades)) - 1.0)
-    # Any labels: the k largest of each row (gain increases with the label), found by
-    # a partition, then sorted; much cheaper than sorting long rows.
-    negated, mask = pad(-labels, offsets, fill=np.inf)  # padding sorts last
-    if cutoff < negated.shape[1]:
-        negated = np.partition(negated, cutoff - 1, axis=1)[:, :cutoff]
-    ideal_labels = -np.sort(negated, axis=1)
-    return np.where(mask[:, :cutoff], np.exp2(ideal_labels) - 1.0, 0.0) @ discounts
-
-
-def _discounts(cutoff: int) -> np.ndarray:
-    return 1.0 / np.log2(_ranks(cutoff) + 1.0)
-
-
-def ideal_dcg(labels, mask, k: int | None = None) -> np.ndarray:
-    """Ideal DCG@k (gain 2^label - 1, discount 1/log2(1 + rank)) of each row of padded
-    ``labels``: its real labels sorted in descending order; k=None means the whole row.
-    NDCG's denominator, also used by losses that normalise by it."""
-    mask = np.asarray(mask, dtype=bool)
-    counts = mask.sum(axis=1)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    cutoff = _cutoff(k, int(counts.max(initial=0)))
-    return _ideal_dcg(np.asarray(labels, dtype=np.float64)[mask], offsets, cutoff, _discounts(cutoff))
-
-
-def _ndcg_ranked(ranking: Ranking, k: int | None, no_relevant: str) -> np.ndarray:
-    cutoff = _cutoff(k, ranking.width)
-    discounts = _discounts(cutoff)
-    dcg = (np.exp2(ranking.top_labels(cutoff)) - 1.0) @ discounts  # padding labels are 0: gain 0
-    ideal = _ideal_dcg(ranking.flat_labels, ranking.offsets, cutoff, discounts)
-    return _apply_policy(_safe_divide(dcg, ideal), ~(ideal > 0), no_relevant)
+def ndcg_ranked(ranking: Ranking, k: int | None, no_relevant: str = "zero", *, gain: str = "exp",
+                discount: str = "log2", rel_threshold: float = 1.0, ideal: str = "cutoff",
+                short_query: str = "cutoff") -> np.ndarray:
+    """NDCG@k per query of ``ranking``; k=None means the whole list. The keywords are the
+    conventions of :mod:`rankstudy.evaluation.conventions` (defaults: ours): the gain and the
+    discount (:mod:`rankstudy.evaluation.dcg`, ``rel_threshold`` for the binary gain), the ideal
+    DCG over the ideal ranking's top k (``"cutoff"``) or over all of the query's documents
+    (``"all"``), and whether a query with fewer than k documents keeps the NDCG of its whole list
+    (``"cutoff"``) or gets 0 (``"zero"``, LETOR's scripts, applied after ``no_relevant``)."""
+    cutoff = dcg.cutoff(k, ranking.width)
+    discounts = dcg.discounts(cutoff, discount)
+    gains = dcg.gain(ranking.top_labels(cutoff), gain, rel_threshold)
+    if gain == "binary" and rel_threshold <= 0:  # the padding's label 0 would count as relevant
+        gains = np.where(np.arange(cutoff) < np.diff(ranking.offsets)[:, None], gains, 0.0)
+    dcg_values = gains @ discounts  # padding labels are 0: gain 0
+    ideal_discounts = dcg.discounts(ranking.width, discount) if ideal == "all" else discounts
+    ideal_values = dcg.ideal_dcg_flat(ranking.flat_labels, ranking.offsets, ideal_discounts, gain, rel_threshold)
+    values = _apply_policy(_safe_divide(dcg_values, ideal_values), ~(ideal_values > 0), no_relevant)
+    if short_query == "zero" and k is not None:
+        values[np.diff(ranking.offsets) < k] = 0.0
+    return values
 
 
 def _err_ranked(ranking: Ranking, k: int | None, max_label: float | None, no_relevant: str) -> np.ndarray:
@@ -153,7 +123,7 @@ def _err_ranked(ranking: Ranking, k: int | None, max_label: float | None, no_rel
         max_label = observed_max
     elif max_label < observed_max:
         raise ValueError(f"max_label={max_label} is below the largest label in the data ({observed_max})")
-    cutoff = _cutoff(k, ranking.width)
+    cutoff = dcg.cutoff(k, ranking.width)
     # padding labels are 0, so its stop probability is 0
     stop_probability = (np.exp2(ranking.top_labels(cutoff)) - 1.0) / np.exp2(max_label)
     # The user reaches rank i only if no earlier document satisfied them.
@@ -219,10 +189,11 @@ def _auc_ranked(ranking: Ranking, relevant: RelevantPositions, no_relevant: str)
 
 # --- public functions of padded (Q, L) arrays ---
 
-def ndcg(scores, labels, mask, *, k: int | None = None, no_relevant: str = "zero") -> np.ndarray:
-    """NDCG@k per query (gain 2^label - 1); k=None means the whole list."""
+def ndcg(scores, labels, mask, *, k: int | None = None, no_relevant: str = "zero", **convention) -> np.ndarray:
+    """NDCG@k per query (gain 2^label - 1); k=None means the whole list. ``convention``: the
+    keywords of :func:`ndcg_ranked` (gain, discount, rel_threshold, ideal, short_query)."""
     _check_policy(no_relevant)
-    return _ndcg_ranked(rank(scores, labels, mask), k, no_relevant)
+    return ndcg_ranked(rank(scores, labels, mask), k, no_relevant, **convention)
 
 
 def err(scores, labels, mask, *, k: int | None = None, max_label: float | None = None,
@@ -290,7 +261,7 @@ class Metric(NamedTuple):
 
 def _ndcg_metric(r: RankedQueries, k: int | None) -> np.ndarray:
     """NDCG (gain 2^r - 1, discount 1/log2(1 + rank)), over the top k or the whole list."""
-    return _ndcg_ranked(r.ranking, k, r.no_relevant)
+    return ndcg_ranked(r.ranking, k, r.no_relevant)
 
 
 def _err_metric(r: RankedQueries, k: int | None) -> np.ndarray:

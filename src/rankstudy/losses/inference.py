@@ -50,6 +50,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from rankstudy.evaluation import dcg
+
 Inference = Callable[..., tuple[float, np.ndarray]]
 
 
@@ -75,12 +77,9 @@ class Sorted(NamedTuple):
 
 
 def paper_discount(n: int, k: int | None) -> np.ndarray:
-    """D(r) for ranks r = 0..n-1: 1 for r <= 1, 1/log2(1 + r) below k, 0 from k on (Section 2.2.3)."""
-    r = np.arange(n, dtype=np.float64)
-    d = np.where(r <= 1, 1.0, 1.0 / np.log2(np.maximum(r, 1.0) + 1.0))
-    if k is not None:
-        d[int(k):] = 0.0
-    return d
+    """D(r) for ranks r = 0..n-1: 1 for r <= 1, 1/log2(1 + r) below k, 0 from k on (Section 2.2.3):
+    Jarvelin and Kekalainen's discount of the 1-based rank r + 1, cut at k."""
+    return dcg.discounts(n, "jarvelin", None if k is None else int(k))
 
 
 def _po_coefficients(n_docs: int, q: Sorted, bads_before: np.ndarray) -> np.ndarray:

@@ -23,15 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.evaluation.metrics import ideal_dcg
+from rankstudy.evaluation import dcg
+from rankstudy.losses.baseline import ranknet_pair
 from rankstudy.losses.padded import PAIR_BLOCK_ELEMENTS, PairBlock, clean, pair_term_sum, true_positions
 
 WEIGHTINGS = ("ndcgloss2", "ndcgloss2pp", "lambdarank")
-LN2 = np.log(2.0)
-
-
-def _discount(position):
-    return 1.0 / np.log2(1.0 + position)
 
 
 def lambdaloss(scores, labels, mask, *, weighting="ndcgloss2pp", k=None, sigma=1.0, mu=10.0,
@@ -47,8 +43,8 @@ def lambdaloss(scores, labels, mask, *, weighting="ndcgloss2pp", k=None, sigma=1
     y_real = np.where(mask, y, np.nan)  # NaN compares False: padding is in no pair
     active = np.where(mask, y, -np.inf).max(axis=1) > np.where(mask, y, np.inf).min(axis=1)
     position = true_positions(np.argsort(np.where(mask, -s, np.inf), axis=1, kind="stable"))
-    idcg = ideal_dcg(y, mask, k)
-    gain = np.where(mask, np.exp2(y) - 1.0, 0.0) / np.where(idcg > 0, idcg, 1.0)[:, None]
+    idcg = dcg.ideal_dcg(y, mask, k)
+    gain = np.where(mask, dcg.gain(y), 0.0) / np.where(idcg > 0, idcg, 1.0)[:, None]
 
     def block_terms(block: PairBlock, d: np.ndarray):
         q, rows, w = block
@@ -61,15 +57,13 @@ def lambdaloss(scores, labels, mask, *, weighting="ndcgloss2pp", k=None, sigma=1
         gain_gap = np.abs(gain[q, rows][:, :, None] - gain[q, :w][:, None, :])[is_pair]
         weight = np.zeros(p_i.shape)
         if weighting != "ndcgloss2":  # lambdarank, ndcgloss2pp
-            weight += np.abs(_discount(p_i) - _discount(p_j))
+            weight += np.abs(dcg.discount(p_i) - dcg.discount(p_j))
         if weighting != "lambdarank":  # ndcgloss2, ndcgloss2pp
             apart = np.abs(p_i - p_j)  # >= 1: positions are distinct
-            weight += (1.0 if weighting == "ndcgloss2" else mu) * (_discount(apart) - _discount(apart + 1.0))
-        weight *= gain_gap / LN2
-        x = -sigma * d[is_pair]
-        e = np.exp(-np.abs(x))  # softplus(x) and sigmoid(x) without overflow
-        softplus = np.maximum(x, 0.0) + np.log1p(e)
-        sigmoid = np.where(x >= 0, 1.0, e) / (1.0 + e)
-        return is_pair, weight * softplus, -sigma * weight * sigmoid
+            weight += (1.0 if weighting == "ndcgloss2" else mu) * (dcg.discount(apart) - dcg.discount(apart + 1.0))
+        weight *= gain_gap / np.log(2.0)  # the term is log2(1 + exp(.)): softplus / ln 2
+        # RankNet's term at sigma d: softplus(-sigma d) and -sigmoid(-sigma d), without overflow
+        softplus, minus_sigmoid = ranknet_pair(sigma * d[is_pair])
+        return is_pair, weight * softplus, sigma * weight * minus_sigmoid
 
     return pair_term_sum(s, mask, active, block_terms, block_elements)

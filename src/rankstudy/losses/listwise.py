@@ -6,7 +6,8 @@
     softmax + epsilon (1 - p_t), p_t = sum_i t_i softmax(s)_i.
 ``approx_ndcg`` (Qin et al. 2010, Rax ``approx_t12n(ndcg_metric)``, allRank ``approxNDCGLoss``)
     1 - DCG / ideal DCG@k with each rank replaced by pi_i = 1 + sum_{j != i} sigmoid((s_j - s_i) / T).
-    k=None (the whole list) is Tran et al.'s ``smoothed_ndcg`` without cut. With k, as in Rax,
+    k=None (the whole list) is Tran et al.'s ``smoothed_ndcg`` without cut: both take pi from
+    :mod:`rankstudy.losses.approx_rank`. With k, as in Rax,
     the cut is sigmoid((m - pi_i) / T), m the mean of the k-th and (k+1)-th smallest pi
     (queries of at most k documents are not cut).
 ``neural_ndcg`` (Pobrotyn and Bialobrzeski 2021, allRank ``neuralNDCG`` / ``neuralNDCG_transposed``)
@@ -16,7 +17,8 @@
 
 ``gain``: ``"label"`` (the label itself) or ``"exp"`` (2^label - 1); the defaults are Rax's
 (``softmax``/``poly1`` take the labels as they are, NDCG uses 2^label - 1). Negative gains are
-refused. The ideal DCG@k is exact (gains sorted, discount 1/log2(1 + rank)).
+refused. The ideal DCG@k is exact (gains sorted, discount 1/log2(1 + rank)); gains, discounts and
+the ideal DCG are :mod:`rankstudy.evaluation.dcg`'s.
 
 Which queries count (value = mean over them): at least two documents and a positive total gain
 (softmax, poly1) or ideal DCG (the NDCG losses). Differences from the references: Rax averages
@@ -32,41 +34,40 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankstudy.evaluation import dcg
+from rankstudy.losses.approx_rank import approx_ranks, approx_ranks_vjp, sigmoid_pair
 from rankstudy.losses.padded import (
     PAIR_BLOCK_ELEMENTS,
     clean,
     masked_log_softmax,
-    pair_blocks,
     query_chunks,
     query_weights,
 )
 
 GAINS = ("label", "exp")
-LN2 = np.log(2.0)
 # NeuralNDCG's (Qc, L, L) chunks: 2 MB a matrix; the 50 Sinkhorn steps keep one each for autodiff
 NEURAL_BLOCK_ELEMENTS = 1 << 18
 
 
 # --------------------------------------------------------------------------- shared parts
 
+# our gain names and the evaluation's (rankstudy.evaluation.dcg)
+_DCG_GAIN = {"label": "linear", "exp": "exp"}
+
+
 def gains(y: np.ndarray, mask: np.ndarray, gain: str) -> np.ndarray:
     """Per-document gains (0 at padding) of cleaned labels."""
-    if gain == "label":
-        g = y.copy()
-    elif gain == "exp":
-        g = np.where(mask, np.exp2(y) - 1.0, 0.0)
-    else:
+    if gain not in _DCG_GAIN:
         raise ValueError(f"unknown gain {gain!r}; valid gains: {', '.join(GAINS)}")
+    g = np.where(mask, dcg.gain(y, _DCG_GAIN[gain]), 0.0)
     if np.any(g[mask] < 0):
         raise ValueError(f"gain={gain!r} needs labels >= 0, got a label of {y[mask].min():g}")
     return g
 
 
-def ideal_dcg(g: np.ndarray, mask: np.ndarray, k: int | None) -> np.ndarray:
-    """Ideal DCG@k of each row: its real gains sorted in descending order, discount 1/log2(1 + rank)."""
-    top = -np.sort(np.where(mask, -g, np.inf), axis=1)[:, : (g.shape[1] if k is None else check_k(k))]
-    top = np.where(np.isfinite(top), top, 0.0)
-    return top @ (1.0 / np.log2(np.arange(2.0, top.shape[1] + 2.0)))
+def _ideal_dcg(y: np.ndarray, mask: np.ndarray, k: int | None, gain: str) -> np.ndarray:
+    """Ideal DCG@k of each row of cleaned labels, under our gain name."""
+    return dcg.ideal_dcg(y, mask, None if k is None else check_k(k), _DCG_GAIN[gain])
 
 
 def check_k(k) -> int:
@@ -105,44 +106,24 @@ def poly1(scores, labels, mask, *, epsilon=1.0, gain="label"):
     return float(per_query @ weights), grad * weights[:, None]
 
 
-def _sigmoid(x):
-    e = np.exp(-np.abs(x))  # no overflow for any x
-    return np.where(x >= 0, 1.0, e) / (1.0 + e)
-
-
-def _approx_pairs(s, mask, block, temperature):
-    """sigmoid((s_j - s_i) / T) and its derivative in x over a block's real pairs i != j (0 elsewhere)."""
-    q, rows, w = block
-    sc = s[q, :w]
-    x = (sc[:, None, :] - sc[:, rows, None]) / temperature
-    valid = mask[q, rows][:, :, None] & mask[q, :w][:, None, :]
-    valid &= np.arange(w)[rows][:, None] != np.arange(w)[None, :]
-    sig = np.where(valid, _sigmoid(x), 0.0)
-    return sig, sig * (1.0 - sig)
-
-
 def approx_ndcg(scores, labels, mask, *, temperature=1.0, k=None, gain="exp",
                 block_elements=PAIR_BLOCK_ELEMENTS):
     """ApproxNDCG (module docstring): per query 1 - sum_i g_i cut_i / log2(1 + pi_i) / IDCG@k.
-    Pair sums in bounded blocks (:func:`rankstudy.losses.padded.pair_blocks`), two sweeps:
-    approximate ranks, then their adjoints back to the scores."""
+    Two sweeps over bounded pair blocks (:mod:`rankstudy.losses.approx_rank`): the approximate
+    ranks, then their adjoints back to the scores."""
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature!r}")
     s, y, mask = clean(scores, labels, mask)
     g = gains(y, mask, gain)
     n_docs = mask.sum(axis=1)
-    idcg = ideal_dcg(g, mask, k)
+    idcg = _ideal_dcg(y, mask, k, gain)
     active = (n_docs >= 2) & (idcg > 0)
     weights = query_weights(active)
     grad = np.zeros(s.shape)
     if not active.any():
         return 0.0, grad
-    queries = np.flatnonzero(active)
-    pi = np.ones(s.shape)
-    for block in pair_blocks(mask, queries, block_elements):
-        pi[block.queries, block.rows] += _approx_pairs(s, mask, block, temperature)[0] @ np.ones(block.width)
-    log_rank = np.log2(1.0 + pi)
-    discount = 1.0 / log_rank
+    pi = approx_ranks(s, mask, active, temperature, block_elements)
+    discount = dcg.discount(pi)
     scale = np.where(active, 1.0 / np.where(idcg > 0, idcg, 1.0), 0.0)[:, None]  # 1/IDCG
     cut = np.ones(s.shape)
     cut_pos = None
@@ -153,24 +134,17 @@ def approx_ndcg(scores, labels, mask, *, temperature=1.0, k=None, gain="exp",
         if cut_pos is not None:
             long = active & (n_docs > k)
             m = np.take_along_axis(pi, cut_pos, axis=1).mean(axis=1)
-            cut = np.where(long[:, None], _sigmoid((m[:, None] - pi) / temperature), 1.0)
+            cut = np.where(long[:, None], sigmoid_pair((m[:, None] - pi) / temperature)[0], 1.0)
     contribution = g * cut * discount * scale  # each document's share of NDCG
     value = float((1.0 - contribution.sum(axis=1)) @ weights)
     # adjoint of pi (d loss / d pi): through the discount and through the cut
     cut_slope = np.where(mask, g * discount * scale * cut * (1.0 - cut) / temperature, 0.0)
-    adjoint = np.where(mask, g * cut * scale / (LN2 * (1.0 + pi) * log_rank ** 2), 0.0) + cut_slope
+    adjoint = np.where(mask, -g * cut * scale * dcg.discount_slope(pi, discount), 0.0) + cut_slope
     if cut_pos is not None:
         # d loss / d m = -sum_i cut_slope_i, shared equally by the two pi that make m
         np.add.at(adjoint, (np.arange(s.shape[0])[:, None], cut_pos), -0.5 * cut_slope.sum(axis=1, keepdims=True))
     adjoint *= weights[:, None]
-    for block in pair_blocks(mask, queries, block_elements):
-        q, rows, w = block
-        _, slope = _approx_pairs(s, mask, block, temperature)
-        a = adjoint[q, rows][:, :, None] * slope / temperature
-        # pi_i grows with s_j (j != i) and falls with s_i
-        grad[q, :w] += np.ones(a.shape[1]) @ a
-        grad[q, rows] -= a @ np.ones(w)
-    return value, grad
+    return value, approx_ranks_vjp(s, mask, active, adjoint, temperature, block_elements)
 
 
 def neural_ndcg(scores, labels, mask, *, temperature=1.0, k=None, transposed=False, sinkhorn_iterations=50,
@@ -190,7 +164,7 @@ def neural_ndcg(scores, labels, mask, *, temperature=1.0, k=None, transposed=Fal
         raise ValueError(f"sinkhorn_iterations must be an integer >= 0, got {sinkhorn_iterations!r}")
     s, y, mask = clean(scores, labels, mask)
     g = gains(y, mask, gain)
-    idcg = ideal_dcg(g, mask, k)
+    idcg = _ideal_dcg(y, mask, k, gain)
     active = (mask.sum(axis=1) >= 2) & (idcg > 0)
     weights = query_weights(active)
     grad = np.zeros(s.shape)

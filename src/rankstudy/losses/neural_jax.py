@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rankstudy.evaluation.dcg import discounts
+
 # allRank's clamp of Sinkhorn's row and column sums: only empty (padding) rows and columns reach it
 SINKHORN_EPS = 1e-10
 
@@ -76,9 +78,7 @@ def weighted_dcg(s, g, real, coef, temperature, k, transposed, iterations):
     """sum over rows of coef * the relaxed DCG@k."""
     p, slot_real = neural_sort(s, real, temperature)
     p = sinkhorn(p, slot_real, real, iterations)
-    width = s.shape[1]
-    r = jnp.arange(width)
-    discount = jnp.where(r < (width if k is None else k), 1.0 / jnp.log2(r + 2.0), 0.0)
+    discount = discounts(s.shape[1], k=k, xp=jnp)  # the evaluation's formula, traced by JAX
     if transposed:
         dcg = (g * jnp.einsum("bri,r->bi", p, discount)).sum(axis=1)  # expected discount per document
     else:

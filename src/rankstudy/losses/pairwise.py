@@ -59,7 +59,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from rankstudy.evaluation.metrics import ideal_dcg
+from rankstudy.evaluation import dcg
 from rankstudy.losses.baseline import ranknet_pair
 from rankstudy.losses.padded import (
     PAIR_BLOCK_ELEMENTS,
@@ -154,7 +154,7 @@ def true_discounts(y: np.ndarray, mask: np.ndarray, seed: int = 0) -> np.ndarray
     """eta = 1 / log2(1 + pi) with pi the 1-based position in the label-sorted query
     (seeded tie-break); 0 at padding."""
     position = true_positions(plackett_luce_order(y, mask, seed))
-    return np.where(mask, 1.0 / np.log2(1.0 + position), 0.0)
+    return np.where(mask, dcg.discount(position), 0.0)
 
 
 def _doc_and_query_terms(y, mask, weight: PairWeight, n_levels, seed):
@@ -163,7 +163,7 @@ def _doc_and_query_terms(y, mask, weight: PairWeight, n_levels, seed):
         gain = np.where(mask, np.expm1(y * np.log(2.0)) / 2.0 ** (label_levels(y, mask, n_levels) - 1), 0.0)
     if weight.uses_positions:
         discount = true_discounts(y, mask, seed)
-        ideal = ideal_dcg(y, mask)
+        ideal = dcg.ideal_dcg(y, mask)
     return DocTerms(y, gain, discount), QueryTerms(mask.sum(axis=1).astype(np.float64), ideal)
 
 

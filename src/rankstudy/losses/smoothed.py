@@ -21,38 +21,29 @@ temperature goes to 0 on tie-free scores each loss tends to 1 - the exact metric
 
 A query has terms when it has at least two documents and the metric is defined (some
 document relevant: ideal DCG > 0, some R > 0); the others have a metric that cannot depend
-on the scores. Pair sums run over bounded blocks (:func:`rankstudy.losses.padded.pair_blocks`).
+on the scores. pi and the pair sums are :mod:`rankstudy.losses.approx_rank`'s, shared with ApproxNDCG
+(which is ``smoothed_ndcg`` without a cut); gains, discounts and the ideal DCG are
+:mod:`rankstudy.evaluation.dcg`'s.
 """
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
 
-from rankstudy.evaluation.metrics import ideal_dcg
-from rankstudy.losses.padded import PAIR_BLOCK_ELEMENTS, clean, label_levels, pair_blocks, query_weights
-
-# kernel(x, v_j) -> (k, dk/dx) with x = (f_j - f_i) / temperature and v_j a value of document j
-Kernel = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-
-
-def _sigmoid_pair(x):
-    """sigmoid(x) and sigmoid(-x) from one exp(-|x|): no overflow, no cancellation."""
-    e = np.exp(-np.abs(x))
-    big, small = 1.0 / (1.0 + e), e / (1.0 + e)
-    return np.where(x >= 0, big, small), np.where(x >= 0, small, big)
-
-
-def _above_kernel(x, _):
-    """Smoothed delta[f_j > f_i]: summed over j it is pi_i - 1."""
-    up, down = _sigmoid_pair(x)
-    return up, up * down
-
+from rankstudy.evaluation import dcg
+from rankstudy.losses.approx_rank import (
+    above_kernel,
+    approx_ranks,
+    approx_ranks_vjp,
+    pair_sums,
+    pair_sums_vjp,
+    sigmoid_pair,
+)
+from rankstudy.losses.padded import PAIR_BLOCK_ELEMENTS, clean, label_levels, query_weights
 
 def _survival_kernel(x, stop):
     """log(1 - stop_j sigmoid(x)): the chance j, if ranked above i, does not stop the user."""
-    up, down = _sigmoid_pair(x)
+    up, down = sigmoid_pair(x)
     sure = stop >= 1.0
     # 1 - stop * up = (1 - stop) + stop * down, exact even when up rounds to 1
     rest = np.where(sure, 1.0, (1.0 - stop) + stop * down)
@@ -61,51 +52,6 @@ def _survival_kernel(x, stop):
     value = np.where(sure, log_down, np.log(rest))
     slope = np.where(sure, -up, -stop * up * down / rest)
     return value, slope
-
-
-def _block_x(s, mask, block, temperature):
-    """x_ij = (s_j - s_i) / temperature over the block, and which (i, j) are real, i != j."""
-    q, rows, w = block
-    sc = s[q, :w]
-    x = (sc[:, None, :] - sc[:, rows, None]) / temperature
-    real = mask[q, rows][:, :, None] & mask[q, :w][:, None, :]
-    valid = real & (np.arange(w)[rows][:, None] != np.arange(w)[None, :])
-    return x, valid
-
-
-def smoothed_sums(s, mask, active, kernels: list[Kernel], values: list[np.ndarray], temperature: float,
-                  block_elements: int = PAIR_BLOCK_ELEMENTS) -> list[np.ndarray]:
-    """For each kernel c: sums[c][q, i] = sum_{j != i, real} kernel_c(x_ij, values[c][q, j])
-    on the active queries (0 elsewhere)."""
-    sums = [np.zeros(s.shape) for _ in kernels]
-    for block in pair_blocks(mask, np.flatnonzero(active), block_elements):
-        q, rows, w = block
-        x, valid = _block_x(s, mask, block, temperature)
-        for total, kernel, v in zip(sums, kernels, values):
-            k, _ = kernel(x, v[q, :w][:, None, :])
-            total[q, rows] = np.where(valid, k, 0.0) @ np.ones(w)
-    return sums
-
-
-def smoothed_sums_vjp(s, mask, active, kernels: list[Kernel], values: list[np.ndarray],
-                      cotangents: list[np.ndarray], temperature: float,
-                      block_elements: int = PAIR_BLOCK_ELEMENTS) -> np.ndarray:
-    """Gradient of sum_c sum_i cotangents[c][q, i] * sums[c][q, i] with respect to s.
-
-    d sums_i / d s_j = K_ij and d sums_i / d s_i = -sum_j K_ij with K_ij = k'(x_ij) / T,
-    so grad_j += sum_i u_i K_ij (columns) and grad_i -= u_i sum_j K_ij (rows).
-    """
-    grad = np.zeros(s.shape)
-    for block in pair_blocks(mask, np.flatnonzero(active), block_elements):
-        q, rows, w = block
-        x, valid = _block_x(s, mask, block, temperature)
-        for kernel, v, u in zip(kernels, values, cotangents):
-            _, slope = kernel(x, v[q, :w][:, None, :])
-            k_prime = np.where(valid, slope, 0.0) / temperature
-            u_rows = u[q, rows]
-            grad[q, :w] += (u_rows[:, None, :] @ k_prime)[:, 0, :]
-            grad[q, rows] -= u_rows * (k_prime @ np.ones(w))
-    return grad
 
 
 def _check_temperature(temperature) -> float:
@@ -123,27 +69,24 @@ def smoothed_ndcg(scores, labels, mask, *, k: int | None = None, temperature: fl
         raise ValueError(f"k must be a positive integer or None, got {k!r}")
     T = _check_temperature(temperature)
     s, y, mask = clean(scores, labels, mask)
-    ideal = ideal_dcg(y, mask, k)
+    ideal = dcg.ideal_dcg(y, mask, k)
     active = (mask.sum(axis=1) >= 2) & (ideal > 0)
     weights = query_weights(active)
-    ones = np.ones(s.shape)
-    (above,) = smoothed_sums(s, mask, active, [_above_kernel], [ones], T, block_elements)
-    position = 1.0 + above
-    log_pos = np.log2(1.0 + position)
-    discount = 1.0 / log_pos
-    d_discount = -discount ** 2 / ((1.0 + position) * np.log(2.0))
+    position = approx_ranks(s, mask, active, T, block_elements)
+    discount = dcg.discount(position)
+    d_discount = dcg.discount_slope(position, discount)
     if k is None:
         cut, d_cut = 1.0, 0.0
     else:
-        cut, _ = _sigmoid_pair((k + 0.5 - position) / T)
+        cut, _ = sigmoid_pair((k + 0.5 - position) / T)
         d_cut = -cut * (1.0 - cut) / T
     # gain is 0 at padding, and the scale is 0 off the active queries
-    gain = np.where(mask, np.expm1(y * np.log(2.0)), 0.0)
+    gain = np.where(mask, dcg.gain(y), 0.0)
     scale = np.divide(weights, ideal, out=np.zeros_like(ideal), where=active)[:, None]
     ndcg = (gain * discount * cut * scale).sum(axis=1)  # already weighted by 1/n_active
     value = float(weights.sum() - ndcg.sum())
-    cotangent = -scale * gain * (d_discount * cut + discount * d_cut)  # d value / d above_i
-    grad = smoothed_sums_vjp(s, mask, active, [_above_kernel], [ones], [cotangent], T, block_elements)
+    cotangent = -scale * gain * (d_discount * cut + discount * d_cut)  # d value / d pi_i
+    grad = approx_ranks_vjp(s, mask, active, cotangent, T, block_elements)
     return value, grad
 
 
@@ -153,12 +96,12 @@ def _smoothed_cascade(s, mask, stop, temperature, block_elements):
     T = _check_temperature(temperature)
     active = (mask.sum(axis=1) >= 2) & (stop > 0).any(axis=1)
     weights = query_weights(active)[:, None]
-    kernels, values = [_above_kernel, _survival_kernel], [np.ones(s.shape), stop]
-    above, log_reached = smoothed_sums(s, mask, active, kernels, values, T, block_elements)
+    kernels, values = [above_kernel, _survival_kernel], [np.ones(s.shape), stop]
+    above, log_reached = pair_sums(s, mask, active, kernels, values, T, block_elements)
     term = np.where(active[:, None], stop * np.exp(log_reached) / (1.0 + above), 0.0)
     value = float(weights.sum() - (weights * term).sum())
     cotangents = [weights * term / (1.0 + above), -weights * term]  # d value / d above, d log_reached
-    grad = smoothed_sums_vjp(s, mask, active, kernels, values, cotangents, T, block_elements)
+    grad = pair_sums_vjp(s, mask, active, kernels, values, cotangents, T, block_elements)
     return value, grad
 
 
