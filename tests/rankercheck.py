@@ -1,5 +1,5 @@
 """A data set with a certain linear signal and an independent NDCG@10, shared by the ranker tests
-(tests/test_rankers.py) and the README's extension examples (tests/test_readme_extensions.py)."""
+(tests/test_rankers.py) and the docs' examples (tests/test_docs_examples.py)."""
 
 from __future__ import annotations
 

@@ -196,7 +196,7 @@ report:
   leaderboard: {metric: ndcg@10}
 """
 
-# a second generated data set, so the board spans two (README "Your own data set": registry_extra)
+# a second generated data set, so the board spans two (docs/datasets.md, "Your own data set": registry_extra)
 EXTRA_REGISTRY = """\
 synthetic2:
   source: synthetic

@@ -71,7 +71,7 @@ def test_yaml_1_1_numbers_in_a_grid_are_numbers_and_the_bad_value_is_the_one_bla
 
 
 class HingeByLBFGS(ScoredRanker):
-    """Written from the README's recipe, with a solver that cannot fit its loss."""
+    """Written from the docs' recipe (docs/extending.md), with a solver that cannot fit its loss."""
 
     kind = "hinge_by_lbfgs"
     parameter_constraints = {"l2": [Real(0)]}

@@ -98,7 +98,7 @@ def test_a_failing_data_job_leaves_no_output(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_users_own_data_set_through_the_cli_leaves_no_machine_path(tmp_path, shared_data):
-    """README's example: MQ2008's folder plays "my data" as a `local` entry of a registry file of
+    """The docs' example (docs/datasets.md): MQ2008's folder plays "my data" as a `local` entry of a registry file of
     the user's own, with an absolute data_root; then results/ is grepped for machine paths."""
     for name in ("Snakefile", "workflow", "config", "environment.yml"):
         src = REPO / name

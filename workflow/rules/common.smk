@@ -65,7 +65,7 @@ SELECTION = {k: EVALUATION[k] for k in ("selection_metric", "rel_threshold", "no
 # counts, and mem_mb when --resources mem_mb=N is given). A job's BLAS, OpenMP and LightGBM use
 # exactly its `threads` (rankstudy.util.threads, set as the job starts), so single-threaded jobs
 # side by side do not oversubscribe the cores.
-# Sized from measurements (README, "On a SLURM cluster"): a whole SLURM job peaked at 430-730 MB
+# Sized from measurements (docs/scale-out.md, "Threads, memory and time per job"): a whole SLURM job peaked at 430-730 MB
 # (about 420 MB of it Snakemake: the jobstep and the job's own process; the script 110-330 MB,
 # growing by at most 1.5 MB per MB of input), and the longest script took 25 s. mem_mb and
 # runtime (minutes) double on the second attempt (--retries) and triple on the third, so a job

@@ -10,7 +10,8 @@ per-query differences / sqrt(queries)).
 
 It answers one question: is the gap a model that cannot fit (train objective above linear's),
 or one that fits better and generalises worse, picked on a validation curve too noisy to pick on
-(few queries)? Settings are ``name=json`` pairs; the default set is the one quoted in the README.
+(few queries)? Settings are ``name=json`` pairs; the default set is the one quoted in
+docs/results/2026-11-neural-rankers.md.
 
     python -m rankstudy.cli.attention_gap [--data ../shared/data/OHSUMED/QueryLevelNorm]
         [--fold 1] [--base study] [--setting 'name={"dropout": 0.2}' ...]
