@@ -22,6 +22,17 @@ def lightgbm():
     return importlib.import_module("lightgbm")
 
 
+def gbdt_library(module: str, kind: str):
+    """The library a ranker of the ``gbdt`` extra wraps (xgboost, catboost), imported when the
+    ranker is fitted or loaded (both cost seconds to import and are not installed by default);
+    an ImportError saying how to install it when it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise ImportError(f"ranker kind {kind!r} needs {module}, not importable here ({exc}): "
+                          f"pip install 'rankstudy[gbdt]'") from exc
+
+
 def lightgbm_parameters(*, n_estimators: int, learning_rate: float, num_leaves: int, min_data_in_leaf: int,
                         early_stopping_rounds: int) -> dict[str, Param]:
     """The LightGBM settings the boosted rankers share, with LightGBM's own ranges (checked before

@@ -30,6 +30,9 @@ RANKERS: dict[str, type[Ranker]] = LazyRegistry({
     "coordinate_ascent": "rankstudy.rankers.coordinate_ascent:CoordinateAscent",
     "adarank": "rankstudy.rankers.adarank:AdaRank",
     "neural": "rankstudy.rankers.neural:NeuralRanker",
+    # the gbdt extra's libraries, imported only when such a ranker is fitted or loaded
+    "xgboost": "rankstudy.rankers.xgboost_ranker:XGBoostRanker",
+    "catboost": "rankstudy.rankers.catboost_ranker:CatBoostRanker",
 })
 
 
