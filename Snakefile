@@ -6,11 +6,9 @@
 import os
 import sys
 import time
-from pathlib import Path
 
-import yaml
 from snakemake.exceptions import WorkflowError
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 from rankstudy.util.memory import say_at_exit_if_a_thread_could_not_start, spare_address_space, \
     workflow_memory_problem  # standard library only
@@ -28,8 +26,7 @@ say_at_exit_if_a_thread_could_not_start(lambda: getattr(getattr(workflow, "logge
 
 
 try:
-    from rankstudy.pipeline.config import apply_defaults, own_methods, prepare_cli_values, schema_problem
-    from rankstudy.pipeline.configfiles import check_cli_values, check_config_files
+    from rankstudy.pipeline.config import load_config
     from rankstudy.pipeline.errors import ConfigError
     from rankstudy.pipeline.snakemake_timers import one_reevaluation_timer
     from rankstudy.pipeline.summary import run_summary
@@ -45,34 +42,15 @@ one_reevaluation_timer()  # Snakemake's scheduler would start one more timer thr
 
 min_version("9.0")
 
-# bad YAML or a key given twice (YAML keeps the last one silently) is named with its file:line,
-# before `configfile:` reads config.yaml (Snakemake's message names neither); a --configfile
-# file Snakemake has read already: bootstrap.py run checks those before it starts Snakemake.
-# A ConfigError is raised again here, as one line with no traceback into rankstudy's modules
+# the config, from the files and --config values to what the jobs read, in one call
+# (rankstudy.pipeline.config.load_config: it reads config/config.yaml, as `configfile:` would,
+# after checking its YAML); a mistake is one line naming the key, with no traceback
 try:
-    check_config_files([Path(workflow.basedir) / "config" / "config.yaml", *workflow.config_settings.configfiles])
-    check_cli_values(workflow.config_settings.config)
+    SETTINGS = load_config(workflow)
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
-
-configfile: "config/config.yaml"
-
-# a study (--configfile, or --config methods=...) trains the methods it defines, not config.yaml's too
-own_methods(config, workflow.config_settings.overwrite_config)
-
-# `--config` values arrive as YAML (folds=[3] as ['3'], folds=7 as 7): bring them to the
-# schema's types, or fail naming the key and the working form, before anything reads them
-SCHEMA = "workflow/schemas/config.schema.yaml"
-try:
-    prepare_cli_values(config, yaml.safe_load((Path(workflow.basedir) / SCHEMA).read_text()))
-except ConfigError as exc:
-    raise WorkflowError(str(exc)) from None
-
-# one line naming the key, not Snakemake's message with the whole schema after it
-if problem := schema_problem(config, yaml.safe_load((Path(workflow.basedir) / SCHEMA).read_text())):
-    raise WorkflowError(problem)
-validate(config, SCHEMA)  # also sets the schema's defaults
-apply_defaults(config)
+for note in SETTINGS.notes:  # what the run leaves out or falls back to, before any job
+    print(f"rankstudy: {note}", file=sys.stderr)
 
 report: "workflow/report/workflow.rst"
 

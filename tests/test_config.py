@@ -42,7 +42,7 @@ def test_schema_rejects_unknown_key_and_bad_value(config):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda c: c["methods"]["ranknet"].update(kind="svm"), r"methods\.ranknet\.kind.*valid kinds: adarank, catboost, conditional, coordinate_ascent, lambdamart, linear"),
+    (lambda c: c["methods"]["ranknet"].update(kind="svm"), r"methods\.ranknet\.kind.*valid kinds: adarank, conditional, coordinate_ascent, lambdamart, linear"),
     (lambda c: c["methods"]["ranknet"]["params"].update(loss="hinge"), r"methods\.ranknet\.params\.loss: unknown loss 'hinge'.*listmle"),
     (lambda c: c["methods"]["ranknet"]["params"].update(solver="newton"),
      r"methods\.ranknet\.params\.solver: unknown solver 'newton'; valid: adam, cutting_plane, lbfgs, projected_sgd"),
@@ -468,3 +468,169 @@ def test_a_departure_from_the_schema_is_one_line_naming_the_key(config):
     del config["studdy"]
     config["report"]["alpha"] = "high"
     assert schema_problem(config, schema).startswith("config key report.alpha: 'high' is not of type")
+
+
+# ---- one config load: values compared as values, the command line as YAML, shared settings said once
+
+
+def resolved(study: dict | None = None, cli: list[str] = (), base: dict | None = None) -> tuple[dict, object]:
+    """``(config, settings)`` as the Snakefile's load_config leaves them: config/config.yaml (or
+    ``base``) with a study file's values and ``--config`` entries (read by Snakemake's own parser)
+    merged over it, as Snakemake merges them, then resolve_config."""
+    from snakemake.cli import parse_config
+    from snakemake.utils import update_config
+
+    from rankstudy.pipeline.config import resolve_config
+
+    config = copy.deepcopy(base) if base is not None else yaml.safe_load((REPO / "config/config.yaml").read_text())
+    defaults = copy.deepcopy(config["methods"])
+    given, cli_values = copy.deepcopy(study or {}), parse_config(list(cli))
+    update_config(config, copy.deepcopy(given))
+    update_config(config, copy.deepcopy(cli_values))
+    return config, resolve_config(config, REPO, given, cli_values, defaults)
+
+
+def test_cleaning_params_are_one_spelling_per_setting():
+    """config.yaml has no binarize, the leaderboard binarize: []: the same cleaned folder, but the
+    clean job's params differed, so Snakemake cleaned again and retrained everything downstream."""
+    from rankstudy.pipeline.layout import cleaning_name, cleaning_rules
+
+    default = {"drop_no_relevant": ["train"], "chakrabarti": []}
+    spellings = [default, {"drop_no_relevant": ["train"], "binarize": [], "chakrabarti": []},
+                 {"binarize": [], "drop_no_relevant": ["train", "train"]},
+                 {"drop_no_relevant": ["train"], "near_duplicates": {"side": "bad"}},  # no chakrabarti: unused
+                 {"chakrabarti": [], "drop_no_relevant": ["train"], "binarize": []}]
+    assert {repr(cleaning_rules(c)) for c in spellings} == {repr(default)}  # config.yaml's runs keep their params
+    assert len({cleaning_name(c, 1) for c in spellings}) == 1
+    chakrabarti = {"drop_no_relevant": ["train"], "chakrabarti": ["test", "train"]}
+    at_defaults = {**chakrabarti, "near_duplicates": {"side": "both", "scope": "query", "cosine": 0.99,
+                                                       "zero_vectors": True}}
+    assert cleaning_rules(at_defaults) == cleaning_rules(chakrabarti) == {"drop_no_relevant": ["train"],
+                                                                           "chakrabarti": ["train", "test"]}
+    assert cleaning_name(at_defaults, 1) == cleaning_name(chakrabarti, 1.0)
+    given = {**chakrabarti, "near_duplicates": {"side": "bad", "cosine": 0.99}}
+    assert cleaning_rules(given)["near_duplicates"] == {"side": "bad"}
+    assert cleaning_name(given, 1) != cleaning_name(chakrabarti, 1)
+    assert cleaning_rules({"binarize": ["test", "train"]})["binarize"] == ["train", "test"]
+
+
+def test_job_params_are_the_same_for_a_setting_spelled_differently(config):
+    """rel_threshold 1.0 is config.yaml's 1; the evaluation keys and a method's params in another
+    order, params: {} or a method written with its keys reordered, are the same params."""
+    from rankstudy.pipeline.config import evaluate_params
+    from rankstudy.rankers.spec import canonical_spec
+
+    plain, _ = resolved()
+    respelled, _ = resolved({"evaluation": {"no_relevant": "zero", "rel_threshold": 1.0, "selection_metric": "ndcg@10"},
+                             "methods": {name: {"grid": spec["grid"], "kind": spec["kind"],
+                                                "params": dict(reversed(spec["params"].items()))}
+                                         for name, spec in config["methods"].items()}})
+    assert respelled["evaluation"]["rel_threshold"] == 1 and isinstance(respelled["evaluation"]["rel_threshold"], int)
+    assert repr(evaluate_params(respelled["evaluation"])) == repr(evaluate_params(plain["evaluation"]))
+    assert repr(respelled["methods"]) == repr(plain["methods"])
+    assert repr(plain["methods"]) == repr(config["methods"])  # config.yaml's spelling is the canonical one
+    assert canonical_spec({"kind": "linear", "params": {}, "grid": {}}) == {"kind": "linear"}
+    assert canonical_spec({"kind": "neural", "params": {"loss_params": {"b": 1, "a": 2}, "loss": "x"}}) == \
+        {"kind": "neural", "params": {"loss": "x", "loss_params": {"a": 2, "b": 1}}}
+    grid = {"num_leaves": [15, 31], "learning_rate": [0.1, 0.05]}  # the candidates' order: kept
+    assert list(canonical_spec({"kind": "lambdamart", "grid": grid})["grid"]) == ["num_leaves", "learning_rate"]
+
+
+def test_generated_data_settings_are_one_spelling():
+    from rankstudy.data.sources import source_settings
+
+    entry = {"source": "synthetic"}
+    a = source_settings(entry, {"seed": 0, "synthetic": {"n_queries": 250, "n_features": 24}})
+    b = source_settings(entry, {"seed": 0, "synthetic": {"n_features": 24, "n_queries": 250}})
+    assert repr(a) == repr(b) == repr({"source": "synthetic", "seed": 0, "n_queries": 250, "n_features": 24})
+
+
+def test_command_line_lists_and_mappings_inside_a_method_are_yaml_values():
+    """Snakemake reads --config with YAML's BaseLoader: hidden: [64, 32] arrived as ['64', '32']
+    and was refused, while the same in a YAML file worked."""
+    config, _ = resolved(cli=["methods={m: {kind: neural, params: {hidden: [64, 32], input_norm: null, "
+                              "loss: lambdaloss, loss_params: {weighting: lambdarank, k: 5}, epochs: 2}}}"])
+    assert config["methods"]["m"]["params"] == {"hidden": [64, 32], "input_norm": None, "loss": "lambdaloss",
+                                                "loss_params": {"k": 5, "weighting": "lambdarank"}, "epochs": 2}
+    config, _ = resolved(cli=["method_defaults={neural: {params: {hidden: [8]}}}",
+                              "methods={m: {kind: neural, params: {loss: softmax}}}"])
+    assert config["methods"]["m"]["params"]["hidden"] == [8]
+
+
+def test_a_command_line_method_without_kind_changes_the_studys_method_and_with_kind_replaces_it(config):
+    """Snakemake's merge: `methods={ranknet: {params: {max_iter: 50}}}` keeps ranknet's kind, loss
+    and grid (it was taken for a new method without a kind)."""
+    changed, settings = resolved(cli=["methods={ranknet: {params: {max_iter: 50}}}"])
+    assert list(changed["methods"]) == list(config["methods"])  # every method of the study stays
+    assert changed["methods"]["ranknet"] == {**config["methods"]["ranknet"],
+                                             "params": {"loss": "ranknet", "max_iter": 50}}
+    assert settings.baseline == "ranknet [first]"
+    replaced, _ = resolved(cli=["methods={ranknet: {kind: linear, params: {loss: listnet}}}"])
+    assert replaced["methods"]["ranknet"] == {"kind": "linear", "params": {"loss": "listnet"}}  # whole: no grid
+    assert list(replaced["methods"]) == list(config["methods"])
+    study = {"methods": {"a": {"kind": "linear", "params": {"loss": "ranknet"}}, "b": {"kind": "lambdamart"}}}
+    on_study, _ = resolved(study, cli=["methods={b: {params: {n_estimators: 5}}}"])
+    assert on_study["methods"] == {"a": study["methods"]["a"], "b": {"kind": "lambdamart", "params": {"n_estimators": 5}}}
+    new, settings = resolved(cli=["methods={mine: {kind: lambdamart}}"])  # only new methods: the run's own
+    assert list(new["methods"]) == ["mine"] and settings.baseline == "mine [first]"
+    with pytest.raises(ConfigError, match=r"^config key methods\.nosuch: no kind, and the study has no method "
+                                          r"'nosuch' to change \(its methods: pointwise, ranknet, .*\); give kind"):
+        resolved(cli=["methods={nosuch: {params: {max_iter: 50}}}"])
+
+
+def test_run_methods_without_the_studys_baseline_compare_against_the_first_method_run():
+    """Every helper that picked methods hit "report.baseline: 'ranknet' is not among the methods run"."""
+    config, settings = resolved(cli=["run_methods=[lambdamart, listnet]"])
+    assert settings.baseline == "lambdamart [first]" and "baseline" not in config["report"]
+    assert settings.notes == ("report.baseline 'ranknet' is not among the methods run; the tables compare against "
+                              "'lambdamart', the first method run (set report.baseline to choose another)",)
+    _, settings = resolved(cli=["run_methods=[lambdamart, ranknet]"])
+    assert settings.baseline == "ranknet [first]" and settings.notes == ()
+    with pytest.raises(ConfigError, match=r"report\.baseline: 'ranknet' is not among the methods run"):
+        resolved(cli=["run_methods=[lambdamart]", "report={baseline: ranknet}"])  # named: the error stays
+
+
+def test_method_defaults_say_a_familys_settings_once():
+    study = {"method_defaults": {"linear": {"params": {"max_iter": 20, "loss": "ranknet"}, "grid": {"l2": [1.0]},
+                                            "threads": 2}},
+             "methods": {"a": {"kind": "linear"},
+                         "b": {"kind": "linear", "params": {"loss": "listnet", "l2": 0.5}, "threads": 1},
+                         "c": {"kind": "lambdamart"}}}
+    config, _ = resolved(study)
+    assert config["methods"] == {
+        "a": {"kind": "linear", "params": {"loss": "ranknet", "max_iter": 20}, "grid": {"l2": [1.0]}, "threads": 2},
+        # its own loss, and its own l2 (a param) wins over the defaults' grid of l2
+        "b": {"kind": "linear", "params": {"loss": "listnet", "l2": 0.5, "max_iter": 20}, "threads": 1},
+        "c": {"kind": "lambdamart"}}
+    for block, message in [({"neurall": {"params": {}}}, r"^config key method_defaults\.neurall: unknown kind 'neurall'"),
+                           ({"linear": {"params": {"epochs": 3}}}, r"^config key method_defaults\.linear\.params\.epochs: "
+                                                                   r"not a parameter of 'linear'"),
+                           ({"linear": {"params": {"max_iter": 0}}}, r"^config key method_defaults\.linear\.params\.max_iter: "
+                                                                     r"must be"),
+                           ({"linear": {"kind": "linear"}}, r"^config key method_defaults\.linear: Additional properties"),
+                           ({"linear": {"params": {"seed": 3}}}, r"method_defaults\.linear\.params\.seed: set once")]:
+        with pytest.raises(ConfigError, match=message):
+            resolved({**study, "method_defaults": block})
+
+
+@pytest.mark.parametrize("name", ["neural-letor", "leaderboard"])
+def test_study_files_rewritten_with_method_defaults_resolve_to_the_same_methods(name):
+    """neural-letor.yaml repeated nine parameters in 24 entries; written once (method_defaults and
+    YAML anchors), its methods resolve as the old file's did (captured from the old file), in
+    the same order and spelling: the train jobs' params are unchanged, nothing retrains."""
+    import json
+
+    before = json.loads((Path(__file__).parent / "study_methods_before_defaults.json").read_text())[name]
+    config, _ = resolved(yaml.safe_load((REPO / f"config/studies/{name}.yaml").read_text()))
+    # methods added to the file since are not this test's business
+    assert repr({m: spec for m, spec in config["methods"].items() if m in before}) == repr(before)
+
+
+def test_yaml_anchors_and_merge_keys_are_read_in_a_config_file(tmp_path):
+    """The strict loader (a key given twice) refused `<<: *anchor` as an unknown tag."""
+    study = tmp_path / "study.yaml"
+    study.write_text("methods:\n  a: {kind: neural, params: {<<: &n {scorer: mlp, epochs: 3}, loss: softmax}}\n"
+                     "  b: {kind: neural, params: {<<: *n, epochs: 4}}\n")
+    check_config_files([study])
+    config, _ = resolved(yaml.safe_load(study.read_text()))
+    assert config["methods"]["b"]["params"] == {"scorer": "mlp", "epochs": 4}

@@ -59,8 +59,9 @@ rule clean_fold:
         **{s: prepared_split(L.CLEANED.replace("{split}", s)) for s in SPLITS},
         meta=L.FOLD_META,
     params:
-        # the cleaning name is a digest of these two
-        cleaning=config["cleaning"],
+        # the cleaning name is a digest of these two; one spelling per setting (binarize: [] is no
+        # binarize), so studies that share the cleaned data share its params and rerun nothing
+        cleaning=L.cleaning_rules(config["cleaning"]),
         rel_threshold=EVALUATION["rel_threshold"],
     log:
         L.log("clean_fold"),

@@ -40,7 +40,7 @@ rule tables:
         baseline=SETTINGS.baseline,
         report=config["report"],
         evaluation=EVALUATION,
-        cleaning=config["cleaning"],
+        cleaning=L.cleaning_rules(config["cleaning"]),
     log:
         L.log("tables"),
     benchmark:

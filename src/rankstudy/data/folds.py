@@ -17,6 +17,10 @@ from rankstudy.data.splitfiles import SPLITS
 
 
 
+# how Chakrabarti et al.'s cleaning reads the paper's open choices unless cleaning.near_duplicates says otherwise
+NEAR_DUPLICATES = {"side": "both", "scope": "query", "cosine": 0.99, "zero_vectors": True}
+
+
 class EmptySplitError(ValueError):
     """Cleaning left a split without a query; the message says which rules removed them."""
 
@@ -51,8 +55,9 @@ def _clean_as_chakrabarti(fold: Fold, splits: list[str], options: dict, rel_thre
     each query, across each split's queries (``scope: split``), or across the fold's three splits
     together (``scope: fold``: the data set cleaned before it is split); ``side: bad`` drops only
     the non-relevant document of a clash."""
-    cosine, side, scope = options.get("cosine", 0.99), options.get("side", "both"), options.get("scope", "query")
-    if options.get("zero_vectors", True):
+    options = {**NEAR_DUPLICATES, **options}
+    cosine, side, scope = options["cosine"], options["side"], options["scope"]
+    if options["zero_vectors"]:
         for s in splits:
             fold.splits[s], fold.dropped[f"{s}.zero_vectors"] = cleaning.drop_zero_vectors(fold.splits[s])
     if scope != "fold":

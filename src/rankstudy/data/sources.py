@@ -98,7 +98,11 @@ class _Generated(Source):
     sizes: ClassVar[tuple[str, ...]]  # the section's keys the generator takes
 
     def settings(self, entry: dict, config: dict) -> dict:
-        return {"source": self.name, "seed": config.get("seed", 0), **(config.get(self.name) or {})}
+        # the section's keys in the generator's order, whatever order the config files merged them
+        # in: the fetch job's params, which Snakemake compares as text (config.yaml's order is this)
+        section = config.get(self.name) or {}
+        ordered = [*(k for k in self.sizes if k in section), *(k for k in section if k not in self.sizes)]
+        return {"source": self.name, "seed": config.get("seed", 0), **{k: section[k] for k in ordered}}
 
     def generated(self, entry: dict, config: dict) -> dict:
         return self.settings(entry, config)

@@ -26,6 +26,8 @@ class _StrictLoader(yaml.SafeLoader):
 def _mapping_without_duplicates(loader, node, deep=False):
     seen: dict = {}
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # `<<: *anchor`: the anchor's keys come under the mapping's own (YAML's merge key)
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
@@ -68,6 +70,28 @@ def check_cli_values(given: Mapping) -> None:
             mark = exc.problem_mark or exc.context_mark
             at = f" at column {mark.column + 1}" if mark and mark.line == 0 else ""
             raise ConfigError(f"--config {key}={value}: not valid YAML{at}: {_problem(exc)}") from None
+
+
+_PLAIN_SCALAR = yaml.resolver.Resolver()
+
+
+def yaml_values(value):
+    """``value`` (a ``--config`` value's lists and mappings) with every string in it read as the
+    YAML scalar it was written as: Snakemake reads them with YAML's BaseLoader, which keeps every
+    scalar a string (``hidden: [64, 32]`` arrives as ``['64', '32']``), while the same text in a
+    config file gives numbers, booleans and nulls. A quoted number cannot be told apart (the
+    quotes are gone) and becomes the number."""
+    if isinstance(value, dict):
+        return {key: yaml_values(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [yaml_values(item) for item in value]
+    if not isinstance(value, str):
+        return value
+    tag = _PLAIN_SCALAR.resolve(yaml.ScalarNode, value, (True, False))
+    if tag == "tag:yaml.org,2002:str":
+        return value
+    read = yaml.safe_load(value)  # a plain int, float, bool or null: no structure can come of it
+    return read if read is None or isinstance(read, (bool, int, float)) else value
 
 
 def main(argv: list[str]) -> int:

@@ -36,6 +36,26 @@ def training_params(spec: dict, seed: int, rel_threshold: float) -> dict:
     return {**{k: v for k, v in run.items() if k in names}, **(spec.get("params") or {})}
 
 
+def canonical_spec(spec: dict) -> dict:
+    """One spelling of a method spec, so two that set the same values compare equal (the pipeline
+    hands it to the train job as a param, and Snakemake compares params as text): ``kind``, then
+    ``params`` in the ranker's declared order (``loss_params``' options sorted), then ``grid`` as
+    written (its order is the candidates' order, which breaks ties in selection), then any other
+    key as given; an empty ``params`` or ``grid`` is the same as none. The declared order is the
+    order the default config writes its methods in, so their params keep their old spelling."""
+    names = ranker_class(spec["kind"]).param_names() if spec.get("kind") in RANKERS else []
+    out = {"kind": spec.get("kind")}
+    params = spec.get("params") or {}
+    if params:
+        order = [n for n in names if n in params] + sorted(set(params) - set(names), key=str)
+        out["params"] = {n: dict(sorted(params[n].items())) if n == "loss_params" and isinstance(params[n], dict)
+                         else params[n] for n in order}
+    if spec.get("grid"):
+        out["grid"] = spec["grid"]
+    out.update({k: v for k, v in spec.items() if k not in ("kind", "params", "grid")})
+    return out
+
+
 def read_spec_values(spec) -> None:
     """Strings in ``params`` and ``grid`` read as the type the parameter wants, in place: values
     set through ``snakemake --config`` arrive as strings (``sample_size: '10'``), and YAML 1.1
@@ -63,6 +83,25 @@ def check_spec(spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
     """SpecError naming the first problem of a method spec: an unknown kind or parameter, a value
     its constraints refuse (each grid value alone), a combination the ranker refuses (every grid
     candidate is built), or a loss option the loss cannot use (it is called once on a tiny list)."""
+    check_names_and_values(spec)
+    kind = spec["kind"]
+    base = training_params(spec, seed, rel_threshold)
+    for candidate in grid_candidates(spec.get("grid")):
+        params = {**base, **candidate}
+        try:
+            make_ranker(kind, params)
+        except ParamError as exc:
+            section = "grid" if exc.param in candidate else "params"
+            raise SpecError(f"{section}.{exc.param}" if exc.param else "", exc.problem) from None
+        except (TypeError, ValueError) as exc:
+            raise SpecError("", str(exc)) from None
+        _call_loss_once(params)
+
+
+def check_names_and_values(spec: dict) -> None:
+    """SpecError naming the first unknown kind or parameter of a method spec, or a value its
+    constraints refuse (each grid value alone): what can be checked of a part of a method (a
+    ``method_defaults`` entry) without the rest."""
     kind = spec.get("kind")
     if kind not in RANKERS:
         raise SpecError("kind", f"unknown kind {kind!r}; valid kinds: {', '.join(sorted(RANKERS))}")
@@ -86,17 +125,6 @@ def check_spec(spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
                     check_value(name, v, cls.parameter_constraints.get(name, [_ANY]))
                 except ParamError as exc:
                     raise SpecError(f"{section}.{name}", exc.problem) from None
-    base = training_params(spec, seed, rel_threshold)
-    for candidate in grid_candidates(spec.get("grid")):
-        params = {**base, **candidate}
-        try:
-            make_ranker(kind, params)
-        except ParamError as exc:
-            section = "grid" if exc.param in candidate else "params"
-            raise SpecError(f"{section}.{exc.param}" if exc.param else "", exc.problem) from None
-        except (TypeError, ValueError) as exc:
-            raise SpecError("", str(exc)) from None
-        _call_loss_once(params)
 
 
 class _Any:
