@@ -42,7 +42,7 @@ def test_schema_rejects_unknown_key_and_bad_value(config):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda c: c["methods"]["ranknet"].update(kind="svm"), r"methods\.ranknet\.kind.*valid kinds: adarank, conditional, coordinate_ascent, lambdamart, linear"),
+    (lambda c: c["methods"]["ranknet"].update(kind="svm"), r"methods\.ranknet\.kind.*valid kinds: adarank, catboost, conditional, coordinate_ascent, lambdamart, linear"),
     (lambda c: c["methods"]["ranknet"]["params"].update(loss="hinge"), r"methods\.ranknet\.params\.loss: unknown loss 'hinge'.*listmle"),
     (lambda c: c["methods"]["ranknet"]["params"].update(solver="newton"),
      r"methods\.ranknet\.params\.solver: unknown solver 'newton'; valid: adam, cutting_plane, lbfgs, projected_sgd"),
