@@ -7,7 +7,7 @@ import pandas as pd
 from rankstudy.data.kinds import load_split, save_split
 from rankstudy.features import pairs
 from rankstudy.features.featuresets import FeatureSet
-from rankstudy.features.normalize import Normalizer
+from rankstudy.features.normalize import Normalizer, check_finite
 from rankstudy.pipeline.jobs import job_logging
 from rankstudy.util import atomic
 
@@ -17,9 +17,11 @@ with job_logging(snakemake, "featurize"):
     # question-answer data keeps its bag-of-words counts as they are (no normalisation, no products)
     letor = splits["train"].kind == "letor"
     normalizer = Normalizer(snakemake.params.normalization if letor else "none")
+    # a value normalisation cannot represent is refused naming it, before any output is written
+    named = {s: f"{snakemake.input[s]} (split {s})" for s in splits}
     if letor:
-        normalizer.fit(splits["train"])
-        splits = {s: normalizer.transform(d) for s, d in splits.items()}
+        normalizer.fit(splits["train"], named["train"])
+        splits = {s: normalizer.transform(d, named[s]) for s, d in splits.items()}
     if featureset.second_order:
         corr = pd.read_csv(snakemake.input.correlations[0], sep="\t")
         selected = pairs.select_pairs(corr, featureset.threshold)
@@ -29,10 +31,12 @@ with job_logging(snakemake, "featurize"):
         # the quadratic functional computes quad sets' products itself, in chunks, from pairs.tsv
         index = selected[["i", "j"]].to_numpy()
         splits = {s: pairs.expand(d, index) for s, d in splits.items()}
+        for s, d in splits.items():  # products of huge normalised values overflow: cache no inf
+            check_finite(d, named[s], "a product of normalised features, which float64 cannot hold")
     n_features = splits["train"].n_features + (len(selected) if featureset.quadratic else 0)
     print(f"feature set {featureset.name}: {len(selected)} second-order features, {n_features} in all")
     if letor and snakemake.params.dtype != "float64":
-        splits = {s: d.with_features(d.X.astype(snakemake.params.dtype)) for s, d in splits.items()}
+        splits = {s: normalizer.cast(d, snakemake.params.dtype, named[s]) for s, d in splits.items()}
     for s, d in splits.items():
         save_split(d, snakemake.output[s])
     # 1-based feature numbers, as in LETOR files

@@ -19,7 +19,8 @@ with job_logging(snakemake, "pair_correlations"):
                           f"({train.n_features * (train.n_features + 1) // 2:,} pairs) need about {need_mb:,.0f} MB, "
                           f"more than this job's mem_mb = {have_mb:,.0f}; set features.rho: [] for this data set, or "
                           f"give the job more (--set-resources pair_correlations:mem_mb={int(need_mb * 1.2) + 500})")
-    train = Normalizer(snakemake.params.normalization).fit(train).transform(train)
+    named = f"{snakemake.input.train} (split train)"  # a value normalisation cannot represent is refused naming it
+    train = Normalizer(snakemake.params.normalization).fit(train, named).transform(train, named)
     corr = pairs.pair_correlations(train.X, train.y, chunk_rows=chunk_rows)
     print(f"{len(corr)} pairs from {train.n_features} features and {train.X.shape[0]} documents")
     atomic.write_csv(corr, snakemake.output[0], sep="\t", float_format="%.17g")

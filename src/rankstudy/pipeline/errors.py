@@ -18,6 +18,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from rankstudy.data.qadata import QATableError
     from rankstudy.data.registry import RegistryError
     from rankstudy.data.splitfiles import DataPathError, DatasetNotFound
+    from rankstudy.features.normalize import UnrepresentableValue
     from rankstudy.rankers.selection import AllDiverged
     from rankstudy.rankers.tuning import StorageError, TuningError
     from rankstudy.tracking.errors import TrackingUnavailable
@@ -25,4 +26,4 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
     return (ConfigError, DatasetNotFound, DataPathError, RegistryError, DownloadError, LetorFormatError,
             QATableError, EmptySplitError, TrackingUnavailable, DamagedFile, FileNotFoundError, PermissionError,
-            AllDiverged, StorageError, TuningError)
+            AllDiverged, StorageError, TuningError, UnrepresentableValue)
