@@ -1,8 +1,8 @@
-"""Nothing lost when the MLflow logging fails after a fold was retrained (the tables job logs every
-method's runs of a study and data set): the real `snakemake` CLI on a one-fold, one-method study,
-the fold forced to retrain while the SQLite store is locked by another process, with the tables
+"""Nothing lost when the MLflow logging fails after a fold was retrained (the log_runs job logs every
+run of a study and data set): the real `snakemake` CLI on a one-fold, one-method study,
+the fold forced to retrain while the SQLite store is locked by another process, with the log_runs
 job killed (-9) while its new fold run is half logged, with the store's disk full (a small tmpfs,
-root only), or with the tracking server killed while the tables job logs to it. The next plain run logs what the failed one could not: exactly one live, finished fold run
+root only), or with the tracking server killed while the log_runs job logs to it. The next plain run logs what the failed one could not: exactly one live, finished fold run
 per fold and method (this training's, with its metrics), the parent's means updated, no run left
 RUNNING or soft-deleted, and tables equal to the uninterrupted run's."""
 
@@ -59,12 +59,14 @@ def workdir(base_clone, tmp_path):
 
 
 def failing_rerun(workdir: Path) -> subprocess.CompletedProcess:
-    """The fold forced to retrain; the run is expected to fail in its tables job, which logs."""
+    """The fold forced to retrain; the run is expected to fail in its log_runs job, after the
+    tables were made (they do not wait for the store)."""
     out = subprocess.run([SNAKEMAKE, "--cores", "2", "--configfile", "test.yaml", "--replace-workflow-config",
                           "--forcerun", f"{FOLD_DIR}/model.json"], cwd=workdir, capture_output=True, text=True,
                          timeout=600)
-    assert out.returncode != 0 and "Error in rule tables" in out.stderr, out.stderr[-3000:]
-    assert (workdir / layout.fill(layout.METHOD_SUMMARY, **KEYS)).exists() and not (workdir / TABLE).exists()
+    assert out.returncode != 0 and "Error in rule log_runs" in out.stderr, out.stderr[-3000:]
+    assert (workdir / layout.fill(layout.METHOD_SUMMARY, **KEYS)).exists() and (workdir / TABLE).exists()
+    assert not (workdir / layout.fill(layout.RUNS_LOGGED, study="default", dataset="synthetic")).exists()
     return out
 
 
@@ -90,7 +92,7 @@ def assert_the_next_run_logs_what_was_missing(workdir: Path, table_before: pd.Da
     out = snakemake(workdir)
     assert "Nothing to be done" not in out.stdout + out.stderr, "the next run left the failed logging undone"
     counts = job_counts(out.stdout + out.stderr)
-    assert counts.get("tables") == 1 and "train" not in counts and "aggregate" not in counts, counts
+    assert counts.get("log_runs") == 1 and "train" not in counts and "tables" not in counts, counts
     runs = all_runs(workdir, uri)
     assert (runs.stage == "active").all() and (runs.status == "FINISHED").all(), runs  # none RUNNING or left deleted
     folds = runs[runs.level == "fold"]
@@ -99,17 +101,18 @@ def assert_the_next_run_logs_what_was_missing(workdir: Path, table_before: pd.Da
     fold_summary = json.loads((workdir / FOLD_DIR / "summary.json").read_text())
     run = folds.iloc[0]
     assert run.uid == fit["uid"]  # this training's run, not the replaced one
-    assert run.metrics["test.ndcg_at_10"] == pytest.approx(fold_summary["metrics"]["test.ndcg@10"])
+    assert run.metrics["test.ndcg10"] == pytest.approx(fold_summary["metrics"]["test.ndcg@10"])
     parent = runs[runs.level == "parent"]
     assert len(parent) == 1
     method = json.loads((workdir / layout.fill(layout.METHOD_SUMMARY, **KEYS)).read_text())
-    assert parent.iloc[0].metrics["test.ndcg_at_10"] == pytest.approx(method["mean"]["test.ndcg@10"])
+    assert parent.iloc[0].metrics["test.ndcg10"] == pytest.approx(method["mean"]["test.ndcg@10"])
     # the retrained fold is the same deterministic training: the tables are the uninterrupted run's
     pd.testing.assert_frame_equal(pd.read_csv(workdir / TABLE), table_before)
 
 
-def test_a_store_locked_by_another_process_loses_nothing(workdir):
+def test_a_store_locked_by_another_process_loses_nothing(workdir, monkeypatch):
     table = pd.read_csv(workdir / TABLE)
+    monkeypatch.setenv("RANKSTUDY_MLFLOW_LOCK_WAIT", "2")  # the job's retries give up soon
     holder = subprocess.Popen([sys.executable, "-c", (
         "import sqlite3, sys, time\n"
         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
@@ -122,7 +125,11 @@ def test_a_store_locked_by_another_process_loses_nothing(workdir):
     finally:
         holder.kill()
         holder.wait()
-    assert "database is locked" in out.stderr
+    # after its retries, one line naming the store, no traceback
+    db = workdir / "results" / "mlflow.db"
+    assert f"rankstudy log_runs: the MLflow store {db} stayed locked by another process" in out.stderr, \
+        out.stderr[-3000:]
+    assert "Traceback" not in out.stderr and "OperationalError" not in out.stderr, out.stderr[-3000:]
     assert_the_next_run_logs_what_was_missing(workdir, table)
 
 
@@ -136,8 +143,8 @@ def holds_a_running_run(db: Path) -> bool:
         return False
 
 
-def kill_tables_mid_log(workdir: Path, db: Path, killed: list[int], stop: threading.Event) -> None:
-    """kill -9 this workdir's tables job as soon as the store holds a RUNNING run: the new
+def kill_log_runs_mid_log(workdir: Path, db: Path, killed: list[int], stop: threading.Event) -> None:
+    """kill -9 this workdir's log_runs job as soon as the store holds a RUNNING run: the new
     fold run is created but not yet finished."""
     while not stop.is_set():
         if holds_a_running_run(db):
@@ -147,18 +154,18 @@ def kill_tables_mid_log(workdir: Path, db: Path, killed: list[int], stop: thread
                 except OSError:
                     continue
                 # Snakemake runs the script from this workdir's .snakemake/scripts
-                if any(str(workdir).encode() in part and part.endswith(b"tables.py") for part in cmdline):
+                if any(str(workdir).encode() in part and part.endswith(b"log_runs.py") for part in cmdline):
                     os.kill(int(pid), signal.SIGKILL)
                     killed.append(int(pid))
             return
         time.sleep(0.005)
 
 
-def test_a_tables_job_killed_mid_log_loses_nothing(workdir):
+def test_a_log_runs_job_killed_mid_log_loses_nothing(workdir):
     table = pd.read_csv(workdir / TABLE)
     killed: list[int] = []
     stop = threading.Event()
-    watcher = threading.Thread(target=kill_tables_mid_log,
+    watcher = threading.Thread(target=kill_log_runs_mid_log,
                                args=(workdir, workdir / "results/mlflow.db", killed, stop), daemon=True)
     watcher.start()
     try:
@@ -208,7 +215,7 @@ def test_the_store_s_disk_full_loses_nothing(workdir, tmp_path):
         out = failing_rerun(workdir)
         show_failure(out)
         # one line naming the store and the device, no traceback
-        assert f"rankstudy tables: cannot write {results / 'mlflow.db'}: no space left on the device" in out.stderr
+        assert f"rankstudy log_runs: cannot write {results / 'mlflow.db'}: no space left on the device" in out.stderr
         assert "Traceback" not in out.stderr, out.stderr[-3000:]
         filler.unlink()  # the user frees some space
         assert_the_next_run_logs_what_was_missing(workdir, table)
@@ -243,7 +250,7 @@ def stop(server: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
 
 def kill_server_mid_log(db: Path, server: subprocess.Popen, killed: list[bool], stop_watching: threading.Event) -> None:
     """kill -9 the server (and its worker) as soon as its store holds a RUNNING run: the
-    tables job's new fold run is created but not yet finished."""
+    log_runs job's new fold run is created but not yet finished."""
     while not stop_watching.is_set():
         if holds_a_running_run(db):
             os.killpg(server.pid, signal.SIGKILL)

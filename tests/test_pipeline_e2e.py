@@ -96,42 +96,51 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
     run_id = folds.set_index("key").loc["default/synthetic/first/pointwise/fold1", "id"]
     run = client.get_run(run_id)
     assert run.data.tags["dataset"] == "synthetic" and run.data.tags["git_commit"]
-    assert {"test.ndcg_at_10", "vali.ndcg_at_10", "test.err", "test.map"} <= set(run.data.metrics)
+    assert {"test.ndcg10", "vali.ndcg10", "test.err", "test.map"} <= set(run.data.metrics)
     # the fold's jobs' wall and CPU seconds and peak memory, as their benchmark files say
     bench = pd.read_csv(workdir / layout.benchmark("train").format(study="default", dataset="synthetic",
                                                                   featureset="first", method="pointwise", fold=1),
                         sep="\t")
-    assert run.data.metrics["system/job.train.wall_s"] == pytest.approx(bench["s"].iloc[-1])
-    assert run.data.metrics["system/job.train.max_rss_mb"] == pytest.approx(bench["max_rss"].iloc[-1])
-    assert {f"system/job.{r}.{k}" for r in ("parse_fold", "clean_fold", "featurize", "evaluate")
+    assert run.data.metrics["job/train.wall_s"] == pytest.approx(bench["s"].iloc[-1])
+    assert run.data.metrics["job/train.max_rss_mb"] == pytest.approx(bench["max_rss"].iloc[-1])
+    assert {f"job/{r}.{k}" for r in ("parse_fold", "clean_fold", "featurize", "evaluate")
             for k in ("wall_s", "cpu_s", "max_rss_mb")} \
         <= set(run.data.metrics)
     # the training curve and both l2 candidates of the grid, as step metrics
     assert len(client.get_metric_history(run_id, "train_loss")) > 2
-    assert len(client.get_metric_history(run_id, "candidate.vali.ndcg_at_10")) == 2
+    assert len(client.get_metric_history(run_id, "candidate.vali.ndcg10")) == 2
     selection = pd.read_csv(run_dir(workdir, "pointwise", 1) / "selection.csv")
     # the chosen candidate's score, not the last candidate's
-    assert run.data.metrics["selection.vali.ndcg_at_10"] == pytest.approx(
+    assert run.data.metrics["selection.vali.ndcg10"] == pytest.approx(
         selection.loc[selection["selected"], "vali.ndcg@10"].iloc[0])
     assert run.data.metrics["train_seconds"] > 0
     assert {a.path for a in client.list_artifacts(run_id)} >= {"model.json", "scores.test.tsv", "config.resolved.json"}
     # names say what runs are; a fold run spans its fold's training; a parent names the folds it averages
     fold = folds.set_index("key").loc["default/synthetic/first/pointwise/fold1"]
-    assert fold["name"] == "pointwise [first] synthetic fold1 (default)"
+    assert fold["name"] == "default: pointwise [first] synthetic fold1"
     fit = json.loads((run_dir(workdir, "pointwise", 1) / "fit.json").read_text())
     assert fold["start"] == fit["started_ms"] < fit["finished_ms"] == fold["end"]
     parents = runs[runs.level == "parent"].set_index("name")
-    assert parents.loc["pointwise [first] synthetic (default)", "folds"] == "1,2"
-    parent_tags = client.get_run(parents.loc["pointwise [first] synthetic (default)", "id"]).data.tags
+    assert parents.loc["default: pointwise [first] synthetic", "folds"] == "1,2"
+    parent_tags = client.get_run(parents.loc["default: pointwise [first] synthetic", "id"]).data.tags
     assert parent_tags["kind"] == "linear" and parent_tags["params.loss"] == "pointwise_mse"
     assert parent_tags["grid.l2"] == "[0.01, 1.0]"
     # the settings are the parent's params too (the compare view lines parents up by params), and
     # a parent holds its folds' means under the fold runs' metric names
-    parent = client.get_run(parents.loc["pointwise [first] synthetic (default)", "id"])
+    parent = client.get_run(parents.loc["default: pointwise [first] synthetic", "id"])
     assert parent.data.params == {"kind": "linear", "params.loss": "pointwise_mse", "grid.l2": "[0.01, 1.0]"}
     pointwise = folds[folds.key.str.startswith("default/synthetic/first/pointwise/")]
-    assert parent.data.metrics["test.ndcg_at_10"] == pytest.approx(
-        np.mean([client.get_run(i).data.metrics["test.ndcg_at_10"] for i in pointwise.id]))
+    assert parent.data.metrics["test.ndcg10"] == pytest.approx(
+        np.mean([client.get_run(i).data.metrics["test.ndcg10"] for i in pointwise.id]))
+    # each grid candidate of a fold is a run nested under the fold run
+    candidates = client.search_runs([client.get_experiment_by_name("rankstudy").experiment_id],
+                                    f"tags.`mlflow.parentRunId` = '{run_id}'")
+    assert sorted(c.data.tags["rankstudy.key"].rsplit("/", 1)[1] for c in candidates) == ["candidate1", "candidate2"]
+    assert {c.data.params["l2"] for c in candidates} == {"0.01", "1.0"}
+    # log_runs' record names the runs it logged
+    record = json.loads((workdir / layout.fill(layout.RUNS_LOGGED, study="default", dataset="synthetic")).read_text())
+    pointwise_record = next(s for s in record["systems"] if s["method"] == "pointwise")
+    assert pointwise_record["fold_run_ids"]["1"] == run_id
     # the UI opens on the training runs, not on the GenAI pages
     assert client.get_experiment_by_name("rankstudy").tags["mlflow.experimentKind"] == "custom_model_development"
 
@@ -208,7 +217,7 @@ def test_forcing_one_fold_reruns_only_its_jobs_and_keeps_the_other_runs(tiny_cop
     target = str((run_dir(workdir, "ranknet", 2) / "model.json").relative_to(workdir))
     before = fold_runs(workdir).query("level == 'fold'").set_index("key")["id"]
     dry = snakemake(workdir, "--dry-run", "--forcerun", target)
-    assert job_counts(dry.stdout) == {"train": 1, "evaluate": 1, "aggregate": 1, "tables": 1, "all": 1}
+    assert job_counts(dry.stdout) == {"train": 1, "evaluate": 1, "aggregate": 1, "tables": 1, "log_runs": 1, "all": 1}
     snakemake(workdir, "--forcerun", target)
     runs = fold_runs(workdir)
     after = runs.query("level == 'fold'").set_index("key")["id"]
@@ -233,7 +242,7 @@ def test_two_studies_of_one_data_set_share_the_data_and_never_overwrite_each_oth
     fit_a = (run_dir(workdir, "ranknet", 1) / "fit.json").read_text()
 
     counts = job_counts(snakemake(workdir, "--dry-run", configfile="B.yaml").stdout)
-    assert counts == {"train": 2, "evaluate": 2, "aggregate": 2, "tables": 1, "all": 1}, counts
+    assert counts == {"train": 2, "evaluate": 2, "aggregate": 2, "tables": 1, "log_runs": 1, "all": 1}, counts
     snakemake(workdir, configfile="B.yaml")
     counts = job_counts(snakemake(workdir, "--dry-run", configfile="C.yaml").stdout)
     assert "parse_fold" not in counts and counts["clean_fold"] == 1 and counts["featurize"] == 2, counts
@@ -285,7 +294,7 @@ def test_a_model_forced_not_to_learn_is_marked_in_tables_and_mlflow(tiny_copy):
     for name in ("model.json", "fit.json", "history.json", "selection.csv"):
         (run_dir(workdir, "stuck", 1) / name).unlink()
     counts = job_counts(snakemake(workdir, "--dry-run").stdout)
-    assert counts == {"train": 1, "evaluate": 1, "aggregate": 1, "tables": 1, "all": 1}, counts
+    assert counts == {"train": 1, "evaluate": 1, "aggregate": 1, "tables": 1, "log_runs": 1, "all": 1}, counts
 
 
 def test_parsed_splits_not_kept_are_deleted_and_parsed_again_for_a_new_feature_set(tmp_path):
@@ -701,4 +710,5 @@ def test_an_extra_metric_is_added_without_training_and_dropped_without_evaluatin
     method = pd.read_csv(run_dir(workdir, "ranknet", 1).parent / "metrics.per_query.test.csv")
     assert fold["err@5"].between(0, 1).all() and "err@5" in method.columns
     dropped = job_counts(snakemake(workdir, "--dry-run").stdout)
-    assert dropped == {"tables": 1, "all": 1}  # the tables job's params name the metrics; no fold is evaluated
+    # the tables job's params name the metrics (and log_runs', the view's columns); no fold is evaluated
+    assert dropped == {"tables": 1, "log_runs": 1, "all": 1}

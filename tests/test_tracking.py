@@ -101,9 +101,13 @@ def live_runs(client: MlflowClient, level: str) -> list:
 # ---------------------------------------------------------------- pure helpers
 
 
-def test_metric_names_map_at_sign_to_at():
-    assert mlflow_key("test.ndcg@10") == "test.ndcg_at_10"
-    assert mlflow_key("valid/err@5 k:1") == "valid/err_at_5 k:1"  # allowed chars kept
+def test_metric_names_keep_k_where_a_narrow_column_shows_it():
+    """MLflow refuses '@' in names; `test.ndcg_at_10` showed as `test.ndcg_at_` in the runs
+    table's columns (which k?): the k follows the metric's name at once."""
+    assert mlflow_key("test.ndcg@10") == "test.ndcg10"
+    assert mlflow_key("test.ndcg@3") == "test.ndcg3" != mlflow_key("test.ndcg@10")
+    assert len(mlflow_key("test.ndcg@10")) <= len("test.ndcg_at_")  # as much as the column showed
+    assert mlflow_key("valid/err@5 k:1") == "valid/err5 k:1"  # allowed chars kept
     assert mlflow_key("p(10)") == "p_10_"
 
 
@@ -150,7 +154,7 @@ def test_fold_run_logs_parent_and_child(fresh_uri, artifacts, tmp_path):
 
     [parent] = live_runs(client, "parent")
     assert parent.data.tags["rankstudy.key"] == PARENT_KEY
-    assert parent.info.run_name == "lambdamart [all] MQ2008 (main)"
+    assert parent.info.run_name == "main: lambdamart [all] MQ2008"  # the study first: names are cut at the end
 
     child = client.get_run(run_id)
     tags = child.data.tags
@@ -164,9 +168,10 @@ def test_fold_run_logs_parent_and_child(fresh_uri, artifacts, tmp_path):
 
     assert child.data.params == {"learning_rate": "0.05", "model.num_leaves": "31",
                                  "model.objective": "lambdarank"}
-    assert child.data.metrics["test.ndcg_at_10"] == pytest.approx(0.41)
+    assert child.info.run_name == "main: lambdamart [all] MQ2008 fold1"
+    assert child.data.metrics["test.ndcg10"] == pytest.approx(0.41)
     assert child.data.metrics["test.map"] == pytest.approx(0.30)
-    history = client.get_metric_history(run_id, "valid.ndcg_at_10")
+    history = client.get_metric_history(run_id, "valid.ndcg10")
     assert [m.step for m in history] == list(range(5))
     assert [m.value for m in history] == pytest.approx([0.1 * s for s in range(5)])
     assert len(client.get_metric_history(run_id, "train.loss")) == 5
@@ -197,7 +202,7 @@ def test_rerunning_a_fold_replaces_its_run(sqlite_uri, artifacts, tmp_path):
     assert sorted(table["run_id"]) == sorted([second, other])
     assert table.groupby("fold").size().to_dict() == {1: 1, 2: 1}
     assert table["parent_run_id"].nunique() == 1
-    assert "metrics.test.ndcg_at_10" in table.columns
+    assert "metrics.test.ndcg10" in table.columns
 
     client = MlflowClient(sqlite_uri)
     assert len(live_runs(client, "parent")) == 1
@@ -262,7 +267,7 @@ def test_a_run_left_half_logged_by_a_killed_job_is_replaced_on_the_next_run(sqli
     assert now not in (first, left)
     table = fold_runs(sqlite_uri, EXPERIMENT)
     assert list(table["run_id"]) == [now] and list(table["status"]) == ["FINISHED"]
-    assert table["metrics.test.ndcg_at_10"].tolist() == [pytest.approx(0.41)]
+    assert table["metrics.test.ndcg10"].tolist() == [pytest.approx(0.41)]
     deleted = client.search_runs([experiment_id], "", run_view_type=ViewType.DELETED_ONLY)
     assert [run.info.run_id for run in deleted] == [by_hand]  # the half-logged and the replaced run purged
 
@@ -305,8 +310,8 @@ def test_parent_metrics_latest_call_wins(sqlite_uri, artifacts):
     client = MlflowClient(sqlite_uri)
     assert client.get_run(child).data.tags["mlflow.parentRunId"] == parent_id
     parent = client.get_run(parent_id)
-    assert parent.data.metrics["test.ndcg_at_10"] == pytest.approx(0.45)
-    assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg_at_10")] == [0, 1]
+    assert parent.data.metrics["test.ndcg10"] == pytest.approx(0.45)
+    assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg10")] == [0, 1]
     assert [item.path for item in client.list_artifacts(parent_id)] == ["scores.tsv"]
 
     # A parent with no folds yet is created on demand.
@@ -327,12 +332,12 @@ def test_a_method_logged_again_unchanged_writes_no_new_parent_revision(sqlite_ur
     assert log_method(sqlite_uri, EXPERIMENT, keys, folds, parent) == first
     client = MlflowClient(sqlite_uri)
     parent_id, fold_ids = first
-    assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg_at_10")] == [0]
+    assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg10")] == [0]
     run = client.get_run(parent_id)
     assert run.data.tags["params.n_estimators"] == "30" and run.data.tags["folds"] == "1,2"
     assert {client.get_run(i).data.tags["mlflow.parentRunId"] for i in fold_ids.values()} == {parent_id}
     log_method(sqlite_uri, EXPERIMENT, keys, folds, {**parent, "metrics": {"test.ndcg@10": 0.42}})
-    assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg_at_10")] == [0, 1]
+    assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg10")] == [0, 1]
 
 
 def test_parent_params_are_the_settings_and_new_settings_replace_the_parent(sqlite_uri):
@@ -545,7 +550,7 @@ def test_logging_to_a_tracking_server(mlflow_server, artifacts, monkeypatch):
     [child] = found["runs"]
     assert child["info"]["run_id"] == child_id
     metrics = {m["key"]: m["value"] for m in child["data"]["metrics"]}
-    assert metrics["test.ndcg_at_10"] == pytest.approx(0.40)
+    assert metrics["test.ndcg10"] == pytest.approx(0.40)
     tags = {t["key"]: t["value"] for t in child["data"]["tags"]}
     assert tags["rankstudy.level"] == "fold"
 
@@ -646,25 +651,143 @@ def test_an_experiment_made_without_its_kind_gets_the_model_training_kind(tmp_pa
     assert client.get_experiment(made).tags[EXPERIMENT_KIND_TAG] == EXPERIMENT_KIND
 
 
-def test_the_saved_runs_view_lists_the_metrics_and_the_ui_address_opens_it(sqlite_uri):
-    from rankstudy.tracking.views import VIEW_KEY, VIEW_TAG, decode_view, save_runs_view
-
+def load_bootstrap():
     spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
     bootstrap = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bootstrap)
+    return bootstrap
+
+
+def test_each_study_has_a_saved_view_of_its_runs_and_the_ui_prints_its_address(sqlite_uri):
+    """Every study logs to one experiment: the saved view followed whichever study ran last. Each
+    study now has its own view (its runs by the study tag, its metrics as columns)."""
+    from rankstudy.tracking.views import LEGACY_VIEW_TAG, decode_view, save_runs_view, view_key, view_tag
+
+    bootstrap = load_bootstrap()
     log_parent_metrics(sqlite_uri, EXPERIMENT, study="main", dataset="MQ2008", featureset="all",
                        method="ranknet", metrics={"test.map": 0.2})
+    client = MlflowClient(sqlite_uri)
+    experiment_id = client.get_experiment_by_name(EXPERIMENT).experiment_id
+    client.set_experiment_tag(experiment_id, LEGACY_VIEW_TAG, "{}")  # the one view of an older version
     db = sqlite_path(sqlite_uri)
     address = bootstrap.runs_url(db, "5000", EXPERIMENT)
-    assert address.endswith("/runs?workflowType=machine_learning")  # no view yet: none asked for
-    assert save_runs_view(sqlite_uri, EXPERIMENT, ["test.ndcg@10", "test.map"]) == VIEW_KEY == bootstrap.VIEW_KEY
-    assert bootstrap.runs_url(db, "5000", EXPERIMENT) == f"{address}&viewStateShareKey={VIEW_KEY}"
+    assert address.endswith("/runs?workflowType=machine_learning")
+    assert save_runs_view(sqlite_uri, EXPERIMENT, ["test.ndcg@10", "test.map"], "main") == view_key("main")
+    assert save_runs_view(sqlite_uri, EXPERIMENT, ["test.err"], "leaderboard") == view_key("leaderboard")
+    tags = client.get_experiment_by_name(EXPERIMENT).tags
+    assert LEGACY_VIEW_TAG not in tags
+    main, board = decode_view(tags[view_tag("main")]), decode_view(tags[view_tag("leaderboard")])
+    # the metrics under their MLflow names, as the UI names a metric column; each study's runs only
+    assert main["selectedColumns"] == ["metrics.`test.ndcg10`", "metrics.`test.map`"]
+    assert (main["searchFilter"], board["searchFilter"]) == ("tags.study = 'main'", "tags.study = 'leaderboard'")
+    assert board["selectedColumns"] == ["metrics.`test.err`"]
+    assert [r.info.run_name for r in client.search_runs([experiment_id], main["searchFilter"])] == [
+        "main: ranknet [all] MQ2008"]  # the filter is one MLflow accepts
+    save_runs_view(sqlite_uri, EXPERIMENT, ["test.ndcg@10", "test.map"], "main")
+    assert client.get_experiment_by_name(EXPERIMENT).tags[view_tag("main")] == tags[view_tag("main")]  # not rewritten
+    assert bootstrap.study_views(db, EXPERIMENT) == (experiment_id, {"leaderboard": view_key("leaderboard"),
+                                                                     "main": view_key("main")})
+    assert bootstrap.runs_url(db, "5000", EXPERIMENT, study="main") == f"{address}&viewStateShareKey={view_key('main')}"
+
+
+def test_a_fold_run_page_opens_on_its_training_curves(sqlite_uri):
+    """MLflow's run page lists `system/` metrics first, then the others in the order the store returns
+    them (the order they were first logged): the curves come first, the jobs' timings last."""
+    run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, metrics={
+        "job/train.wall_s": 2.0, "random.test.map": 0.1, "test.ndcg@10": 0.41, "test.map": 0.3, "vali.map": 0.2}))
+    names = list(MlflowClient(sqlite_uri).get_run(run_id).data.metrics)
+    assert names == ["train.loss", "valid.ndcg10", "test.ndcg10", "test.map", "vali.map", "random.test.map",
+                     "job/train.wall_s"]
+
+
+def test_a_fold_s_candidates_are_runs_nested_under_it_and_replaced_with_it(sqlite_uri):
+    from rankstudy.tracking.nested import nested_runs
+
+    rows = [{"candidate": 1, "param.l2": 0.01, "vali.ndcg@10": 0.41, "fit_seconds": 1.5, "cpu_seconds": 1.4,
+             "state": "complete", "selected": True},
+            {"candidate": 2, "param.l2": 1.0, "vali.ndcg@10": float("nan"), "fit_seconds": 0.5, "cpu_seconds": 0.5,
+             "state": "diverged", "selected": False}]
     client = MlflowClient(sqlite_uri)
-    tag = client.get_experiment_by_name(EXPERIMENT).tags[VIEW_TAG]
-    # the metrics under their MLflow names, as the UI names a metric column
-    assert decode_view(tag)["selectedColumns"] == ["metrics.`test.ndcg_at_10`", "metrics.`test.map`"]
-    save_runs_view(sqlite_uri, EXPERIMENT, ["test.ndcg@10", "test.map"])
-    assert client.get_experiment_by_name(EXPERIMENT).tags[VIEW_TAG] == tag  # unchanged: not rewritten
-    save_runs_view(sqlite_uri, EXPERIMENT, ["test.err"])
-    assert decode_view(client.get_experiment_by_name(EXPERIMENT).tags[VIEW_TAG])["selectedColumns"] == [
-        "metrics.`test.err`"]
+
+    def nested_of(fold_run_id: str) -> dict:
+        return {r.data.tags["rankstudy.key"].rsplit("/", 1)[1]: r for r in live_runs(client, "candidate")
+                if r.data.tags["mlflow.parentRunId"] == fold_run_id}
+
+    first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, uid="a", nested=nested_runs(rows)))
+    runs = nested_of(first)
+    assert sorted(runs) == ["candidate1", "candidate2"]
+    one, two = runs["candidate1"], runs["candidate2"]
+    assert one.info.run_name == "main: lambdamart [all] MQ2008 fold1 candidate1"
+    assert one.data.params == {"l2": "0.01"} and two.data.params == {"l2": "1.0"}
+    assert one.data.metrics == {"vali.ndcg10": 0.41, "fit_seconds": 1.5, "cpu_seconds": 1.4}
+    assert two.data.metrics["vali.ndcg10"] != two.data.metrics["vali.ndcg10"]  # NaN: it diverged
+    assert (one.data.tags["state"], one.data.tags["selected"]) == ("complete", "true")
+    assert (two.data.tags["state"], two.data.tags["selected"]) == ("diverged", "false")
+    assert one.info.status == "FINISHED" and one.data.tags["study"] == "main"
+    assert len(fold_runs(sqlite_uri, EXPERIMENT)) == 1  # nested runs are no fold runs
+
+    # the same training logged again keeps them; one lost (a killed call) is logged again
+    client.delete_run(two.info.run_id)
+    assert log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, uid="a", nested=nested_runs(rows))) == first
+    again = nested_of(first)
+    assert again["candidate1"].info.run_id == one.info.run_id and sorted(again) == ["candidate1", "candidate2"]
+
+    # a new training replaces the fold run, and its candidates go with the old run, purged
+    second = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, uid="b", nested=nested_runs(rows[:1])))
+    assert second != first and sorted(nested_of(second)) == ["candidate1"]
+    assert [r.info.run_id for r in live_runs(client, "candidate")] == [nested_of(second)["candidate1"].info.run_id]
+    for old in (one.info.run_id, again["candidate2"].info.run_id):
+        assert set(rows_of_run(sqlite_uri, old).values()) == {0}
+
+
+HOLD_LOCK = ("import sqlite3, sys, time\n"
+             "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+             "c.execute('BEGIN EXCLUSIVE')\n"
+             "print('locked', flush=True)\n"
+             "time.sleep(float(sys.argv[2]))\n")
+
+
+def holding_the_store(uri: str, seconds: float) -> subprocess.Popen:
+    """Another process holding an exclusive lock on the SQLite file (not rankstudy's flock)."""
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(sqlite_path(uri)), str(seconds)],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "locked"
+    return holder
+
+
+def test_a_store_another_process_keeps_locked_fails_in_one_line_naming_it(sqlite_uri, monkeypatch):
+    """A locked store ended the job with a 60-line OperationalError traceback; after a bounded
+    retry it is one line naming the store."""
+    from rankstudy.tracking.errors import StoreLocked
+
+    log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))  # the schema and experiment exist
+    monkeypatch.setenv("RANKSTUDY_MLFLOW_LOCK_WAIT", "1")
+    holder = holding_the_store(sqlite_uri, 600)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreLocked) as raised:
+            log_method(sqlite_uri, EXPERIMENT, dict(study="main", dataset="MQ2008", featureset="all",
+                                                    method="lambdamart"),
+                       [{k: v for k, v in fold_kwargs(2).items() if k not in ("study", "dataset", "featureset",
+                                                                              "method")}],
+                       {"metrics": {"test.map": 0.3}})
+        waited = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    message = str(raised.value)
+    assert "\n" not in message and str(sqlite_path(sqlite_uri)) in message and "locked" in message, message
+    assert waited < 30  # bounded: SQLite's 5 s busy wait and the retries within the 1 s asked for
+
+
+def test_a_store_locked_for_a_while_is_logged_once_it_is_free(sqlite_uri, monkeypatch):
+    """A lock held longer than SQLite's own busy wait (5 s), then released: the retry logs."""
+    log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
+    monkeypatch.setenv("RANKSTUDY_MLFLOW_LOCK_WAIT", "60")
+    holder = holding_the_store(sqlite_uri, 7)
+    try:
+        run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(2))
+    finally:
+        holder.kill()
+        holder.wait()
+    assert sorted(fold_runs(sqlite_uri, EXPERIMENT)["fold"]) == [1, 2] and run_id

@@ -39,7 +39,7 @@ EXPERIMENT = "rankstudy"
 FOLDS = [1, 2]
 METHODS = ["pointwise", "ranknet", "ranksvm", "listnet"]
 FEATURESETS = ["first", "rho0.10"]  # first_order plus rho: [0.1]
-# 4 cheap methods x 2 feature sets: 8 parents of 2 fold runs each, logged by the tables job (the
+# 4 cheap methods x 2 feature sets: 8 parents of 2 fold runs each, logged by the log_runs job (the
 # pipeline logs a study and data set in one process; clients logging at once against the server:
 # test_concurrent_clients_converge_on_one_parent_and_one_run_per_fold)
 TINY = {
@@ -186,10 +186,14 @@ def check_one_run_per_key(url: str, experiment_id: str, workdir: Path) -> tuple[
         parent = parent_by_key[key.rsplit("/", 1)[0]]
         assert tags(run)["mlflow.parentRunId"] == parent["info"]["run_id"], key
         assert run["info"]["status"] == "FINISHED"
-    logged = (workdir / "results/logs/tables/server/synthetic.log").read_text()
+        # its one grid candidate, nested under it (a replaced fold run's went with it)
+        nested = [r for r in level(runs, "candidate") if tags(r)["mlflow.parentRunId"] == run["info"]["run_id"]]
+        assert [tags(r)["rankstudy.key"] for r in nested] == [f"{key}/candidate1"], key
+    assert len(level(runs, "candidate")) == len(by_key)
+    logged = (workdir / "results/logs/log_runs/server/synthetic.log").read_text()
     for key, parent in parent_by_key.items():
         assert tags(parent)["folds"] == ",".join(map(str, FOLDS))
-        # the run ids the tables job's log names are what the server holds
+        # the run ids the log_runs job's log names are what the server holds
         method, featureset = key.split("/")[3], key.split("/")[2]
         said = re.search(rf"MLflow: {method} \[{featureset}\] parent run (\w+), fold runs (.*)", logged)
         assert said and said[1] == parent["info"]["run_id"], key

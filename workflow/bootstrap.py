@@ -17,6 +17,7 @@ snakemake, pytest and mlflow on PATH for the commands of the README.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -58,26 +59,36 @@ def ensure_env() -> None:
     STAMP.write_text(wanted)
 
 
-# the saved view of the runs table the pipeline writes (rankstudy.tracking.views.VIEW_KEY)
-VIEW_KEY = "rankstudy"
+# the saved views of the runs table the pipeline writes, one per study: the experiment tag
+# f"{VIEW_TAG}{VIEW_PREFIX}<study>" (rankstudy.tracking.views.view_key)
+VIEW_TAG, VIEW_PREFIX = "mlflow.sharedViewState.", "rankstudy-"
 
 
-def runs_url(db: Path, port: str, experiment: str = "rankstudy") -> str:
-    """The UI's page of the experiment's training runs. MLflow 3 opens an experiment on its
-    GenAI pages unless the URL asks for the machine-learning workflow; the saved view the
-    tables job writes (when there is one) puts the test metrics in the table's columns."""
-    base = f"http://127.0.0.1:{port}/"
+def study_views(db: Path, experiment: str = "rankstudy") -> tuple[str | None, dict[str, str]]:
+    """The experiment's id (None when the store has no such experiment) and its studies' saved
+    views, {study: view key}."""
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
             row = con.execute("SELECT experiment_id FROM experiments WHERE name = ?", (experiment,)).fetchone()
-            view = row and con.execute("SELECT 1 FROM experiment_tags WHERE experiment_id = ? AND key = ?",
-                                       (row[0], f"mlflow.sharedViewState.{VIEW_KEY}")).fetchone()
+            keys = [] if row is None else [k for (k,) in con.execute(
+                "SELECT key FROM experiment_tags WHERE experiment_id = ? AND substr(key, 1, ?) = ? ORDER BY key",
+                (row[0], len(VIEW_TAG + VIEW_PREFIX), VIEW_TAG + VIEW_PREFIX))]
     except sqlite3.Error:
-        row = view = None
-    if row is None:
+        row, keys = None, []
+    views = {key[len(VIEW_TAG + VIEW_PREFIX):]: key[len(VIEW_TAG):] for key in keys}
+    return (None if row is None else str(row[0])), views
+
+
+def runs_url(db: Path, port: str, experiment: str = "rankstudy", study: str | None = None) -> str:
+    """The UI's page of the experiment's training runs, or with ``study`` the study's saved view
+    (its runs, its test metrics as columns). MLflow 3 opens an experiment on its GenAI pages
+    unless the URL asks for the machine-learning workflow."""
+    base = f"http://127.0.0.1:{port}/"
+    experiment_id, views = study_views(db, experiment)
+    if experiment_id is None:
         return base
-    return (f"{base}#/experiments/{row[0]}/runs?workflowType=machine_learning"
-            + (f"&viewStateShareKey={VIEW_KEY}" if view else ""))
+    return (f"{base}#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+            + (f"&viewStateShareKey={views[study]}" if study in views else ""))
 
 
 def ui_command(args: list[str], db: Path = REPO / "results" / "mlflow.db") -> list[str]:
@@ -87,9 +98,51 @@ def ui_command(args: list[str], db: Path = REPO / "results" / "mlflow.db") -> li
     subprocess.run([str(BIN / "python"), "-m", "rankstudy.tracking.relocate", str(db)], check=True)
     port = args[args.index("--port") + 1] if "--port" in args[:-1] else "5000"
     say(f"open {runs_url(db, port)}")
+    for study in study_views(db)[1]:  # every study shares the experiment: one view each shows its runs
+        say(f"  study {study}: {runs_url(db, port, study=study)}")
     # MLflow 3.17 keeps the mode per browser and starts in GenAI mode (README: Browse the runs)
     say("a run page showing Traces, Judges and Evaluation runs: pick 'Model training' at the top left once")
     return [str(BIN / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}", *args]
+
+
+def serve_until_stopped(cmd: list[str], env: dict | None = None, grace: float = 10.0) -> int:
+    """Run ``cmd`` (``mlflow ui``, which starts a server and its workers) in a process group of its
+    own, and end the whole group when this process is stopped (SIGTERM, SIGHUP, or Ctrl-C, which
+    no longer reaches the group from the terminal): a plain subprocess.call left `mlflow ui` and
+    its workers running after a SIGTERM. A member still there ``grace`` seconds later is killed."""
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True)
+
+    def stop(signum, frame):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
+    try:
+        code = proc.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        # the server's workers may outlive it (its own SIGTERM handling, or a crash): the group goes too
+        deadline = time.monotonic() + grace
+        while group_alive(proc.pid) and time.monotonic() < deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            time.sleep(0.2)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    return code
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is alive (zombies aside)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[2] == str(pgid) and fields[0] != "Z":  # fields: state, ppid, pgrp, ...
+            return True
+    return False
 
 
 def snakemake_running_in(workdir: Path) -> bool:
@@ -329,6 +382,8 @@ def main(argv: list[str]) -> int:
     if argv[0] == "run":
         log_path = REPO / "results" / "logs" / "snakemake" / f"{time.strftime('%Y%m%dT%H%M%S')}.log"
         return run_snakemake(cmd, env, full, log_path)
+    if argv[0] == "ui":
+        return serve_until_stopped(cmd, env)
     return subprocess.call(cmd, cwd=REPO, env=env)
 
 

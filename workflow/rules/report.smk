@@ -1,12 +1,12 @@
 # Stage 5: comparison tables (methods x metrics, mean +- std over folds, paired significance
-# against the baseline) and NDCG@k plots per study and data set, also logged to MLflow.
+# against the baseline) and NDCG@k plots per study and data set; then log_runs writes every MLflow
+# run of the study and data set (the only rule that does).
 
 
 rule tables:
     input:
         per_query=dataset_per_query,
         summaries=dataset_summaries,
-        mlflow=dataset_mlflow_plans,  # every method's MLflow runs, logged here in one process
         fold_meta=dataset_fold_metas,  # validation split sizes: the tables warn when they are small
     output:
         csv=f"{L.TABLES}.csv",
@@ -32,8 +32,6 @@ rule tables:
         page_params_csv=table_page("params", "params.rst", "params.csv"),
         page_params_md=table_page("params", "params.rst", "params.md"),
     params:
-        # no MLflow settings: where the job logs to is not what it computes, so it is read from
-        # the config (a changed store reruns nothing, and no path shows in the report's params)
         systems=study_systems(),  # in the order of input.per_query and input.summaries
         palette=list(config["methods"]),  # every method the study defines: one colour each, whatever runs
         folds=FOLDS,
@@ -53,6 +51,38 @@ rule tables:
         ENV
     script:
         "../scripts/tables.py"
+
+
+# What the study run in MLflow keeps of the tables job's files (its outputs of these names)
+LOGGED_TABLES = ("csv", "md", "tex", "html", "pairs", "timing_csv", "timing_md", "params_csv", "params_md", "plot",
+                 "plot_p")
+
+
+rule log_runs:
+    input:
+        mlflow=dataset_mlflow_plans,  # every method's fold runs and parent, as its aggregate job planned them
+        tables=[rules.tables.output[name] for name in LOGGED_TABLES],  # the study run's artifacts
+        caption=rules.tables.output.md,
+    output:
+        runs=L.RUNS_LOGGED,  # the run ids it logged
+    params:
+        # no MLflow settings: where the job logs to is not what it computes, so it is read from
+        # the config (a changed store reruns nothing, and no path shows in the report's params)
+        metrics=config["report"]["metrics"],  # the saved view's columns
+        baseline=SETTINGS.baseline,
+        folds=FOLDS,
+    log:
+        L.log("log_runs"),
+    benchmark:
+        L.benchmark("log_runs")
+    threads: 1
+    resources:
+        mem_mb=job_mem_mb(base=1000),
+        runtime=job_runtime(),
+    conda:
+        ENV
+    script:
+        "../scripts/log_runs.py"
 
 
 rule paper_table:

@@ -1,7 +1,8 @@
 """Fold means (and standard deviations) of one (study, dataset, feature set, method), its test
 metrics per query over all folds, and what its MLflow runs will hold (mlflow.json, which the
-tables job logs): one child per training of a fold, kept (with its run id) while that training
-stands, under a parent run holding the means and the folds they cover. No MLflow here: its import
+log_runs job logs): one child per training of a fold, kept (with its run id) while that training
+stands, with its grid candidates nested under it, under a parent run holding the means and the
+folds they cover. No MLflow here: its import
 alone costs more than this job's work. Every file it reads is a declared input, in the order of
 params.folds."""
 
@@ -10,6 +11,7 @@ import pandas as pd
 
 from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import FitRecord, FoldSummary, MethodSummary, MlflowPlan
+from rankstudy.tracking.nested import nested_runs
 from rankstudy.util import atomic
 
 # what each fold's MLflow run keeps as artifacts (names of the aggregate job's inputs)
@@ -37,14 +39,15 @@ def fold_timing(fit: FitRecord, history: list[dict], selection: pd.DataFrame) ->
 
 def job_benchmarks(inputs, i: int) -> dict:
     """Wall and CPU seconds and peak memory (MB) of the jobs behind fold ``i``'s run, from the
-    files their `benchmark:` directives wrote. Named ``system/...``: MLflow's run page shows that
-    prefix under "System metrics", so its model metrics open on the evaluation, not on these."""
+    files their `benchmark:` directives wrote. Named ``job/...``, logged last: MLflow's run page
+    lists ``system/`` metrics before all others, and the others in the order they were logged, so
+    the page opens on the training curves, not on these."""
     found = {}
     for rule in JOB_RULES:
         bench = pd.read_csv(inputs[f"bench_{rule}"][i], sep="\t").iloc[-1]
-        found.update({f"system/job.{rule}.wall_s": float(bench["s"]),
-                      f"system/job.{rule}.cpu_s": float(bench["cpu_time"]),
-                      f"system/job.{rule}.max_rss_mb": float(bench["max_rss"])})
+        found.update({f"job/{rule}.wall_s": float(bench["s"]),
+                      f"job/{rule}.cpu_s": float(bench["cpu_time"]),
+                      f"job/{rule}.max_rss_mb": float(bench["max_rss"])})
     return found
 
 
@@ -81,7 +84,8 @@ with job_logging(snakemake, "aggregate"):
             history=history + candidates,
             artifacts=[inputs[name][i] for name in ARTIFACTS],
             tags={"git_commit": fit.git_commit, "data_fingerprint": summary.fingerprint, **learning_tags(summary)},
-            uid=fit.uid, start_time=fit.started_ms, end_time=fit.finished_ms))
+            uid=fit.uid, start_time=fit.started_ms, end_time=fit.finished_ms,
+            nested=nested_runs(selection.to_dict("records"))))  # one nested run per grid candidate
         if not summary.learned["learned"]:
             print(f"fold {fold}: did not learn: {'; '.join(summary.learned['problems'])}")
         folds.append(summary)

@@ -1,17 +1,14 @@
 """Comparison tables (methods x metrics, mean +- std over folds, significance against the
-baseline over queries) and the NDCG@k plot of one study and data set; logged to MLflow, first
-every method's fold runs and parent (as their aggregate jobs planned them), then the tables."""
+baseline over queries) and the NDCG@k plot of one study and data set. No MLflow here: the
+log_runs job logs the runs and these files."""
 
 from pathlib import Path
 
 import pandas as pd
 
 from rankstudy.reporting import chosen, pages, plots, tables, timing
-from rankstudy.tracking import runs as tracking
-from rankstudy.tracking import views
-from rankstudy.tracking.store import resolve_tracking_uri
 from rankstudy.pipeline import results
-from rankstudy.pipeline.records import FoldMeta, MlflowPlan
+from rankstudy.pipeline.records import FoldMeta
 from rankstudy.pipeline.jobs import job_logging
 
 NO_RELEVANT = {"zero": "count as 0 (LETOR evaluation tool)", "one": "count as 1 (LightGBM convention)",
@@ -59,14 +56,6 @@ def significance_text(compare: str, baseline: str, alpha: float) -> str:
 
 with job_logging(snakemake, "tables"):
     w, p = snakemake.wildcards, snakemake.params
-    mlflow = snakemake.config["mlflow"]  # not a param: where to log is not what the job computes
-    uri = resolve_tracking_uri(mlflow["tracking_uri"], "results")
-    # the methods' runs before the tables: a table that cannot be made loses no run
-    for path in snakemake.input.mlflow:
-        plan = MlflowPlan.read(path)
-        parent_id, fold_ids = tracking.log_method(uri, mlflow["experiment"], plan.identity, plan.folds, plan.parent)
-        print(f"MLflow: {plan.method} [{plan.featureset}] parent run {parent_id}, fold runs "
-              + ", ".join(f"{fold}: {run_id}" for fold, run_id in fold_ids.items()))
     per_query = results.test_per_query(snakemake.input.per_query, p.systems)
     # row order: methods in config order, each with its feature sets
     order = [s["system"] for s in p.systems]
@@ -101,16 +90,16 @@ with job_logging(snakemake, "tables"):
                + tables.power_sentence(table, (report.get("leaderboard") or {}).get("metric") or metric_names[0],
                                        pairs if compare == "all_pairs" else None))
     prefix = Path(snakemake.output.csv).with_suffix("")
-    written = tables.write_tables(table, metric_names, prefix, caption, pairs=pairs, compare=compare)
+    tables.write_tables(table, metric_names, prefix, caption, pairs=pairs, compare=compare)
     palette = p.get("palette")  # absent from a run whose workflow was read before it existed
-    plot = plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k", palette=palette)
-    plot_p = plots.ndcg_at_k_plot(per_query, snakemake.output.plot_p, title=f"{w.dataset}: test P@k", metric="p",
-                                  palette=palette)
-    timing_written = timing.write_timing(
+    plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k", palette=palette)
+    plots.ndcg_at_k_plot(per_query, snakemake.output.plot_p, title=f"{w.dataset}: test P@k", metric="p",
+                         palette=palette)
+    timing.write_timing(
         timing.timing_frame({s: summaries[s].timing for s in order if s in summaries}), prefix,
         f"{w.dataset}, study {w.study}: training time, "
         f"{'mean over folds ' + str(p.folds) if len(p.folds) > 1 else 'fold ' + str(p.folds[0])}.")
-    chosen_written = chosen.write_chosen(
+    chosen.write_chosen(
         chosen.chosen_frame({s: summaries[s] for s in order if s in summaries}), prefix,
         f"{w.dataset}, study {w.study}: the hyper-parameters chosen per fold on validation "
         f"{evaluation['selection_metric']} (selection_score), what training settled itself (best_iteration: "
@@ -119,8 +108,3 @@ with job_logging(snakemake, "tables"):
         if name.startswith("page_"):
             pages.write_table_page(snakemake.output[name.removeprefix("page_")], snakemake.output[name])
     print(Path(snakemake.output.md).read_text())
-    tracking.log_study_run(uri, mlflow["experiment"], study=w.study, dataset=w.dataset,
-                           artifacts=[*map(Path, written), *timing_written, *chosen_written, Path(plot), Path(plot_p)],
-                           params={"baseline": p.baseline, "folds": p.folds, "caption": caption})
-    # the runs table the UI opens on (the address bootstrap.py ui prints) shows these metrics
-    views.save_runs_view(uri, mlflow["experiment"], [f"test.{m}" for m in metric_names])

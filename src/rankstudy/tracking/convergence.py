@@ -35,9 +35,8 @@ Deleting a run another client deleted (or purged) meanwhile is not an error (:fu
 carries ``rankstudy.deleted``, so the next logging of its fold purges it if this call could not
 (killed, a full disk), while a run a user deleted in the UI stays for ``mlflow gc``.
 
-In a pipeline run each key is logged by one job (the fold and parent runs of a (dataset,
-feature set, method) by its ``aggregate`` job, a study run by its ``tables`` job), so these
-rules matter for retried requests and for two pipelines logging the same keys to one server
+In a pipeline run each key is logged by one job (every run of a (study, dataset) by its
+``log_runs`` job), so these rules matter for retried requests and for two pipelines logging the same keys to one server
 at the same time.
 
 Tested: without a lock against a tracking server on PostgreSQL (``tests/test_tracking_server_e2e.py``:
@@ -182,6 +181,12 @@ def parent_key(study: str, dataset: str, featureset: str, method: str) -> str:
     return f"{study}/{dataset}/{featureset}/{method}"
 
 
+def run_name(study: str, dataset: str, featureset: str = "", method: str = "", fold=None, nested: str = "") -> str:
+    """``default: ranknet [first] MQ2008 fold1``: the study first, as the runs table cuts names."""
+    what = f"{method} [{featureset}] {dataset}" if method else dataset
+    return f"{study}: {what}" + (f" fold{fold}" if fold is not None else "") + (f" {nested}" if nested else "")
+
+
 def parent_run_id(client, experiment_id: str, study: str, dataset: str, featureset: str, method: str,
                   deleted: list[str]) -> str:
     """Get or create the parent run of (study, dataset, featureset, method).
@@ -195,7 +200,7 @@ def parent_run_id(client, experiment_id: str, study: str, dataset: str, features
     if not parents:
         tags = {KEY_TAG: key, LEVEL_TAG: "parent", "study": study, "dataset": dataset,
                 "featureset": featureset, "method": method}
-        run_id = store.create_run(client, experiment_id, f"{method} [{featureset}] {dataset} ({study})", tags)
+        run_id = store.create_run(client, experiment_id, run_name(study, dataset, featureset, method), tags)
         # A parent spans many jobs; FINISHED keeps the UI from showing it as running forever.
         unless_gone(client, run_id, client.set_terminated, run_id)
         parents = runs_with_key(client, experiment_id, key, "parent")

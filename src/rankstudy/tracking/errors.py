@@ -13,6 +13,18 @@ class TrackingUnavailable(RuntimeError):
     """The tracking server does not answer; the message says how to start it again."""
 
 
+class StoreLocked(TrackingUnavailable):
+    """Another process held the SQLite store's write lock longer than the logging call waits."""
+
+
+def store_locked(db, waited: float) -> StoreLocked:
+    """The error for SQLite store ``db`` still locked after ``waited`` seconds of retries."""
+    return StoreLocked(
+        f"the MLflow store {db} stayed locked by another process for {waited:.0f} s (an `mlflow ui` or "
+        f"`sqlite3` session writing to it?); end that process, or wait, then rerun: nothing is lost, the next "
+        f"run logs what this one could not (RANKSTUDY_MLFLOW_LOCK_WAIT sets the wait in seconds)")
+
+
 def server_unavailable(uri: str, detail: str) -> TrackingUnavailable:
     """The error for server ``uri`` not answering (``detail``: what the request said)."""
     # the way back to the local store: undo whichever set the server (the variable wins)

@@ -5,7 +5,12 @@ Run layout inside an experiment (all findable by the ``rankstudy.key`` tag):
 * parent  ``{study}/{dataset}/{featureset}/{method}``          ``rankstudy.level = parent``
 * child   ``{study}/{dataset}/{featureset}/{method}/fold{k}``  ``rankstudy.level = fold``
   (nested under the parent through the ``mlflow.parentRunId`` tag)
+* candidate ``.../fold{k}/candidate{n}``  ``rankstudy.level = candidate``: one per row of the
+  fold's ``selection.csv`` (a grid candidate), nested under its fold run (:func:`rankstudy.tracking.nested.nested_runs`)
 * study   ``study/{study}/{dataset}``                  ``rankstudy.level = study``
+
+Run names start with the study (``default: ranknet [first] MQ2008 fold1``): the runs table cuts
+names at its column's width, and every study shares the experiment.
 
 This module is the public logging API. The store they log to (its URI, the SQLite lock,
 purging deleted runs, a server that does not answer) is :mod:`rankstudy.tracking.store`; how
@@ -20,9 +25,13 @@ and only then deletes the earlier runs of the same key, so a failed rerun leaves
 the previous run in place.
 
 Metric names: MLflow only allows alphanumerics, ``_ - . / :`` and spaces in
-metric and param names, so ``@`` is written as ``_at_`` (``test.ndcg@10`` is
-logged as ``test.ndcg_at_10``) and any other disallowed character as ``_``; see
-:func:`mlflow_key`.
+metric and param names, so ``@`` is dropped (``test.ndcg@10`` is logged as ``test.ndcg10``: the
+k shows in a narrow column, where ``test.ndcg_at_10`` showed as ``test.ndcg_at_``) and any other
+disallowed character becomes ``_``; see :func:`mlflow_key`.
+
+Order on a run's page: MLflow's UI lists a run's metrics (its overview table and its chart tab) in
+the order the store returns them, which is the order they were first logged; a fold run logs its
+training curves (the ``history``) first, its job timings (``job/...``) last.
 """
 
 from __future__ import annotations
@@ -43,12 +52,14 @@ from rankstudy.tracking.convergence import (
     LOGGED_TAG,
     PARENT_TAG,
     confirm_parent,
+    delete,
     logged_token,
     new_run_or_nothing,
     parent_key,
     parent_run_id,
     replace_parent,
     replace_runs,
+    run_name,
     runs_with_key,
     unless_gone,
     write_to_settled_parent,
@@ -62,14 +73,16 @@ from mlflow.exceptions import MlflowException
 REVISION_TAG = "rankstudy.revision"
 UID_TAG = "rankstudy.uid"  # one training of a fold
 CONTENT_TAG = "rankstudy.content"  # digest of what a fold run shows
+FOLD_TAG = "rankstudy.fold_key"  # a nested run's fold, to purge what a killed call left deleted
 
 
 # ---------------------------------------------------------------- names and values
 
 
 def mlflow_key(name: str) -> str:
-    """A metric/param name MLflow accepts: ``@`` -> ``_at_``, other invalid chars -> ``_``."""
-    return re.sub(r"[^/\w.\- :]", "_", str(name).replace("@", "_at_"))
+    """A metric/param name MLflow accepts: ``@`` dropped (``ndcg@10`` -> ``ndcg10``), other invalid
+    chars -> ``_``."""
+    return re.sub(r"[^/\w.\- :]", "_", str(name).replace("@", ""))
 
 
 def flatten_params(params: Mapping, prefix: str = "") -> dict[str, str]:
@@ -111,6 +124,20 @@ def _metric_entities(values: Mapping, step: int, timestamp: int) -> list[Metric]
         for name, value in values.items()
         if value is not None
     ]
+
+
+# A fold run's step-0 metrics in this order on its page (after its curves): the test metrics first,
+# the jobs' timings last (the plan's JSON has its keys sorted, so the order is made here)
+PAGE_ORDER = ("test.", "vali.", "selection.", "", "random.", "std.", "job/")
+
+
+def page_order(metrics: Mapping) -> dict:
+    """``metrics`` in :data:`PAGE_ORDER` (by prefix; the rest in their order)."""
+    def rank(name: str) -> int:
+        return next((i for i, prefix in enumerate(PAGE_ORDER) if prefix and name.startswith(prefix)),
+                    PAGE_ORDER.index(""))
+
+    return dict(sorted(metrics.items(), key=lambda item: rank(item[0])))
 
 
 def _history_entities(history: Iterable[Mapping], timestamp: int) -> list[Metric]:
@@ -175,6 +202,7 @@ def log_fold_run(
     uid: str | None = None,
     start_time: int | None = None,
     end_time: int | None = None,
+    nested: Iterable[Mapping] = (),
 ) -> str:
     """Log one fold as a child run of its (study, dataset, featureset, method) parent; returns its id.
 
@@ -183,8 +211,11 @@ def log_fold_run(
     step-0 metrics, tags and artifacts are updated in place, else nothing is written. Any
     other uid (or none) makes a new run that replaces the earlier runs of the fold, which
     are then purged from the store.
-    ``metrics`` are logged at step 0, ``history`` entries at their own ``step``;
-    ``start_time``/``end_time`` (ms since the epoch) are the fold job's, when given.
+    ``metrics`` are logged at step 0, ``history`` entries at their own ``step`` (and first, so
+    that the run's page opens on the training curves); ``start_time``/``end_time`` (ms since the
+    epoch) are the fold job's, when given. ``nested`` (:func:`rankstudy.tracking.nested.nested_runs`:
+    the fold's candidates) become runs nested under the fold run, logged with a new fold run and
+    completed under a kept one; a replaced fold run's nested runs go with it.
     """
     paths = _check_artifacts(artifacts)
     digest = _content_digest(params, metrics, tags, paths)
@@ -204,7 +235,7 @@ def log_fold_run(
             run = same[-1]
             run_id = run.info.run_id
             if run.data.tags.get(CONTENT_TAG) != digest:
-                _log_payload(client, run_id, metrics=_metric_entities(metrics, 0, timestamp),
+                _log_payload(client, run_id, metrics=_metric_entities(page_order(metrics), 0, timestamp),
                              tags=_tag_entities(tags), artifacts=paths)
                 # the digest last: an update that fails halfway is redone by the next run
                 client.set_tag(run_id, CONTENT_TAG, digest)
@@ -217,21 +248,69 @@ def log_fold_run(
                         "featureset": featureset, "method": method, "fold": str(fold), CONTENT_TAG: digest,
                         LOGGED_TAG: token, **({UID_TAG: uid} if uid is not None else {})}
             run_id = client.create_run(experiment_id, start_time=start_time, tags=run_tags,
-                                       run_name=f"{method} [{featureset}] {dataset} fold{fold} ({study})").info.run_id
+                                       run_name=run_name(study, dataset, featureset, method, fold)).info.run_id
             with new_run_or_nothing(client, uri, run_id, end_time=end_time):
+                # the curves first: the UI lists a run's metrics in the order they were first logged
+                curves = _history_entities(history, timestamp)
                 _log_payload(client, run_id, params=_param_entities(params),
-                             metrics=_metric_entities(metrics, 0, timestamp) + _history_entities(history, timestamp),
+                             metrics=curves + _metric_entities(page_order(metrics), 0, timestamp),
                              tags=_tag_entities(tags), artifacts=paths)
             run_id = replace_runs(client, experiment_id, key, "fold", run_id, token, deleted)
+        identity = {"study": study, "dataset": dataset, "featureset": featureset, "method": method, "fold": str(fold)}
+        _complete_nested(client, uri, experiment_id, run_id, key, identity, list(nested), deleted,
+                         start_time=start_time, end_time=end_time)
+        for replaced in list(deleted):  # the nested runs of a replaced fold run go with it
+            deleted.extend(_delete_nested(client, experiment_id, replaced))
         # runs of this fold an earlier call deleted but could not purge (killed, disk full) go now;
         # runs a user deleted in the UI (no DELETED_TAG) stay for `mlflow gc`
         deleted.extend(r.info.run_id for r in store.search_all(
             client, experiment_id, store.filter_eq(**{KEY_TAG: key, LEVEL_TAG: "fold", DELETED_TAG: "true"}),
             view=ViewType.DELETED_ONLY))
+        deleted.extend(r.info.run_id for r in store.search_all(
+            client, experiment_id, store.filter_eq(**{FOLD_TAG: key, DELETED_TAG: "true"}), view=ViewType.DELETED_ONLY))
         if not locked:
             confirm_parent(client, experiment_id, study, dataset, featureset, method, run_id, parent_id, deleted)
         store.purge_runs(client, uri, deleted)
     return run_id
+
+
+def _nested_runs_of(client, experiment_id: str, run_id: str) -> list:
+    return [r for r in store.search_all(client, experiment_id, store.filter_eq(**{PARENT_TAG: run_id}))
+            if r.data.tags.get(FOLD_TAG)]
+
+
+def _delete_nested(client, experiment_id: str, run_id: str) -> list[str]:
+    """Delete the live nested runs of fold run ``run_id``; returns their ids."""
+    gone: list[str] = []
+    for run in _nested_runs_of(client, experiment_id, run_id):
+        delete(client, run.info.run_id, gone)
+    return gone
+
+
+def _complete_nested(client, uri: str, experiment_id: str, fold_run_id: str, fold_key: str, identity: Mapping,
+                     nested: list[Mapping], deleted: list[str], *, start_time=None, end_time=None) -> None:
+    """Make the live nested runs of ``fold_run_id`` exactly ``nested``: the first finished run of
+    each key stays (oldest first: every client keeps the same one), the others (half logged by a
+    killed call, duplicates, or no longer wanted) are deleted, and missing ones are logged."""
+    wanted = {f"{fold_key}/{n['name']}": n for n in nested}
+    kept: set[str] = set()
+    for run in _nested_runs_of(client, experiment_id, fold_run_id):
+        key = run.data.tags.get(KEY_TAG)
+        if key in wanted and key not in kept and run.info.status == FINISHED:
+            kept.add(key)
+        else:
+            delete(client, run.info.run_id, deleted)
+    for key, run in wanted.items():
+        if key in kept:
+            continue
+        tags = {KEY_TAG: key, LEVEL_TAG: run["level"], PARENT_TAG: fold_run_id, FOLD_TAG: fold_key, **identity}
+        run_id = client.create_run(experiment_id, start_time=start_time, tags=tags,
+                                   run_name=run_name(identity["study"], identity["dataset"], identity["featureset"],
+                                                     identity["method"], identity["fold"], run["name"])).info.run_id
+        with new_run_or_nothing(client, uri, run_id, end_time=end_time):
+            _log_payload(client, run_id, params=_param_entities(run.get("params")),
+                         metrics=_metric_entities(run.get("metrics") or {}, 0, store.now_ms()),
+                         tags=_tag_entities(run.get("tags")))
 
 
 @fails_clearly_without_server
@@ -283,9 +362,9 @@ def log_parent_metrics(
                 replace_parent(client, experiment_id, study, dataset, featureset, method, parent_id, deleted)
                 return False  # write to the new parent
             if not paths and shows_already(run, wanted, metrics, tags):
-                return True  # the tables job relogs every method: an unchanged parent gets no new revision
+                return True  # the log_runs job relogs every method: an unchanged parent gets no new revision
             revision = int(run.data.tags.get(REVISION_TAG, -1)) + 1
-            payload = dict(metrics=_metric_entities(metrics, revision, store.now_ms()),
+            payload = dict(metrics=_metric_entities(page_order(metrics), revision, store.now_ms()),
                            params=[] if run.data.params else [Param(k, v) for k, v in wanted.items()],
                            tags=_tag_entities({**(tags or {}), REVISION_TAG: revision}), artifacts=paths)
             return (unless_gone(client, parent_id, _log_payload, client, parent_id, **payload)
@@ -320,6 +399,7 @@ def log_method(uri: str, experiment: str, identity: Mapping[str, str], folds: It
     return parent_id, fold_ids
 
 
+@fails_clearly_without_server
 def log_study_run(
     uri: str,
     experiment: str,
@@ -339,7 +419,7 @@ def log_study_run(
         client = store.client(uri)
         experiment_id = store.experiment_id(client, uri, experiment)
         deleted: list[str] = []
-        run_id = store.create_run(client, experiment_id, f"study {study} [{dataset}]", run_tags)
+        run_id = store.create_run(client, experiment_id, run_name(study, dataset, nested="tables"), run_tags)
         with new_run_or_nothing(client, uri, run_id):
             _log_payload(client, run_id, params=_param_entities(params),
                          tags=_tag_entities(tags), artifacts=paths)
@@ -404,4 +484,5 @@ __all__ = [
     "log_parent_metrics",
     "log_study_run",
     "mlflow_key",
+    "run_name",
 ]

@@ -8,7 +8,10 @@ SQLite lock: Snakemake runs up to ``--cores`` jobs at once. With an SQLite store
 writers fail with "database is locked" and concurrent first use runs the alembic schema
 migrations twice, so every logging call holds an exclusive ``flock`` on ``<db>.lock``
 (:func:`tracking_lock`). A tracking server has no lock that all clients share; there the
-logging calls converge instead (:mod:`rankstudy.tracking.convergence`).
+logging calls converge instead (:mod:`rankstudy.tracking.convergence`). A process outside the
+pipeline that keeps the database itself locked (an ``mlflow ui`` writing, a ``sqlite3`` session)
+makes each call try again for up to ``$RANKSTUDY_MLFLOW_LOCK_WAIT`` seconds (60), then fail with
+:class:`~rankstudy.tracking.errors.StoreLocked`, one line naming the store.
 
 Garbage collection: ``delete_run`` is MLflow's soft delete (deleted runs vanish from the UI and
 from searches, but their rows and artifacts stay), so every run a logging call deletes
@@ -54,7 +57,7 @@ from mlflow import MlflowClient  # noqa: E402
 from mlflow.entities import ViewType  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 
-from rankstudy.tracking.errors import server_unavailable  # noqa: E402
+from rankstudy.tracking.errors import TrackingUnavailable, server_unavailable, store_locked  # noqa: E402
 from rankstudy.tracking.relocate import artifact_root, local_path, moved, relocate_artifacts  # noqa: E402
 
 # MLflow logs every schema migration step at INFO; warnings and errors still show.
@@ -89,17 +92,57 @@ def is_server(uri: str) -> bool:
     return uri.startswith(("http://", "https://"))
 
 
+# A store locked by a process outside the pipeline (an `mlflow ui` writing, a `sqlite3` session):
+# each statement already waits SQLite's busy timeout (5 s); the whole call is then tried again,
+# for about this many seconds in all (the calls are idempotent: a half-logged run is replaced)
+LOCK_WAIT_ENV = "RANKSTUDY_MLFLOW_LOCK_WAIT"
+DEFAULT_LOCK_WAIT = 60.0
+
+
+def lock_wait() -> float:
+    try:
+        return max(0.0, float(os.environ.get(LOCK_WAIT_ENV, DEFAULT_LOCK_WAIT)))
+    except ValueError:
+        return DEFAULT_LOCK_WAIT
+
+
+def is_locked(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's "database is locked" (under SQLAlchemy's and MLflow's errors)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if "database is locked" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def fails_clearly_without_server(fn):
-    """Turn a request that a stopped (or unreachable) server refused into TrackingUnavailable."""
+    """Turn a request that a stopped (or unreachable) server refused into TrackingUnavailable, and an
+    SQLite store that another process keeps locked, after a bounded retry, into StoreLocked: one
+    line naming the store instead of SQLAlchemy's traceback."""
 
     @functools.wraps(fn)
     def wrapper(uri: str, *args, **kwargs):
-        try:
-            return fn(uri, *args, **kwargs)
-        except Exception as exc:  # MlflowException, requests' ConnectionError, ...
-            if not (is_server(uri) and _unreachable(exc)):
-                raise
-            raise server_unavailable(uri, str(exc)) from None
+        started, pause = time.monotonic(), 1.0
+        while True:
+            try:
+                return fn(uri, *args, **kwargs)
+            except TrackingUnavailable:
+                raise  # an inner call said it already
+            except Exception as exc:  # MlflowException, requests' ConnectionError, SQLAlchemy's errors, ...
+                db = sqlite_path(uri)
+                if db is not None and is_locked(exc):
+                    waited = time.monotonic() - started
+                    if waited + pause > lock_wait():
+                        raise store_locked(db, waited) from None
+                    log.warning("MLflow store %s is locked by another process: trying again in %.0f s", db, pause)
+                    time.sleep(pause)
+                    pause = min(2 * pause, 10.0)
+                    continue
+                if not (is_server(uri) and _unreachable(exc)):
+                    raise
+                raise server_unavailable(uri, str(exc)) from None
 
     return wrapper
 

@@ -1,13 +1,16 @@
-"""The view of the runs table MLflow's UI opens on: the evaluation metrics as columns.
+"""The views of the runs table MLflow's UI opens on: one per study, its runs only, the evaluation
+metrics as columns.
 
 MLflow's UI chooses its runs table's columns per browser (local storage) and opens on Run Name,
 Created, Dataset, Duration, Source and Models, with every metric behind "Columns". A view saved
 in the UI ("Views" > "Save as new view") is an experiment tag ``mlflow.sharedViewState.<key>``
 that any browser opens through the address parameter ``viewStateShareKey=<key>``; rankstudy
-writes one such view (key :data:`VIEW_KEY`) the way the UI of MLflow 3.17 writes it (a JSON
-record whose ``state`` is ``deflate;`` and the base64 of the zlib-compressed table state), and
-``workflow/bootstrap.py ui`` prints the address that opens it. ``benchmarks/check_mlflow_ui.py``
-checks in a browser that the view opens with these columns.
+writes one such view per study (key ``rankstudy-<study>``, :func:`view_key`) the way the UI of
+MLflow 3.17 writes it (a JSON record whose ``state`` is ``deflate;`` and the base64 of the
+zlib-compressed table state): the filter ``tags.study = '<study>'`` (every study shares the
+experiment) and the study's test metrics as columns. ``workflow/bootstrap.py ui`` prints the
+address of each. ``benchmarks/check_mlflow_ui.py`` checks in a browser that a view opens with
+these columns.
 """
 
 from __future__ import annotations
@@ -20,15 +23,34 @@ from collections.abc import Iterable
 from rankstudy.tracking import store
 from rankstudy.tracking.runs import mlflow_key
 
-VIEW_KEY = "rankstudy"
-VIEW_TAG = f"mlflow.sharedViewState.{VIEW_KEY}"
-VIEW_NAME = "rankstudy: test metrics"
+VIEW_PREFIX = "rankstudy"
+SHARED_VIEW_TAG = "mlflow.sharedViewState."
+# the one view of rankstudy before views were per study: it showed whichever study logged last
+LEGACY_VIEW_TAG = f"{SHARED_VIEW_TAG}{VIEW_PREFIX}"
 
 
-def table_state(metrics: Iterable[str]) -> dict:
-    """The runs table's state: ``metrics`` (names as the pipeline writes them, ``test.ndcg@10``)
-    as its columns, newest runs first, every other setting the UI's default."""
-    return {"searchFilter": "", "orderByKey": "attributes.start_time", "orderByAsc": False, "startTime": "ALL",
+def view_key(study: str) -> str:
+    """The address parameter ``viewStateShareKey`` of ``study``'s view."""
+    return f"{VIEW_PREFIX}-{study}"
+
+
+def view_tag(study: str) -> str:
+    return f"{SHARED_VIEW_TAG}{view_key(study)}"
+
+
+def study_filter(study: str) -> str:
+    """The runs table's search filter for one study's runs (its parents, folds, nested and study runs)."""
+    if "'" in study:
+        raise ValueError(f"study name {study!r} must not contain a single quote")
+    return f"tags.study = '{study}'"
+
+
+def table_state(metrics: Iterable[str], study: str | None = None) -> dict:
+    """The runs table's state: ``study``'s runs (all with None), ``metrics`` (names as the pipeline
+    writes them, ``test.ndcg@10``) as its columns, newest runs first, every other setting the UI's
+    default."""
+    return {"searchFilter": study_filter(study) if study else "", "orderByKey": "attributes.start_time",
+            "orderByAsc": False, "startTime": "ALL",
             "lifecycleFilter": "Active", "datasetsFilter": [], "modelVersionFilter": "All Runs",
             "selectedColumns": [f"metrics.`{mlflow_key(name)}`" for name in metrics],
             "columnOrder": [], "columnWidths": {}, "runsHiddenMode": "FIRST_10_RUNS", "viewMaximized": False,
@@ -37,9 +59,10 @@ def table_state(metrics: Iterable[str]) -> dict:
             "globalLineChartConfig": {"xAxisKey": "step", "lineSmoothness": 0, "selectedXAxisMetricKey": ""}}
 
 
-def view_tag_value(metrics: Iterable[str], now_ms: int) -> str:
-    state = json.dumps(table_state(metrics), separators=(",", ":")).encode()
-    return json.dumps({"name": VIEW_NAME, "createdAt": now_ms, "updatedAt": now_ms,
+def view_tag_value(metrics: Iterable[str], now_ms: int, study: str | None = None) -> str:
+    state = json.dumps(table_state(metrics, study), separators=(",", ":")).encode()
+    return json.dumps({"name": f"rankstudy {study}: test metrics" if study else "rankstudy: test metrics",
+                       "createdAt": now_ms, "updatedAt": now_ms,
                        "state": "deflate;" + base64.b64encode(zlib.compress(state)).decode()})
 
 
@@ -53,22 +76,26 @@ def decode_view(value: str) -> dict:
 
 
 @store.fails_clearly_without_server
-def save_runs_view(uri: str, experiment: str, metrics: Iterable[str]) -> str:
-    """Write (or rewrite) the saved view of ``experiment``'s runs table with ``metrics`` as its
-    columns; returns its key, for the address parameter ``viewStateShareKey``. Unchanged columns
-    are not written again."""
+def save_runs_view(uri: str, experiment: str, metrics: Iterable[str], study: str) -> str:
+    """Write (or rewrite) ``study``'s saved view of ``experiment``'s runs table: its runs, with
+    ``metrics`` as columns; returns its key, for the address parameter ``viewStateShareKey``.
+    An unchanged view is not written again; the one view of earlier versions is removed."""
     metrics = list(metrics)
     with store.tracking_lock(uri):
         client = store.client(uri)
         experiment_id = store.experiment_id(client, uri, experiment)
-        old = client.get_experiment(experiment_id).tags.get(VIEW_TAG)
+        tags = client.get_experiment(experiment_id).tags
+        old = tags.get(view_tag(study))
         try:
-            unchanged = old is not None and decode_view(old) == table_state(metrics)
+            unchanged = old is not None and decode_view(old) == table_state(metrics, study)
         except (ValueError, KeyError, zlib.error):  # a view the UI rewrote in another form
             unchanged = False
         if not unchanged:
-            client.set_experiment_tag(experiment_id, VIEW_TAG, view_tag_value(metrics, store.now_ms()))
-    return VIEW_KEY
+            client.set_experiment_tag(experiment_id, view_tag(study), view_tag_value(metrics, store.now_ms(), study))
+        if LEGACY_VIEW_TAG in tags:
+            client.delete_experiment_tag(experiment_id, LEGACY_VIEW_TAG)
+    return view_key(study)
 
 
-__all__ = ["VIEW_KEY", "VIEW_TAG", "decode_view", "save_runs_view", "table_state", "view_tag_value"]
+__all__ = ["VIEW_PREFIX", "decode_view", "save_runs_view", "study_filter", "table_state", "view_key", "view_tag",
+           "view_tag_value"]
