@@ -11,7 +11,7 @@ directly (from a declared input) instead of having it relayed through files in b
 * :class:`MethodSummary` (method ``summary.json``, aggregate): fold means, standard deviations,
   timing and the verdict per fold;
 * :class:`MlflowPlan` (method ``mlflow.json``, aggregate): what the method's MLflow runs will
-  hold, logged by the tables job with every other method of the (study, dataset) in one process.
+  hold, logged by the log_runs job with every other method of the (study, dataset) in one process.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class MethodSummary(Record):
 class MlflowPlan(Record):
     """One method's MLflow runs as the aggregate job computed them: ``folds`` holds the keyword
     arguments of each fold run (``tracking.runs.log_fold_run``), ``parent`` those of the parent
-    (``log_parent_metrics``). Logging is the tables job's, one MLflow start-up per (study, dataset)
+    (``log_parent_metrics``). Logging is the log_runs job's, one MLflow start-up per (study, dataset)
     instead of one per method: MLflow's import alone is about a second."""
     file: ClassVar[str] = "mlflow.json"
     study: str
