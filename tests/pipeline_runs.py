@@ -47,7 +47,7 @@ def features_dir(workdir: Path, featureset: str, fold: int, configfile: str = "t
 
 def make_workdir(tmp: Path, overrides: dict) -> Path:
     """A copy of the workflow as a user's clone has it, with a config file of our own."""
-    for name in ("Snakefile", "workflow", "config", "environment.yml"):
+    for name in ("Snakefile", "workflow", "profiles", "config", "environment.yml"):
         src = REPO / name
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp / name)
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
@@ -56,7 +56,7 @@ def make_workdir(tmp: Path, overrides: dict) -> Path:
     return tmp
 
 
-PROGRESS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done$")
+PROGRESS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done\b")  # then the time left (profiles/default)
 say = print  # tests/conftest.py replaces it with a writer past pytest's output capture
 
 

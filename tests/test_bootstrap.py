@@ -1,5 +1,6 @@
-"""The bootstrap's `run`: Snakemake's output passed through line by line, with an estimate of the
-time left after each of its progress lines, and its exit code."""
+"""The bootstrap's `run`: Snakemake's output passed through line by line (the default profile's
+logger plugin keeps it short, tests/test_terminal.py), its exit code, and pip's output held back
+unless an install fails."""
 
 from __future__ import annotations
 
@@ -19,48 +20,34 @@ bootstrap = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bootstrap)
 
 
-@pytest.mark.parametrize("done, total, elapsed, expected", [
-    (10, 40, 100.0, "10 of 40 steps done in 1m40s (10.0 s per step): about 5m00s left"),
-    (1, 3, 4000.0, "1 of 3 steps done in 1h06m (4000.0 s per step): about 2h13m left"),
-    (3, 3, 45.2, "3 of 3 steps done in 45s"),  # nothing left to estimate
-])
-def test_the_estimate_is_the_remaining_steps_at_the_pace_so_far(done, total, elapsed, expected):
-    assert bootstrap.progress_estimate(done, total, elapsed) == expected
-
-
-# what Snakemake 9 writes during a run (abridged)
-SNAKEMAKE_LINES = [
-    "Building DAG of jobs...\n",
-    "Job stats:\n", "job         count\n", "train           2\n", "\n",
-    "[Tue Nov 24 10:59:45 2026]\n", "localrule train:\n", "    jobid: 3\n",
-    "[Tue Nov 24 11:00:05 2026]\n", "Finished jobid: 3 (Rule: train)\n",
-    "1 of 4 steps (25%) done\n",
-    "2 of 4 steps (50%) done\n",
-    "4 of 4 steps (100%) done\n",
-    "Complete log(s): /x/.snakemake/log/2026-11-24T105904.snakemake.log\n",
-]
-
-
-def test_relay_passes_every_line_on_and_adds_an_estimate_after_each_progress_line():
-    out, clock = io.StringIO(), iter([20.0, 30.0, 50.0])
-    hint = bootstrap.relay(SNAKEMAKE_LINES, out, lambda: next(clock))
-    lines = out.getvalue().splitlines(keepends=True)
-    assert [line for line in lines if not line.startswith("[bootstrap]")] == SNAKEMAKE_LINES
-    added = {lines[i - 1].strip(): line.strip() for i, line in enumerate(lines) if line.startswith("[bootstrap]")}
-    assert added == {
-        "1 of 4 steps (25%) done": "[bootstrap] 1 of 4 steps done in 20s (20.0 s per step): about 1m00s left",
-        "2 of 4 steps (50%) done": "[bootstrap] 2 of 4 steps done in 30s (15.0 s per step): about 30s left",
-        "4 of 4 steps (100%) done": "[bootstrap] 4 of 4 steps done in 50s"}
-    assert hint is None
+def test_relay_passes_every_line_on_as_it_comes():
+    lines = ["Building DAG of jobs...\n", "done train ranknet [first] synthetic fold 1 (4.7 s)\n",
+             "1 of 4 steps (25%) done; about 1 min left; running: train lambdamart [first] synthetic fold 1 (50 s)\n"]
+    out = io.StringIO()
+    assert bootstrap.relay(lines, out) is None
+    assert out.getvalue() == "".join(lines)  # the plugin said it all: no second estimate
 
 
 def test_run_keeps_the_output_and_the_exit_code(capsys):
     """A stand-in for snakemake: progress on stderr, then a failure."""
     script = "import sys; print('hello', flush=True); sys.stderr.write('1 of 2 steps (50%) done\\n'); sys.exit(3)"
     assert bootstrap.run_snakemake([sys.executable, "-c", script], dict(os.environ)) == 3
-    out = capsys.readouterr().out.splitlines()
-    assert out[:2] == ["hello", "1 of 2 steps (50%) done"]
-    assert out[2].startswith("[bootstrap] 1 of 2 steps done in 0s (") and out[2].endswith("left")
+    assert capsys.readouterr().out.splitlines() == ["hello", "1 of 2 steps (50%) done"]
+
+
+# what pip printed even with --quiet on a cold install: 188 such lines before anything else
+PIP_NOISE = ("import sys\n"
+             "for i in range(188): print(f\"WARNING: Location 'file:///opt/pypi-more/simple/p{i}/' is ignored\")\n"
+             "sys.exit(int(sys.argv[1]))\n")
+
+
+def test_pips_output_is_shown_only_when_the_install_fails(capsys):
+    bootstrap.quiet_install([sys.executable, "-c", PIP_NOISE, "0"])
+    assert capsys.readouterr() == ("", "")
+    with pytest.raises(SystemExit) as stopped:
+        bootstrap.quiet_install([sys.executable, "-c", PIP_NOISE, "1"])
+    assert capsys.readouterr().out.count("is ignored") == 188  # then what failed is on the screen
+    assert "failed (exit 1): pip's output is above" in str(stopped.value.code)
 
 
 def test_ctrl_c_reaches_snakemake_and_its_last_words_and_exit_code_come_through():
@@ -87,39 +74,18 @@ def test_ctrl_c_reaches_snakemake_and_its_last_words_and_exit_code_come_through(
     assert rest.count("stopping\n") == 20000
 
 
-def test_the_terminal_shows_one_line_per_finished_job_with_its_summary_and_keeps_errors(tmp_path):
-    """Snakemake's job blocks (thousands of characters of inputs and reasons) stay in the log
-    file; a finished job is one line with the step's own summary from its log."""
-    log = tmp_path / "results/logs/train/default/synthetic/first/ranknet/fold3.log"
-    log.parent.mkdir(parents=True)
-    log.write_text("[train] wildcards: ...\nsummary: l2=0.01, vali ndcg@10 0.6229\n[train] done in 3.21 s\n")
-    long_reason = "    reason: Missing output files: " + ", ".join(f"results/x{i}.json" for i in range(2000)) + "\n"
-    lines = ["Building DAG of jobs...\n", "Select jobs to execute...\n", "Execute 1 jobs...\n", "\n",
-             "[Wed Nov 25 18:42:51 2026]\n", "localrule train:\n", "    input: a, b\n",
-             "    log: results/logs/train/default/synthetic/first/ranknet/fold3.log\n", "    jobid: 7\n",
-             long_reason,
-             "    wildcards: study=default, dataset=synthetic, featureset=first, method=ranknet, fold=3\n",
-             "[Wed Nov 25 18:43:00 2026]\n", "Finished jobid: 7 (Rule: train)\n", "1 of 2 steps (50%) done\n",
-             "localrule all:\n", "    jobid: 0\n", "Finished jobid: 0 (Rule: all)\n",
-             "Error in rule evaluate:\n", "    message: rankstudy evaluate: bad file x.npz\n",
-             "2 of 2 steps (100%) done\n"]
-    out, saved = io.StringIO(), io.StringIO()
-    terminal = bootstrap.Terminal(out, lambda: 10.0, workdir=tmp_path)
-    for line in lines:
-        saved.write(line)
-        terminal.line(line)
-    shown = out.getvalue().splitlines()
-    assert shown[:2] == ["Building DAG of jobs...",
-                         "done train ranknet [first] synthetic fold 3 (3.2 s): l2=0.01, vali ndcg@10 0.6229"]
-    assert "Error in rule evaluate:" in shown and "    message: rankstudy evaluate: bad file x.npz" in shown
-    assert "1 of 2 steps (50%) done" in shown and not any("reason" in s or "done all" in s for s in shown)
-    assert max(map(len, shown)) < 200 and long_reason in saved.getvalue()
-
-
-def test_the_full_output_flag_passes_every_line_on():
-    out = io.StringIO()
-    bootstrap.relay(["localrule train:\n", "    jobid: 3\n"], out, lambda: 1.0, full=True)
-    assert out.getvalue() == "localrule train:\n    jobid: 3\n"
+def test_the_full_output_flag_turns_the_default_profile_off(monkeypatch):
+    """--full-output: Snakemake's own terminal, job blocks and all, which the default profile's
+    logger plugin replaces."""
+    ran = []
+    monkeypatch.setattr(bootstrap, "ensure_env", lambda: None)
+    monkeypatch.setattr(bootstrap, "check_configfiles", lambda args, env: 0)
+    monkeypatch.setattr(bootstrap, "clear_stale_lock", lambda *a, **k: False)
+    monkeypatch.setattr(bootstrap, "run_snakemake", lambda cmd, env: ran.append(cmd) or 0)
+    assert bootstrap.main(["run", "--full-output", "-n"]) == 0
+    assert ran[0][1:] == ["--cores", os.environ.get("CORES", "2"), "--rerun-incomplete", "--workflow-profile", "none",
+                          "-n"]
+    assert bootstrap.main(["run", "-n"]) == 0 and "--workflow-profile" not in ran[1]
 
 
 def test_the_configfiles_given_to_snakemake_are_found_in_its_arguments():

@@ -1,4 +1,4 @@
-"""The workflow on a SLURM cluster through Snakemake's SLURM executor (workflow/profiles/slurm):
+"""The workflow on a SLURM cluster through Snakemake's SLURM executor (profiles/slurm):
 a reduced default pipeline run once on this machine and once through SLURM gives the same
 per-query metrics, and SLURM's accounting shows that its jobs ran every step but the local
 download. The cluster's daemons on this machine listen on 127.0.0.1 only.
@@ -112,7 +112,7 @@ def local_and_slurm_runs(slurm_cluster, request, tmp_path_factory):
     # the profile as a user names it, relative to the copy of the workflow; successful jobs'
     # SLURM logs are kept to be looked at here; SLURM is asked every 2 s rather than the profile's
     # 10 s (the jobs take seconds; each step of the chain waited a look for nothing)
-    cluster_out = snakemake(cluster, "--profile", "workflow/profiles/slurm", "--slurm-keep-successful-logs",
+    cluster_out = snakemake(cluster, "--profile", "profiles/slurm", "--slurm-keep-successful-logs",
                             "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2")
     return local, local_out, cluster, cluster_out
 

@@ -9,8 +9,10 @@
 Each creates (or reuses) ./.venv, installs rankstudy with its test, cluster, neural, gbdt and docs extras when
 pyproject.toml changed since the last install, then runs the command inside it
 (`run` is snakemake with --cores $CORES, default 2, and --rerun-incomplete; it first removes
-the lock a killed run left behind, when no snakemake runs here, and adds an estimate of the time
-left after each of snakemake's progress lines). Only the standard library is used
+the lock a killed run left behind, when no snakemake runs here; its terminal is plain
+snakemake's, which the default profile keeps short: a line per finished job, the time left and
+the running jobs on each progress line; `--full-output` shows Snakemake's own job blocks
+instead). pip's output is shown only when an install fails. Only the standard library is used
 here, because nothing else is installed yet. Afterwards `. .venv/bin/activate` puts
 snakemake, pytest and mlflow on PATH for the commands of the README.
 """
@@ -20,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -54,9 +55,19 @@ def ensure_env() -> None:
         return
     say("installing rankstudy and its dependencies into .venv (first run takes a few minutes)")
     pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
-    subprocess.run(pip + ["--quiet", "--upgrade", "pip"], check=True)
-    subprocess.run(pip + ["--quiet", "-e", f"{REPO}[test,cluster,neural,gbdt,docs]"], check=True)
+    quiet_install(pip + ["--quiet", "--upgrade", "pip"])
+    quiet_install(pip + ["--quiet", "-e", f"{REPO}[test,cluster,neural,gbdt,docs]"])
     STAMP.write_text(wanted)
+
+
+def quiet_install(cmd: list[str]) -> None:
+    """Run pip with its output held back, and shown (then exit) only if it fails: even with
+    --quiet a cold install opened with 188 lines of warnings about package index locations it
+    ignores, which say nothing to act on when the install works."""
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    if done.returncode:
+        sys.stdout.write(done.stdout)
+        sys.exit(f"[bootstrap] {' '.join(cmd[2:5])} ... failed (exit {done.returncode}): pip's output is above")
 
 
 # the saved views of the runs table the pipeline writes, one per study: the experiment tag
@@ -213,128 +224,22 @@ def check_configfiles(args: list[str], env: dict) -> int:
     return subprocess.call([str(BIN / "python"), "-m", "rankstudy.pipeline.configfiles", *files], cwd=REPO, env=env)
 
 
-def duration(seconds: float) -> str:
-    """``45s``, ``3m05s``, ``2h07m``."""
-    seconds = round(seconds)
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m"
-
-
-def progress_estimate(done: int, total: int, elapsed: float) -> str:
-    """The line added after Snakemake's "N of M steps done": the time so far and the remaining
-    steps at the mean pace of those done (steps differ in length, hence "about")."""
-    so_far = f"{done} of {total} steps done in {duration(elapsed)}"
-    if done <= 0 or done >= total:
-        return so_far
-    pace = elapsed / done
-    return f"{so_far} ({pace:.1f} s per step): about {duration(pace * (total - done))} left"
-
-
-PROGRESS = re.compile(r"\b(\d+) of (\d+) steps \([\d.]+%\) done")
-JOB_START = re.compile(r"^(?:local)?(?:checkpoint|rule) (\w+):$")
-JOB_FIELD = re.compile(r"^    (\w+): (.*)$")
-FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)")
-# lines of Snakemake's scheduling that say nothing a person acts on (they stay in the log file)
-CHATTER = re.compile(r"^(\[\w{3} \w{3} .*\d{4}\]|Select jobs to execute\.\.\.|Execute \d+ jobs?\.\.\.)$")
-
-
-class Terminal:
-    """What a person reads of a run: Snakemake's progress lines (each followed by an estimate of
-    the time left), one line per finished job with the step's own summary (the last ``summary:``
-    line of the job's log) and its seconds, errors and everything else Snakemake says in full;
-    the job blocks (inputs, outputs, reason: lines of thousands of characters) go to the log file
-    only. ``full`` passes every line on, as Snakemake writes it."""
-
-    def __init__(self, out, elapsed, full: bool = False, workdir: Path = REPO) -> None:
-        self.out, self.elapsed, self.full, self.workdir = out, elapsed, full, workdir
-        self.jobs: dict[str, dict] = {}
-        self.block: dict | None = None
-
-    def line(self, line: str) -> None:
-        if self.full:
-            self.out.write(line)
-        else:
-            self.read(line.rstrip("\n"))
-        progress = PROGRESS.search(line)
-        if progress:
-            self.out.write(f"[bootstrap] {progress_estimate(int(progress[1]), int(progress[2]), self.elapsed())}\n")
-        self.out.flush()
-
-    def read(self, text: str) -> None:
-        start = JOB_START.match(text)
-        if start:
-            self.block = {"rule": start[1]}
-            return
-        field = JOB_FIELD.match(text) if self.block is not None else None
-        if field:
-            self.block[field[1]] = field[2]
-            if field[1] == "jobid":
-                self.jobs[field[2]] = self.block
-            return
-        self.block = None
-        finished = FINISHED.match(text)
-        if finished:
-            job = self.jobs.pop(finished[1], {"rule": finished[2]})
-            if job["rule"] != "all":
-                self.out.write(self.finished(job) + "\n")
-        elif text.strip() and not CHATTER.match(text):
-            self.out.write(text + "\n")
-
-    def finished(self, job: dict) -> str:
-        summary, seconds = job_log_summary(self.workdir / job["log"]) if job.get("log") else ("", None)
-        took = f" ({float(seconds):.1f} s)" if seconds else ""
-        return f"done {job['rule']} {describe_wildcards(job.get('wildcards', ''))}{took}" + \
-            (f": {summary}" if summary else "")
-
-
-def describe_wildcards(text: str) -> str:
-    """``study=s, dataset=d, featureset=f, method=m, fold=1`` as ``m [f] d fold 1``."""
-    w = dict(part.split("=", 1) for part in text.split(", ") if "=" in part)
-    head = f"{w.pop('method')} [{w.pop('featureset')}]" if "method" in w and "featureset" in w else w.pop("method", "")
-    fold = f"fold {w.pop('fold')}" if "fold" in w else ""
-    w.pop("study", None)
-    return " ".join(part for part in (head, *w.values(), fold) if part)
-
-
-def job_log_summary(path: Path) -> tuple[str, str | None]:
-    """The last ``summary:`` line of a job's log and its ``done in N s`` seconds."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return "", None
-    summary = next((l.split("summary:", 1)[1].strip() for l in reversed(lines) if l.startswith("summary:")), "")
-    done = next((re.search(r"done in ([\d.]+) s", l) for l in reversed(lines) if "] done in " in l), None)
-    return summary, (done[1] if done else None)
-
-
-def relay(lines, out, elapsed, full: bool = True, log=None) -> str | None:
-    """Pass Snakemake's lines to ``out`` as they come (all of them with ``full``, else as
-    :class:`Terminal` shows them) and every line to ``log``, each progress line followed by an
-    estimate (``elapsed()``: seconds since the run started). Returns the hint for a thread
-    failure, if any."""
-    terminal = Terminal(out, elapsed, full)
+def relay(lines, out) -> str | None:
+    """Pass Snakemake's lines to ``out`` as they come. Its terminal is already short: the default
+    profile (profiles/default) names rankstudy's logger plugin (rankstudy.pipeline.terminal), the
+    same for plain snakemake as here. Returns the hint for a thread failure, if any."""
     hint, said = None, False
     for line in lines:
-        if log is not None:
-            log.write(line)
-        terminal.line(line)
+        out.write(line)
+        out.flush()
         hint = hint or thread_failure_hint(line)
         said = said or line.startswith("rankstudy: out of memory")  # the workflow said it already
     return None if said else hint
 
 
-def run_snakemake(cmd: list[str], env: dict, full: bool = True, log_path: Path | None = None) -> int:
-    """Snakemake with its output passed through line by line (as :class:`Terminal` shows it unless
-    ``full``; every line also to ``log_path``), an estimate of the time left after each progress
-    line, and a hint at the end when it failed for want of threads."""
-    started = time.monotonic()
-    log = None
-    if log_path is not None:
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        log = open(log_path, "w", buffering=1)
+def run_snakemake(cmd: list[str], env: dict) -> int:
+    """Snakemake with its output passed through line by line, and a hint at the end when it
+    failed for want of threads."""
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             errors="replace")
     # Ctrl-C reaches snakemake from the terminal (same process group): keep relaying what it
@@ -342,16 +247,12 @@ def run_snakemake(cmd: list[str], env: dict, full: bool = True, log_path: Path |
     # start, as a child would inherit the ignoring)
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        hint = relay(proc.stdout, sys.stdout, lambda: time.monotonic() - started, full, log)
+        hint = relay(proc.stdout, sys.stdout)
         code = proc.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
-        if log is not None:
-            log.close()
     if code and hint:
         say(hint)
-    if log_path is not None and not full:
-        say(f"Snakemake's whole output (every job's inputs, outputs and reason): {log_path.relative_to(REPO)}")
     return code
 
 
@@ -363,8 +264,8 @@ def main(argv: list[str]) -> int:
     env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # OpenMP threads sleep when idle: no spinning on a shared machine
     full = "--full-output" in argv[1:]
-    if full:  # the bootstrap's own flag: Snakemake's job blocks on the screen too
-        argv = [a for a in argv if a != "--full-output"]
+    if full:  # the bootstrap's own flag: Snakemake's own terminal, job blocks and all (no default profile)
+        argv = [argv[0], "--workflow-profile", "none", *(a for a in argv[1:] if a != "--full-output")]
     if argv[0] == "run":
         cores = os.environ.get("CORES", "2")
         if code := check_configfiles(argv[1:], env):
@@ -380,8 +281,7 @@ def main(argv: list[str]) -> int:
         return 0
     say(" ".join(cmd))
     if argv[0] == "run":
-        log_path = REPO / "results" / "logs" / "snakemake" / f"{time.strftime('%Y%m%dT%H%M%S')}.log"
-        return run_snakemake(cmd, env, full, log_path)
+        return run_snakemake(cmd, env)
     if argv[0] == "ui":
         return serve_until_stopped(cmd, env)
     return subprocess.call(cmd, cwd=REPO, env=env)
