@@ -61,7 +61,7 @@ SELECTION = {k: EVALUATION[k] for k in ("selection_metric", "rel_threshold", "no
 # shown in the report. MLFLOW_TRACKING_URI still wins inside the jobs.
 
 
-# What one job asks a scheduler for (SLURM through workflow/profiles/slurm; locally only `threads`
+# What one job asks a scheduler for (SLURM through profiles/slurm; locally only `threads`
 # counts, and mem_mb when --resources mem_mb=N is given). A job's BLAS, OpenMP and LightGBM use
 # exactly its `threads` (rankstudy.util.threads, set as the job starts), so single-threaded jobs
 # side by side do not oversubscribe the cores.
