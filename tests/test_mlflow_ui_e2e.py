@@ -1,4 +1,4 @@
-"""MLflow's pages in a real browser: benchmarks/check_mlflow_ui.py on the tiny study's store, in
+"""MLflow's pages in a real browser: tests/mlflow_ui_check.py on the tiny study's store, in
 headless Chromium. Skipped without /usr/bin/chromium or Playwright (CI installs neither)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def test_the_mlflow_pages_show_the_metrics_params_and_objective_in_model_trainin
     results.mkdir()
     shutil.copy(workdir / "results" / "mlflow.db", results / "mlflow.db")
     shots = tmp_path / "shots"
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "check_mlflow_ui.py"), "--results", str(results),
+    out = subprocess.run([sys.executable, str(REPO / "tests" / "mlflow_ui_check.py"), "--results", str(results),
                           "--out", str(shots), "--chromium", str(CHROMIUM)],
                          capture_output=True, text=True, timeout=900)
     lines = out.stdout.splitlines()

@@ -9,7 +9,7 @@ writes one such view per study (key ``rankstudy-<study>``, :func:`view_key`) the
 MLflow 3.17 writes it (a JSON record whose ``state`` is ``deflate;`` and the base64 of the
 zlib-compressed table state): the filter ``tags.study = '<study>'`` (every study shares the
 experiment) and the study's test metrics as columns. ``workflow/bootstrap.py ui`` prints the
-address of each. ``benchmarks/check_mlflow_ui.py`` checks in a browser that a view opens with
+address of each. ``tests/mlflow_ui_check.py`` checks in a browser that a view opens with
 these columns.
 """
 

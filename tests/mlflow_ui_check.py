@@ -1,6 +1,6 @@
 """Check the MLflow pages a researcher reads, in a real browser (headless Chromium via Playwright).
 
-    python benchmarks/check_mlflow_ui.py --results results --out results/mlflow-ui
+    python tests/mlflow_ui_check.py --results results --out results/mlflow-ui
 
 serves ``<results>/mlflow.db`` with ``mlflow ui`` on 127.0.0.1 (or uses ``--ui-url``), opens the
 address ``python3 workflow/bootstrap.py ui`` prints, and checks, saving a screenshot of each page
