@@ -241,9 +241,13 @@ def test_writers_produce_all_files_with_caption_and_best_cell(table, tmp_path):
     # HTML: styled, caption in <caption>, best in <b>, marks in a fixed-width box, sup without leading
     assert "<style>" in html and "line-height: 0" in html and "nth-child(even)" in html
     assert f"<caption>{CAPTION}</caption>" in html
-    assert f'<b>{cell}</b><span class="marks"><span class="better">▲</span><sup>*†</sup></span>' in html
-    assert f'{worse_cell}<span class="marks"><span class="worse">▼</span><sup>*†</sup></span>' in html
-    assert "rank_net [rho0.10]" in html
+    # the std under the mean, after an empty marks box so the digits line up
+    mean, std = cell.split(" ± ")
+    assert (f'<b>{mean}</b><span class="marks"><span class="better">▲</span><sup>*†</sup></span>'
+            f'<br><span class="sub">±{std}</span><span class="marks"></span>') in html
+    worse_mean, worse_std = worse_cell.split(" ± ")
+    assert f'{worse_mean}<span class="marks"><span class="worse">▼</span><sup>*†</sup></span>' in html
+    assert 'rank_net<br><span class="sub">[rho0.10]</span>' in html  # the feature set under the method
 
     # CSV: every number, long form, readable back
     numbers = pd.read_csv(paths[0])
@@ -518,12 +522,13 @@ def test_all_pairs_tables_show_letters_and_write_the_pairs(five_systems, tmp_pat
     s4 = f"{table.loc['s4', ('map', 'mean')]:.4f} ± {table.loc['s4', ('map', 'std')]:.4f}"
     assert re.search(rf"\| d   \| s4 +\| \*\*{re.escape(s4)}\*\* ᵃᵇᶜᵉ \|", md)
     # s4 beats every other system: alone in the top group, beside what the data set can detect
-    assert re.search(r"\| +\| \(in the top group\) +\| +1 of 5 \| +1 of 5 \|", md)
+    assert re.search(r"\| +\| \(top group\) +\| +1 of 5 \| +1 of 5 \|", md)
     mdd = pairs.groupby("metric")["mdd"].median()
-    assert re.search(rf"\| +\| \(detectable difference\) +\| +{mdd['map']:.4f} \| +{mdd['ndcg@10']:.4f} \|", md)
+    assert re.search(rf"\| +\| \(MDD\) +\| +{mdd['map']:.4f} \| +{mdd['ndcg@10']:.4f} \|", md)
     assert "▲" not in md and "Holm-corrected over all 10 pairs" in md and "randomization test" in md
     assert r"\textbf{" + s4.replace("±", r"$\pm$") + r"}$^{\mathrm{abce}}$" in tex
-    assert f"<b>{s4}</b><span class=\"marks\"><sup>abce</sup></span>" in html
+    s4_mean, s4_std = s4.split(" ± ")
+    assert f'<b>{s4_mean}</b><span class="marks"><sup>abce</sup></span><br><span class="sub">±{s4_std}</span>' in html
     assert_latex_clean(tex, n_columns=len(PAIR_METRICS) + 2)
     written = pd.read_csv(paths[4], keep_default_na=False)
     assert list(written.columns) == list(tables.PAIR_COLUMNS) and len(written) == 20
@@ -631,3 +636,151 @@ def test_a_random_ranking_is_a_row_of_its_own_outside_the_tests(table, tmp_path)
     assert "10 seeded random rankings per fold" in md
     csv = (tmp_path / "t.csv").read_text()
     assert "random" not in csv  # the long CSV holds the tested systems only
+
+
+# ---------------------------------------------------------------- a screen's width
+
+# An estimate of the HTML tables' rendered widths independent of the writer's own (character
+# counts): each text's outline in DejaVu Sans, a common browser sans-serif on Linux and wider
+# than Arial or Helvetica, from matplotlib's font machinery.
+from html.parser import HTMLParser  # noqa: E402
+
+import functools  # noqa: E402
+
+from matplotlib.font_manager import FontProperties, findfont  # noqa: E402
+from matplotlib.ft2font import FT2Font  # noqa: E402
+
+FONT_PX = 16 * 0.9  # the tables' font: 90% of the browser's 16 px
+DEJAVU = FontProperties(family="DejaVu Sans")
+
+
+@functools.lru_cache(maxsize=None)
+def _advance_em(char: str) -> float:
+    """One character's advance width in DejaVu Sans, in em (from the font file, by FreeType)."""
+    font = FT2Font(findfont(DEJAVU))
+    font.set_size(100, 72)  # 100 pt at 72 dpi: 100 px to the em
+    font.set_text(char)
+    return font.get_width_height()[0] / 64 / 100
+
+
+def text_px(text: str, size: float) -> float:
+    """Width of ``text`` in DejaVu Sans at ``size`` px: the sum of its characters' advances."""
+    return size * sum(_advance_em(ch) if ch != " " else 0.318 for ch in text)
+
+
+class TableWidths(HTMLParser):
+    """Each <table>'s width in px as a browser lays it out without wrapping: per column its widest
+    cell (<br> lines apart, <sup> at 75%, .sub at 85%, a .marks box at least the CSS min-width),
+    plus padding and borders."""
+
+    def __init__(self, marks_px: float, padding_px: float):
+        super().__init__()
+        self.marks_px, self.padding_px = marks_px, padding_px
+        self.tables, self.cell, self.stack, self.box = [], None, [], None
+
+    def handle_starttag(self, tag, attrs):
+        classes = dict(attrs).get("class") or ""
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = [0.0]
+            self.tables[-1][-1].append(self.cell)
+        elif tag == "br" and self.cell is not None:
+            self.cell.append(0.0)
+        if tag in ("sup", "span", "caption", "b"):
+            self.stack.append((tag, classes))
+            if "marks" in classes and self.cell is not None:
+                self.box = self.cell[-1]
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self.cell = None
+        if tag in ("sup", "span", "caption", "b") and self.stack:
+            _, classes = self.stack.pop()
+            if "marks" in classes and self.cell is not None and self.box is not None:
+                self.cell[-1] = max(self.cell[-1], self.box + self.marks_px)
+                self.box = None
+
+    def handle_data(self, data):
+        if self.cell is None or any(t == "caption" for t, _ in self.stack):
+            return
+        scale = 1.0
+        for tag, classes in self.stack:
+            scale *= 0.75 if tag == "sup" else 0.85 if "sub" in classes else 1.0
+        self.cell[-1] += text_px(data, FONT_PX * scale)
+
+    def widths(self) -> list[tuple[int, float]]:
+        out = []
+        for rows in self.tables:
+            n = max(len(r) for r in rows)
+            columns = [0.0] * n
+            for r in rows:
+                for i, c in enumerate(r):
+                    columns[i] = max(columns[i], max(c))
+            out.append((n, sum(columns) + n * (2 * self.padding_px + 1) + 1))
+        return out
+
+
+def table_widths(document: str) -> list[tuple[int, float]]:
+    marks_em = float(re.search(r"min-width: ([0-9.]+)em", document).group(1))
+    padding_em = float(re.search(r"table.comparison th, table.comparison td \{[^}]*padding: [0-9.]+em ([0-9.]+)em", document).group(1))
+    parser = TableWidths(marks_em * FONT_PX, padding_em * FONT_PX)
+    parser.feed(document)
+    return parser.widths()
+
+
+
+LEADERBOARD_METRICS = ["ndcg@1", "ndcg@3", "ndcg@5", "ndcg@10", "err", "mrr", "map", "p@10"]
+LEADERBOARD_SYSTEMS = ["pointwise", "ranknet", "ranksvm", "listnet", "listmle", "tran_multiclass", "tran_regression",
+                       "tran_rpl", "tran_wpll", "tran_smoothed_ndcg", "svm_map", "svm_ndcg", "dorm", "cond_mle",
+                       "cond_convex", "structrank", "lambdamart", "mart", "random_forest", "mcrank",
+                       "coordinate_ascent", "adarank_ndcg", "adarank_map", "rankboost", "mlp_softmax",
+                       "mlp_ndcgloss2pp"]
+
+
+def leaderboard_like(spread: float) -> pd.DataFrame:
+    """The leaderboard study's shape: its 26 systems and 8 metrics, 300 test queries in 5 folds
+    (MQ2008 has 784: as many digits); system i is the base minus ``spread`` times a scrambled i,
+    plus noise."""
+    rng = np.random.default_rng(2)
+    n = 300
+    base = rng.uniform(0.2, 0.7, size=(n, len(LEADERBOARD_METRICS)))
+    frames = []
+    for i, name in enumerate(LEADERBOARD_SYSTEMS):
+        values = np.clip(base - spread * ((7 * i) % 26) + rng.normal(0, 0.15, size=base.shape), 0, 1)
+        frame = pd.DataFrame(values, columns=LEADERBOARD_METRICS)
+        frame.insert(0, "qid", np.arange(n))
+        frame.insert(0, "fold", np.arange(n) % 5 + 1)
+        frame.insert(0, "system", f"{name} [first]")
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def test_every_html_table_fits_a_screen_1000_px_wide(tmp_path):
+    """The leaderboard's data set table was 1,600 px wide: now no table is wider than ~1,000 px
+    (the main table in one piece when it fits, other tables in blocks of metrics)."""
+    frame = leaderboard_like(0.01)
+    table = comparison_table(frame, LEADERBOARD_METRICS, "ranknet [first]", n_resamples=100)
+    pairs = tables.all_pairs_comparison(frame, LEADERBOARD_METRICS, list(table.index), n_resamples=100,
+                                        decided_by="ttest")  # the t-test: no resampling to wait for
+    assert (pairs["winner"] != "").sum() > 300  # informative: long lists of letters
+    # against the baseline; every pair with its letters; every pair with none won (all alike)
+    for name, compare, tested in (("baseline", "baseline", pairs), ("all_pairs", "all_pairs", pairs),
+                                  ("alike", "all_pairs", pairs.assign(winner=""))):
+        paths = write_tables(table, LEADERBOARD_METRICS, tmp_path / name, "c", pairs=tested, compare=compare)
+        document = paths[3].read_text(encoding="utf-8")
+        widths = table_widths(document)
+        assert max(w for _, w in widths) <= 1000, (name, widths)
+        assert max(len(h) for h in re.findall(r"<th>([^<]*)</th>", document)) <= 8  # ndcg@10, p@10, system
+        if name != "all_pairs":  # the main table in one piece
+            assert widths[0][0] == len(LEADERBOARD_METRICS) + (2 if compare == "all_pairs" else 1), (name, widths)
+
+
+def test_letters_in_runs_are_written_as_ranges_where_shorter():
+    order = list("abcdefgh")
+    assert tables.letter_ranges(list("abcdefh"), order, "") == "a–f,h"
+    assert tables.letter_ranges(list("abce"), order, "") == "abce"  # no shorter
+    assert tables.letter_ranges(list("acegh"), order, "") == "acegh"
+    assert tables.letter_ranges([], order, "") == ""

@@ -14,6 +14,7 @@ Every metric is taken as higher-is-better when marking the best system.
 from __future__ import annotations
 
 import html
+import html.parser
 import itertools
 import re
 from collections.abc import Callable, Sequence
@@ -428,25 +429,69 @@ class Style:
     letters: Callable[[str], str]  # a label string as superscript content
     marks: Callable[[str, str], str]  # (arrow, superscript content) -> the marks as written
     cell: Callable[[str, str], str]  # (body, marks) -> the cell as written
+    # a cell's second line (HTML: the std, an interval, a feature set under the number or name, so
+    # the table fits a screen); None: one line
+    second_line: Callable[..., str] | None = None  # (text, value=True): under a number, or a name
+    letter_ranges: bool = False  # letters a, b, c, d, f written as a–d,f
 
     def mark(self, arrow: str = "", *symbols: str) -> str:
         """Marks alone, e.g. for the legend: ``style.mark("better", "ttest")``."""
         return self.marks(self.arrows.get(arrow, ""), "".join(self.symbols[s] for s in symbols))
 
 
-def cell_text(cell: Cell, style: Style, labels_joiner: str) -> str:
-    body = style.escape(cell.text)
+def split_lines(style: Style, text: str, separator: str, prefix: str | None = None) -> tuple[str, str]:
+    """``text`` up to ``separator``, and the rest after ``prefix`` (default: the separator without
+    its leading space) for a second line where the style has second lines; else all of ``text`` and ''."""
+    if style.second_line is None or separator not in text:
+        return text, ""
+    head, tail = text.split(separator, 1)
+    return head, (separator.lstrip() if prefix is None else prefix) + tail
+
+
+def letter_ranges(labels: Sequence[str], order: Sequence[str], joiner: str) -> str:
+    """``labels`` (in ``order``) with runs of three or more consecutive ones as ranges: a, b, c,
+    d, f -> a–d,f (the pieces then joined by commas), where that is shorter than the labels
+    joined by ``joiner`` as before (abcdf)."""
+    position = {label: i for i, label in enumerate(order)}
+    indices = sorted(position[label] for label in labels)
+    pieces, ranged, start = [], False, 0
+    for i in range(1, len(indices) + 1):
+        if i == len(indices) or indices[i] != indices[i - 1] + 1:
+            run = indices[start:i]
+            if len(run) >= 3:
+                pieces.append(f"{order[run[0]]}–{order[run[-1]]}")
+                ranged = True
+            else:
+                pieces += [order[j] for j in run]
+            start = i
+    plain = joiner.join(order[j] for j in indices)
+    shorter = ",".join(pieces) if ranged else plain
+    return shorter if len(shorter) < len(plain) else plain  # scattered letters read better plain
+
+
+def cell_text(cell: Cell, style: Style, labels_joiner: str, order: Sequence[str] = ()) -> str:
+    text, second = split_lines(style, cell.text, " ± ", "±")  # ±0.0121 under 0.4523: a narrower column
+    body = style.escape(text)
     if cell.best:
         body = style.bold(body)
+    below = style.second_line(style.escape(second)) if second else ""
     if cell.too_few:
-        return style.cell(body, style.mark("", "few"))
+        return style.cell(body, style.mark("", "few")) + below
     if cell.beats is not None:
-        marks = style.marks("", style.letters(labels_joiner.join(cell.beats))) if cell.beats else ""
-        return style.cell(body, marks)
+        labels = (letter_ranges(cell.beats, order, labels_joiner) if style.letter_ranges and order
+                  else labels_joiner.join(cell.beats))
+        marks = style.marks("", style.letters(labels)) if cell.beats else ""
+        return style.cell(body, marks) + below
     if cell.direction == "none":
-        return style.cell(body, "")
+        return style.cell(body, "") + below
     tests = [name for name, on in (("ttest", cell.sig_ttest), ("rand", cell.sig_rand)) if on]
-    return style.cell(body, style.mark(cell.direction, *tests))
+    return style.cell(body, style.mark(cell.direction, *tests)) + below
+
+
+def name_text(style: Style, table: pd.DataFrame, system: str) -> str:
+    """A system's name as the style writes it: the feature set on a second line where it has them."""
+    name, featureset = split_lines(style, shown_system(table, system), " [")
+    return style.escape(name) + (style.second_line(style.escape(featureset), value=False) if featureset else "")
 
 
 def shown_system(table: pd.DataFrame, system: str) -> str:
@@ -466,8 +511,8 @@ class Grid:
 
 
 RANDOM_ROW = "(a random ranking)"
-TOP_GROUP_ROW = "(in the top group)"
-MDD_ROW = "(detectable difference)"
+TOP_GROUP_ROW = "(top group)"
+MDD_ROW = "(MDD)"  # short: the row's label sets the width of the names' column
 
 
 def top_group_size(table: pd.DataFrame, pairs: pd.DataFrame, metric: str) -> int:
@@ -487,11 +532,12 @@ def main_grid(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: 
     joiner = "" if all(len(label) == 1 for label in letters.values()) else ","
     lead = ["#", "system"] if pairs is not None else ["system"]
     rows = []
+    order = list(letters.values())
     for system in table.index:
-        names = [style.escape(shown_system(table, system))]
+        names = [name_text(style, table, system)]
         if pairs is not None:
             names.insert(0, letters[system])
-        rows.append(names + [cell_text(cells.loc[system, m], style, joiner) for m in metrics])
+        rows.append(names + [cell_text(cells.loc[system, m], style, joiner, order) for m in metrics])
     random = table.attrs.get("random") or {}
     if random:  # the floor every system must clear: not tested, not ranked
         rows.append([""] * (len(lead) - 1) + [style.escape(RANDOM_ROW)]
@@ -515,25 +561,27 @@ def baseline_detail_grids(table: pd.DataFrame, metrics: Sequence[str], style: St
     others = [s for s in table.index if s != baseline]
     few = style.mark("", "few")
 
-    def grid(text_of) -> Grid:
+    def grid(text_of, separator: str) -> Grid:
         rows = []
         for system in others:
-            row = [style.escape(shown_system(table, system))]
+            row = [name_text(style, table, system)]
             for metric in metrics:
                 part = table.loc[system, metric]
-                row.append(style.cell(style.escape(text_of(part)), few if part["too_few_queries"] else ""))
+                text, second = split_lines(style, text_of(part), separator)  # e.g. the interval under the difference
+                row.append(style.cell(style.escape(text), few if part["too_few_queries"] else "")
+                           + (style.second_line(style.escape(second)) if second else ""))
             rows.append(row)
         return Grid([style.escape(h) for h in ("system", *metrics)], rows, ["l"] + ["r"] * len(metrics))
 
     return {
         f"Difference from the baseline {baseline}: mean over paired test queries of system - baseline "
         f"[{interval_text(table.attrs.get('alpha', 0.05))}].":
-            grid(lambda part: diff_text(part["diff"], part["diff_lo"], part["diff_hi"])),
+            grid(lambda part: diff_text(part["diff"], part["diff_lo"], part["diff_hi"]), " ["),
         f"Holm-adjusted p-values vs the baseline {baseline}: paired t-test / randomization test.":
-            grid(lambda part: f"{p_text(part['p_ttest_holm'])} / {p_text(part['p_rand_holm'])}"),
+            grid(lambda part: f"{p_text(part['p_ttest_holm'])} / {p_text(part['p_rand_holm'])}", " / "),
         f"Wins / ties / losses against the baseline {baseline}: paired test queries where the system scores "
         f"above / equal to / below it, of n.": grid(lambda part: f"{part['wins']} / {part['ties']} / {part['losses']} "
-                                                                 f"of {part['n_pairs']}"),
+                                                                 f"of {part['n_pairs']}", " of "),
     }
 
 
@@ -810,9 +858,9 @@ def latex_document(table: pd.DataFrame, metrics: Sequence[str], caption: str,
 
 HTML_STYLE = """<style>
 body { font-family: sans-serif; }
-table.comparison { border-collapse: collapse; margin: 0.8em 0; font-variant-numeric: tabular-nums; }
+table.comparison { border-collapse: collapse; margin: 0.8em 0; font-variant-numeric: tabular-nums; font-size: 90%; }
 table.comparison caption { caption-side: top; text-align: left; padding-bottom: 0.4em; max-width: 70em; }
-table.comparison th, table.comparison td { border: 1px solid #bbb; padding: 0.25em 0.6em; }
+table.comparison th, table.comparison td { border: 1px solid #bbb; padding: 0.25em 0.45em; }
 table.comparison thead th { background: #e8e8e8; }
 table.comparison tbody tr:nth-child(even) { background: #f5f5f5; }
 table.comparison td { text-align: right; white-space: nowrap; }
@@ -821,6 +869,8 @@ table.comparison tr.baseline { border-bottom: 3px double #888; }
 /* marks in a box of fixed width, so the numbers stay aligned; sup does not move the line */
 .marks { display: inline-block; min-width: MARKS_WIDTH; text-align: left; padding-left: 0.2em; }
 sup { line-height: 0; vertical-align: super; font-size: 75%; }
+/* the std, an interval or a feature set, under the number or the name */
+.sub { font-size: 85%; color: #555; }
 .better { color: #1a7f37; }
 .worse { color: #c62828; }
 p.legend { font-size: 90%; max-width: 70em; }
@@ -841,32 +891,118 @@ HTML = Style(
     letters=html.escape,
     marks=_html_marks,
     cell=lambda body, marks: f'{body}<span class="marks">{marks}</span>',
+    # under a number, an empty marks box keeps the second line's digits under the first line's
+    second_line=lambda text, value=True: (f'<br><span class="sub">{text}</span>'
+                                          + ('<span class="marks"></span>' if value else "")),
+    letter_ranges=True,
 )
 
 
-def html_table(grid: Grid, caption: str) -> str:
-    head = "".join(f"<th>{h}</th>" for h in grid.header)
-    rows = []
-    for i, row in enumerate(grid.rows):
-        attr = ' class="baseline"' if grid.separate_first and i == 0 else ""
-        n_names = grid.align.index("r") if "r" in grid.align else len(row)
-        names = "".join(f'<th scope="row">{c}</th>' for c in row[:n_names])
-        values = "".join(f"<td>{c}</td>" for c in row[n_names:])
-        rows.append(f"<tr{attr}>{names}{values}</tr>")
-    body = "\n".join(rows)
-    return (f'<table class="comparison">\n<caption>{caption}</caption>\n<thead><tr>{head}</tr></thead>\n'
-            f"<tbody>\n{body}\n</tbody>\n</table>")
+# what a table may span: about 1,000 px, in ems of its font (90% of the browser's 16 px)
+HTML_WIDTH_EM = 1000 / (0.9 * 16)
+_CELL_PADDING_EM = 0.9 + 0.07  # both sides' padding and a border
+_CHAR_EM = 0.62  # a digit or letter of a sans-serif font, a little generous
+_SMALLER = {"sup": 0.75, "sub": 0.85}  # <sup>, and <span class="sub">
 
 
-def html_marks_width(table: pd.DataFrame, metrics: Sequence[str], pairs: pd.DataFrame | None) -> str:
-    """Room for the widest marks of the table: an arrow and two marks, or the longest list of letters."""
+class _WidthEstimate(html.parser.HTMLParser):
+    """The width in em of one cell's HTML: its widest line (<br> splits lines), characters at
+    _CHAR_EM times the size of the element they are in, and .marks boxes at least their min-width."""
+
+    def __init__(self, marks_em: float):
+        super().__init__()
+        self.marks_em, self.lines, self.scales, self.box = marks_em, [0.0], [1.0], None
+
+    def handle_starttag(self, tag, attrs):
+        classes = dict(attrs).get("class") or ""
+        if tag == "br":
+            self.lines.append(0.0)
+            return
+        scale = self.scales[-1] * (_SMALLER["sup"] if tag == "sup" else _SMALLER["sub"] if "sub" in classes else 1.0)
+        self.scales.append(scale)
+        if "marks" in classes:
+            self.box = self.lines[-1]
+
+    def handle_endtag(self, tag):
+        if tag == "br":
+            return
+        self.scales.pop()
+        if self.box is not None and tag == "span" and len(self.scales) == 1:
+            self.lines[-1] = max(self.lines[-1], self.box + self.marks_em)
+            self.box = None
+
+    def handle_data(self, data):
+        self.lines[-1] += len(data) * _CHAR_EM * self.scales[-1]
+
+    def width(self, text: str) -> float:
+        self.feed(text)
+        self.close()
+        return max(self.lines)
+
+
+def html_column_widths(grid: Grid, marks_em: float) -> list[float]:
+    """Each column's estimated width in em, padding included: its widest cell or header."""
+    widths = [_WidthEstimate(marks_em).width(h) for h in grid.header]
+    for row in grid.rows:
+        widths = [max(w, _WidthEstimate(marks_em).width(c)) for w, c in zip(widths, row)]
+    return [w + _CELL_PADDING_EM for w in widths]
+
+
+def html_blocks(grid: Grid, marks_em: float, budget_em: float = HTML_WIDTH_EM) -> list[Grid]:
+    """``grid`` as consecutive blocks of its value columns, each with the name columns and no
+    wider than ``budget_em`` (at least one value column a block), so no table needs scrolling."""
+    n_names = grid.align.index("r") if "r" in grid.align else len(grid.align)
+    widths = html_column_widths(grid, marks_em)
+    blocks, current, used = [], [], sum(widths[:n_names])
+    for j in range(n_names, len(widths)):
+        if current and used + widths[j] > budget_em:
+            blocks.append(current)
+            current, used = [], sum(widths[:n_names])
+        current.append(j)
+        used += widths[j]
+    if current or not blocks:
+        blocks.append(current)
+    # as many blocks, of near-equal column counts where they fit (4 + 4, not 7 + 1)
+    even = [list(part) for part in np.array_split(np.arange(n_names, len(widths)), len(blocks))]
+    if all(sum(widths[:n_names]) + sum(widths[j] for j in part) <= budget_em for part in even):
+        blocks = even
+    keep = lambda row, block: row[:n_names] + [row[j] for j in block]  # noqa: E731
+    return [Grid(keep(grid.header, b), [keep(r, b) for r in grid.rows], keep(grid.align, b), grid.separate_first)
+            for b in blocks]
+
+
+def html_table(grid: Grid, caption: str, marks_em: float = 0.0) -> str:
+    """One ``<table>``, or several side by side in reading order when the columns would not fit
+    :data:`HTML_WIDTH_EM` (the caption on the first, "continued" on the others)."""
+    tables = []
+    blocks = html_blocks(grid, marks_em)
+    for k, block in enumerate(blocks):
+        head = "".join(f"<th>{h}</th>" for h in block.header)
+        rows = []
+        for i, row in enumerate(block.rows):
+            attr = ' class="baseline"' if block.separate_first and i == 0 else ""
+            n_names = block.align.index("r") if "r" in block.align else len(row)
+            names = "".join(f'<th scope="row">{c}</th>' for c in row[:n_names])
+            values = "".join(f"<td>{c}</td>" for c in row[n_names:])
+            rows.append(f"<tr{attr}>{names}{values}</tr>")
+        body = "\n".join(rows)
+        title = caption if k == 0 else f"(continued, {k + 1} of {len(blocks)})"
+        tables.append(f'<table class="comparison">\n<caption>{title}</caption>\n<thead><tr>{head}</tr></thead>\n'
+                      f"<tbody>\n{body}\n</tbody>\n</table>")
+    return "\n".join(tables)
+
+
+def html_marks_width(table: pd.DataFrame, metrics: Sequence[str], pairs: pd.DataFrame | None) -> float:
+    """Room (em) for the widest marks of the table: an arrow and two marks, or the longest list of
+    letters (runs written as ranges, as HTML writes them)."""
     if pairs is None:
-        return "2.2em"
+        return 2.0
     letters = system_letters(list(table.index))
-    joiner = 0 if all(len(label) == 1 for label in letters.values()) else 1
-    widest = max((sum(len(letters[s]) + joiner for s in beaten) for metric in metrics
+    order = list(letters.values())
+    joiner = "" if all(len(label) == 1 for label in letters.values()) else ","
+    widest = max((len(letter_ranges([letters[s] for s in beaten], order, joiner)) for metric in metrics
                   for beaten in beaten_systems(pairs, metric, list(table.index)).values()), default=0)
-    return f"{0.45 * widest + 0.3:.1f}em"  # superscript letters are about 0.45em wide
+    return round(0.45 * widest + 0.3, 1)  # superscript letters are about 0.45em wide
 
 
 def html_document(table: pd.DataFrame, metrics: Sequence[str], caption: str,
@@ -876,12 +1012,13 @@ def html_document(table: pd.DataFrame, metrics: Sequence[str], caption: str,
     warning = validation_warning(table)
     if warning:
         parts.append(f'<p class="warning"><b>Warning:</b> {html.escape(warning)}</p>')
-    parts += [html_table(main_grid(table, metrics, style, pairs), html.escape(caption)),
+    marks_em = html_marks_width(table, metrics, pairs)
+    parts += [html_table(main_grid(table, metrics, style, pairs), html.escape(caption), marks_em),
               f'<p class="legend">{legend(table, metrics, style, pairs)}</p>']
     if pairs is None:
-        parts += [html_table(grid, html.escape(heading))
+        parts += [html_table(grid, html.escape(heading), marks_em)
                   for heading, grid in baseline_detail_grids(table, metrics, style).items()]
-    css = HTML_STYLE.replace("MARKS_WIDTH", html_marks_width(table, metrics, pairs))
+    css = HTML_STYLE.replace("MARKS_WIDTH", f"{marks_em:g}em")
     body = "\n".join(parts)
     return (
         "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\">"
