@@ -69,8 +69,8 @@ class Check:
 
 
 def bootstrap():
-    """workflow/bootstrap.py, for the address it prints (a script, not a module of the package)."""
-    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+    """setup/bootstrap.py, for the address it prints (a script, not a module of the package)."""
+    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "setup" / "bootstrap.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+spec = importlib.util.spec_from_file_location("bootstrap", REPO / "setup" / "bootstrap.py")
 bootstrap = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bootstrap)
 
@@ -106,3 +106,12 @@ def test_run_names_the_file_and_line_of_bad_yaml_in_a_configfile_before_snakemak
     study.write_text("study: s\nfolds: [1]\n")
     assert bootstrap.check_configfiles(["--configfile", str(study)], dict(os.environ)) == 0
     assert bootstrap.check_configfiles(["-n"], dict(os.environ)) == 0
+
+
+def test_the_quick_starts_path_runs_the_bootstrap_in_setup():
+    """The set-up tooling moved to setup/; `python3 workflow/bootstrap.py ...`, the README's quick
+    start, still runs it with the same arguments."""
+    out = subprocess.run([sys.executable, str(REPO / "workflow" / "bootstrap.py"), "nothing"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2 and "python3 workflow/bootstrap.py run" in out.stdout  # its usage, then exit 2
+    assert (REPO / "setup" / "bootstrap.py").read_text().startswith("#!/usr/bin/env python3\n\"\"\"Quick start")

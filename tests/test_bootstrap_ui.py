@@ -60,7 +60,7 @@ def test_ui_stopped_with_sigterm_leaves_no_mlflow_process(tmp_path):
            "--port", str(port), "--workers", "1"]
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
     with open(tmp_path / "ui.log", "w") as log:
-        ui = subprocess.Popen([sys.executable, "-c", SERVE, str(REPO / "workflow" / "bootstrap.py"), *cmd],
+        ui = subprocess.Popen([sys.executable, "-c", SERVE, str(REPO / "setup" / "bootstrap.py"), *cmd],
                               env=env, stdout=log, stderr=subprocess.STDOUT)
     served: set[int] = set()
     try:

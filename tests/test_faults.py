@@ -190,7 +190,7 @@ def test_other_errors_keep_their_traceback(tmp_path, monkeypatch):
 
 
 def load_bootstrap():
-    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "setup" / "bootstrap.py")
     bootstrap = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bootstrap)
     return bootstrap

@@ -604,7 +604,7 @@ def test_a_run_killed_with_sigkill_finishes_on_the_next_start_with_the_clean_tab
     import os
     import signal
 
-    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "setup" / "bootstrap.py")
     bootstrap = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bootstrap)
     clean, _ = tiny_run  # the module's clean run of the same config: no second clean run

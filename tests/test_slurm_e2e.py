@@ -4,7 +4,7 @@ per-query metrics, and SLURM's accounting shows that its jobs ran every step but
 download. The cluster's daemons on this machine listen on 127.0.0.1 only.
 
 Needs a cluster that answers `sinfo` (with accounting: the executor asks `sacct` for its jobs);
-`bash workflow/cluster/local-slurm.sh start` makes a one-node one on this machine. Without one the
+`bash setup/cluster/local-slurm.sh start` makes a one-node one on this machine. Without one the
 tests are skipped, or fail when RANKSTUDY_REQUIRE_SLURM=1 (CI starts the cluster and sets it)."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pipeline_runs import TINY, job_counts, make_workdir, snakemake
 # with it, and the one-node cluster is used by one test at a time
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny_base")]
 
-START_HINT = "start one on this machine with: bash workflow/cluster/local-slurm.sh start"
+START_HINT = "start one on this machine with: bash setup/cluster/local-slurm.sh start"
 SUBMITTED = re.compile(r"Job \S+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
 
 
@@ -70,7 +70,7 @@ def listening_addresses() -> dict[int, set[str]]:
 
 
 def test_the_cluster_listens_on_127_0_0_1_only(slurm_cluster):
-    """workflow/cluster/local-slurm.sh's daemons take TCP connections on 127.0.0.1 only: slurmctld,
+    """setup/cluster/local-slurm.sh's daemons take TCP connections on 127.0.0.1 only: slurmctld,
     slurmd and slurmdbd (CommunicationParameters=No*InAddrAny in slurm.conf and slurmdbd.conf) and
     the accounting database (MariaDB, --bind-address); munged has a unix socket only. Any other
     cluster has none of its daemons here, and nothing here listens on its ports but on 127.0.0.1."""
@@ -78,7 +78,8 @@ def test_the_cluster_listens_on_127_0_0_1_only(slurm_cluster):
     slurm = settings(conf) if conf.is_file() else {}  # none here: a configless site
     ports = {int(slurm.get("SlurmctldPort", 6817)): "slurmctld", int(slurm.get("SlurmdPort", 6818)): "slurmd",
              int(slurm.get("AccountingStoragePort", 6819)): "slurmdbd"}
-    ours = conf.is_file() and conf.read_text().startswith("# Written by workflow/cluster/local-slurm.sh")
+    ours = conf.is_file() and conf.read_text().startswith(("# Written by setup/cluster/local-slurm.sh",
+                                                           "# Written by workflow/cluster/local-slurm.sh"))  # or before it moved
     if ours:
         ports[int(os.environ.get("RANKSTUDY_SLURM_DB_PORT", 3307))] = "MariaDB"  # as the script's
     found = listening_addresses()

@@ -405,7 +405,7 @@ def test_a_moved_sqlite_store_finds_its_artifacts_after_the_ui_repairs_it(sqlite
     with pytest.raises(Exception):  # the links name the old folder
         artifact_text(uri, run_id, "scores.tsv", tmp_path / "before")
 
-    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "setup" / "bootstrap.py")
     bootstrap = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bootstrap)
     command = bootstrap.ui_command(["--port", "5001"], db=db)  # what `bootstrap.py ui` starts, after its repair
@@ -652,7 +652,7 @@ def test_an_experiment_made_without_its_kind_gets_the_model_training_kind(tmp_pa
 
 
 def load_bootstrap():
-    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "workflow" / "bootstrap.py")
+    spec = importlib.util.spec_from_file_location("bootstrap", REPO / "setup" / "bootstrap.py")
     bootstrap = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bootstrap)
     return bootstrap

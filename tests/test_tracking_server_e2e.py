@@ -1,4 +1,4 @@
-"""The pipeline logging to an MLflow tracking server on PostgreSQL (workflow/cluster/mlflow-server.sh)
+"""The pipeline logging to an MLflow tracking server on PostgreSQL (setup/cluster/mlflow-server.sh)
 with 8 jobs at once: exactly one run per (dataset, feature set, method, fold) and one parent per
 (dataset, feature set, method), none lost or duplicated, artifacts stored and served by the server
 (`mlflow-artifacts:` URIs), and a rerun's replaced runs purged from the database and the artifact

@@ -32,7 +32,7 @@ def server_unavailable(uri: str, detail: str) -> TrackingUnavailable:
              else "set config key mlflow.tracking_uri to null")
     return TrackingUnavailable(
         f"the MLflow tracking server {uri} does not answer ({detail.splitlines()[0][:200] if detail else ''}); "
-        f"start it again with: eval \"$(bash workflow/cluster/mlflow-server.sh start)\" (or {local} "
+        f"start it again with: eval \"$(bash setup/cluster/mlflow-server.sh start)\" (or {local} "
         f"for the local SQLite store), then rerun: nothing is lost, the next run logs what this one could not")
 
 

@@ -17,7 +17,7 @@ Garbage collection: ``delete_run`` is MLflow's soft delete (deleted runs vanish 
 from searches, but their rows and artifacts stay), so every run a logging call deletes
 (replaced, duplicate or failed) is then purged by MLflow's own ``mlflow gc --run-ids``
 (:func:`purge_runs`): for SQLite on the tracking store itself; for a server on its database,
-named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI`` (``workflow/cluster/mlflow-server.sh start``
+named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI`` (``setup/cluster/mlflow-server.sh start``
 prints it), its artifacts through the server. Without that variable the runs stay soft-deleted
 until ``mlflow-server.sh gc`` (``mlflow gc``) purges them. A purge that fails is only a warning.
 The database URI reaches ``mlflow gc`` through its environment, never its command line, which
@@ -290,7 +290,7 @@ def _check_artifact_location(uri: str, experiment) -> None:
     if is_server(uri) and local:
         _warn_once(f"MLflow experiment {experiment.name!r} on {uri} keeps its artifacts in {location!r}, "
                    "a folder on one machine: use a new experiment on a server started with --serve-artifacts "
-                   "(workflow/cluster/mlflow-server.sh) so that artifacts are mlflow-artifacts: URIs")
+                   "(setup/cluster/mlflow-server.sh) so that artifacts are mlflow-artifacts: URIs")
 
 
 def experiment_id(client: MlflowClient, uri: str, name: str) -> str:
@@ -332,7 +332,7 @@ def _gc_backend(uri: str) -> str | None:
     backend = os.environ.get(BACKEND_ENV, "").strip()
     if not backend:
         _warn_once(f"runs deleted on {uri} stay soft-deleted (MLflow's REST API cannot purge them): "
-                   f"set {BACKEND_ENV} to the server's backend store URI (workflow/cluster/mlflow-server.sh "
+                   f"set {BACKEND_ENV} to the server's backend store URI (setup/cluster/mlflow-server.sh "
                    "start prints it) to purge them at once, or run `mlflow-server.sh gc` / `mlflow gc`")
         return None
     return backend

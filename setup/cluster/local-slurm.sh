@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A real one-node SLURM cluster on this machine, for the tests and for trying the SLURM profile:
 #
-#   bash workflow/cluster/local-slurm.sh start    # install what is missing, start, wait for the node
-#   bash workflow/cluster/local-slurm.sh status   # the daemons, their pids and sinfo
-#   bash workflow/cluster/local-slurm.sh stop     # stop the daemons this script started
+#   bash setup/cluster/local-slurm.sh start    # install what is missing, start, wait for the node
+#   bash setup/cluster/local-slurm.sh status   # the daemons, their pids and sinfo
+#   bash setup/cluster/local-slurm.sh stop     # stop the daemons this script started
 #
 # Needs root (it installs Debian packages and runs the daemons as root) and no systemd: the
 # daemons are started directly. Everything lives in $RANKSTUDY_SLURM_DIR (default
@@ -131,7 +131,7 @@ write_config() {
     mem_mb=$(( mem_kb / 1024 ))
     mem_mb=$(( mem_mb - (mem_mb / 20 > 512 ? mem_mb / 20 : 512) ))
     cat >"$CONF" <<EOF
-# Written by workflow/cluster/local-slurm.sh: a one-node cluster for tests. Do not edit: 'start' rewrites it.
+# Written by setup/cluster/local-slurm.sh: a one-node cluster for tests. Do not edit: 'start' rewrites it.
 ClusterName=$CLUSTER
 SlurmctldHost=$NODE(127.0.0.1)
 # slurmctld and slurmd bind the address their host name resolves to here (127.0.0.1), not every
@@ -179,7 +179,7 @@ EOF
     local pass_file=$ETC/db.pass
     [ -s "$pass_file" ] || (umask 077 && head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$pass_file")
     (umask 077 && cat >"$ETC/slurmdbd.conf" <<EOF
-# Written by workflow/cluster/local-slurm.sh.
+# Written by setup/cluster/local-slurm.sh.
 AuthType=auth/munge
 DbdHost=localhost
 DbdPort=6819

@@ -2,12 +2,12 @@
 # An MLflow tracking server on PostgreSQL, for pipelines whose jobs log at the same time from
 # several processes (or machines) instead of taking turns on the SQLite file:
 #
-#   eval "$(bash workflow/cluster/mlflow-server.sh start)"   # start (or find running), export the URIs
-#   bash workflow/cluster/mlflow-server.sh status            # both daemons, their pids and ports
-#   bash workflow/cluster/mlflow-server.sh env               # the export lines again
-#   bash workflow/cluster/mlflow-server.sh gc                # purge every soft-deleted run now
-#   bash workflow/cluster/mlflow-server.sh stop              # stop MLflow, then PostgreSQL
-#   bash workflow/cluster/mlflow-server.sh find-postgres     # PostgreSQL's bin folder, or exit 1
+#   eval "$(bash setup/cluster/mlflow-server.sh start)"   # start (or find running), export the URIs
+#   bash setup/cluster/mlflow-server.sh status            # both daemons, their pids and ports
+#   bash setup/cluster/mlflow-server.sh env               # the export lines again
+#   bash setup/cluster/mlflow-server.sh gc                # purge every soft-deleted run now
+#   bash setup/cluster/mlflow-server.sh stop              # stop MLflow, then PostgreSQL
+#   bash setup/cluster/mlflow-server.sh find-postgres     # PostgreSQL's bin folder, or exit 1
 #
 # `start` prints only the export lines on stdout (messages go to stderr):
 #
