@@ -252,7 +252,10 @@ def load_config(workflow) -> Settings:
     defaults = None
     if not given.replace_workflow_config and Path(DEFAULT_CONFIG).is_file():
         defaults = (yaml.safe_load(Path(DEFAULT_CONFIG).read_text()) or {}).get("methods") or {}
-    return resolve_config(workflow.config, basedir, files, dict(given.config), defaults)
+    try:
+        return resolve_config(workflow.config, basedir, files, dict(given.config), defaults)
+    except datasets.RegistryError as exc:  # a registry file's mistake, named with its file and key
+        raise ConfigError(str(exc)) from None
 
 
 def resolve_config(config: dict, basedir: Path, files: dict | None = None, cli: dict | None = None,
