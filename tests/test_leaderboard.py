@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.colors import to_rgba
 
 from rankstudy.reporting import leaderboard as lb
 from rankstudy.reporting import plots
@@ -175,6 +176,35 @@ def test_heatmap_frames_and_plot(tmp_path):
     assert ranks.loc["b", "y"] == 1.0 and list(ranks.index) == list(top.index) == list(means.index)
     out = plots.leaderboard_plot(means, ranks, top, METRIC, tmp_path / "board.png", title="t")
     assert out.stat().st_size > 1000
+
+
+def heat_board(means: dict[str, float], top: set[str]) -> pd.DataFrame:
+    """A data set's board whose top group is ``top``: the best beats every other system."""
+    best = max(means, key=means.get)
+    tested = pairs({(best, s): "" if s in top else best for s in means if s != best})
+    return lb.dataset_board(numbers(means), tested, None, METRIC)
+
+
+def test_heat_map_colours_the_top_group_alike_and_the_rest_by_their_distance_below_it():
+    """The issue's board: all 26 systems in the top group, spread .458-.491 from dark to bright.
+    Now every system of a top group has one shade; outside it the colour darkens with the gap
+    below the group's lowest member; grey where a system did not run."""
+    alike = {f"s{i}": 0.458 + 0.033 * i / 25 for i in range(26)}
+    spread = {"a": 0.50, "b": 0.49, "c": 0.47, "d": 0.44, "e": 0.40}
+    boards = {"MQ2008": heat_board(alike, set(alike)), "other": heat_board(spread, {"a", "b"})}
+    means, ranks, top = lb.heatmap_frames(boards)
+    colours = plots.leaderboard_figure(means, ranks, top, METRIC).axes[0].images[0].get_array()
+    cell = {(system, dataset): tuple(colours[i, j]) for i, system in enumerate(means.index)
+            for j, dataset in enumerate(means.columns)}
+    assert {cell[s, "MQ2008"] for s in alike} == {to_rgba(plots.TOP_GROUP_COLOUR)}
+    assert cell["a", "other"] == cell["b", "other"] == to_rgba(plots.TOP_GROUP_COLOUR)
+    luminance = {s: np.dot(cell[s, "other"][:3], [0.2126, 0.7152, 0.0722]) for s in "cde"}
+    assert luminance["c"] > luminance["d"] > luminance["e"]  # farther below: darker
+    assert cell["c", "other"] != to_rgba(plots.TOP_GROUP_COLOUR)
+    assert cell["s0", "other"] == to_rgba("#d9d9d9")  # did not run there
+    relative = plots.below_top_group(means, top)
+    # gaps below the group's lowest (.49) over the widest (.09): c .02, d .05, e .09
+    assert relative[list(means.index).index("d"), 1] == pytest.approx(0.05 / 0.09)
 
 
 SMALL_CONFIG = """\

@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from rankstudy.reporting.plots import INTERVAL_TEXT, ndcg_at_k_figure
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+from rankstudy.reporting.plots import INTERVAL_TEXT, ndcg_at_k_figure, panel_groups
 
 K = 10
 
@@ -102,3 +104,57 @@ def test_a_method_keeps_its_colour_and_marker_when_a_run_picks_a_subset_of_the_s
     without = errorbars(ndcg_at_k_figure(per_query_frame({"pointwise [first]": 0.3})))  # no palette: by position
     assert look(without["pointwise [first]"]) != look(whole["pointwise [first]"])
     assert len({look(c)[0] for s, c in whole.items() if s != "ranknet [rho0.10]"}) == 3
+
+
+# ---------------------------------------------------------------- many systems
+
+
+KINDS = {"pointwise": "linear", "ranknet": "linear", "ranksvm": "linear", "listnet": "linear", "listmle": "linear",
+         "tran_multiclass": "linear", "tran_regression": "linear", "tran_rpl": "linear", "tran_wpll": "linear",
+         "tran_smoothed_ndcg": "linear", "svm_map": "structsvm", "svm_ndcg": "structsvm", "dorm": "structsvm",
+         "cond_mle": "conditional", "cond_convex": "conditional", "structrank": "structrank",
+         "lambdamart": "lambdamart", "mart": "mart", "random_forest": "random_forest", "mcrank": "mcrank",
+         "coordinate_ascent": "coordinate_ascent", "adarank_ndcg": "adarank", "adarank_map": "adarank",
+         "rankboost": "rankboost", "mlp_softmax": "neural", "mlp_ndcgloss2pp": "neural", "xgb_ndcg": "xgboost",
+         "xgb_pairwise": "xgboost", "catboost_yeti": "catboost", "catboost_lm": "catboost"}
+
+
+def test_thirty_systems_are_small_multiples_each_readable():
+    """The 26-line plot was a rainbow: over 12 systems, panels of at most 8 systems grouped by
+    family, the rest grey behind them, each coloured system unique in its panel by colour,
+    marker and line style, each legend under its own panel, clear of the others."""
+    rng = np.random.default_rng(1)
+    systems = {f"{m} [first]": round(0.45 + 0.002 * i + rng.normal(0, 0.004), 4) for i, m in enumerate(KINDS)}
+    fig = ndcg_at_k_figure(per_query_frame(systems, n_folds=3, n_queries=5), families=KINDS)
+    FigureCanvasAgg(fig).draw()
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.containers]
+    assert 4 <= len(panels) <= 6 and fig.get_size_inches()[1] >= 4 * -(-len(panels) // 2)  # 4 in. a row of two
+    shown = []
+    for ax in panels:
+        bars = {c.get_label(): c.lines[0] for c in ax.containers if isinstance(c, ErrorbarContainer)}
+        assert 1 <= len(bars) <= 8
+        looks = {(line.get_color(), line.get_marker(), str(line.get_linestyle())) for line in bars.values()}
+        assert len(looks) == len(bars) and len({look[0] for look in looks}) == len(bars)  # distinct colours
+        grey = [line for line in ax.get_lines() if line.get_color() == "#c8c8c8"]
+        assert len(grey) == len(systems) - len(bars)  # every other system, for context
+        shown += list(bars)
+        legend = ax.get_legend().get_window_extent()
+        assert legend.y1 <= ax.get_window_extent().y0  # under its panel
+        assert not any(legend.overlaps(other.get_window_extent()) for other in panels if other is not ax)
+    assert shown == list(systems)  # each once, in order
+    # whole families where they fit: the structural SVMs and the two conditional models share a panel
+    titles = [ax.get_title() for ax in panels]
+    assert any("structsvm" in t and "conditional" in t for t in titles) and titles[0] == "linear"
+
+
+def test_panel_groups_pack_families_and_split_large_ones():
+    family = {s: s[0] for s in ["a1", "a2", "a3", "b1", "b2", "c1", "c2", "c3", "c4"]}
+    assert panel_groups(list(family), family, size=4) == [["a1", "a2", "a3"], ["b1", "b2"], ["c1", "c2", "c3", "c4"]]
+    assert panel_groups(list(family), family, size=5) == [["a1", "a2", "a3", "b1", "b2"], ["c1", "c2", "c3", "c4"]]
+    assert panel_groups(list(family), family, size=2) == [["a1", "a2"], ["a3"], ["b1", "b2"], ["c1", "c2"],
+                                                          ["c3", "c4"]]
+
+
+def test_twelve_systems_stay_one_panel():
+    systems = {f"m{i} [first]": 0.3 + 0.01 * i for i in range(12)}
+    assert len(ndcg_at_k_figure(per_query_frame(systems)).axes) == 1

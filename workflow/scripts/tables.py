@@ -92,8 +92,12 @@ with job_logging(snakemake, "tables"):
     prefix = Path(snakemake.output.csv).with_suffix("")
     tables.write_tables(table, metric_names, prefix, caption, pairs=pairs, compare=compare)
     palette = p.get("palette")  # absent from a run whose workflow was read before it existed
-    plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k", palette=palette)
+    # over a dozen systems the @k plots are panels by family: each method's kind
+    families = {name: (spec or {}).get("kind", name) for name, spec in snakemake.config["methods"].items()}
+    plots.ndcg_at_k_plot(per_query, snakemake.output.plot, title=f"{w.dataset}: test NDCG@k", palette=palette,
+                         families=families)
     plots.ndcg_at_k_plot(per_query, snakemake.output.plot_p, title=f"{w.dataset}: test P@k", metric="p",
+                         families=families,
                          palette=palette)
     timing.write_timing(
         timing.timing_frame({s: summaries[s].timing for s in order if s in summaries}), prefix,
