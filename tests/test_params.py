@@ -100,7 +100,8 @@ def test_a_new_scored_ranker_inherits_the_solver_and_loss_check(monkeypatch):
 
 def test_the_train_job_imports_only_what_training_a_linear_ranker_uses(repo_root):
     """The train job's own imports, then a linear ranker built from its spec, in a fresh
-    interpreter: no MLflow, LightGBM, QP solver, JAX or the pipeline's config module."""
+    interpreter: no MLflow, LightGBM, QP solver, JAX, Optuna (an untuned method) or the pipeline's config
+    module."""
     import subprocess
     import sys
 
@@ -108,10 +109,11 @@ def test_the_train_job_imports_only_what_training_a_linear_ranker_uses(repo_root
     imports = [line for line in script.read_text().splitlines() if line.startswith(("import ", "from "))]
     code = "\n".join(imports + [
         "from rankstudy.rankers.registry import make_ranker",
+        "from rankstudy.rankers.spec import training_params",
         "make_ranker('linear', training_params({'kind': 'linear', 'params': {'loss': 'ranknet'}}, 0, 1))",
         "import sys; print(' '.join(sorted(sys.modules)))"])
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())
-    heavy = {"mlflow", "lightgbm", "qpsolvers", "jax", "rankstudy.pipeline.config", "sklearn", "pandas"}
+    heavy = {"mlflow", "lightgbm", "qpsolvers", "jax", "rankstudy.pipeline.config", "sklearn", "pandas", "optuna"}
     assert not heavy & loaded, heavy & loaded
 
 

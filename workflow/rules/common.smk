@@ -134,6 +134,14 @@ def training_spec(wildcards):
     return spec
 
 
+def tune_workers(wildcards):
+    """The tuning workers' records a tuned method's train job waits for (tune.workers > 1)."""
+    tune = config["methods"][wildcards.method].get("tune") or {}
+    if tune.get("workers", 1) <= 1:
+        return []
+    return [L.fill(L.TUNE_WORKER, worker=k, **dict(wildcards.items())) for k in range(1, tune["workers"] + 1)]
+
+
 def tune_storage(wildcards):
     """A tuned method's Optuna storage: tune.storage (a database URL), or a journal file per method
     and fold under results/tuning/."""

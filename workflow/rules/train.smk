@@ -11,14 +11,6 @@ TRAIN_PARAMS = dict(spec=training_spec, featureset=lambda w: FEATURESETS[w.featu
 STEP_PARAMS = dict(TRAIN_PARAMS, tune_storage=tune_storage)
 
 
-def tune_workers(wildcards):
-    """The tuning workers' records a tuned method's train job waits for (tune.workers > 1)."""
-    tune = config["methods"][wildcards.method].get("tune") or {}
-    if tune.get("workers", 1) <= 1:
-        return []
-    return [L.fill(L.TUNE_WORKER, worker=k, **dict(wildcards.items())) for k in range(1, tune["workers"] + 1)]
-
-
 # tune.workers > 1: several jobs run the trials of one method and fold, sharing its Optuna study;
 # the train job then fits the best trial. One process per worker, not per trial.
 rule tune_trials:
