@@ -23,7 +23,7 @@ bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 timings = iter([(0.1, 0.1), (1.0, 1.0)])
 bench.product_seconds = lambda run, repeats: next(timings)
-sys.argv = [sys.argv[1], "--queries", "64", "--max-docs", "20", "--repeats", "1"]
+sys.argv = [sys.argv[1], "--queries", "1000", "--max-docs", "20", "--repeats", "1"]
 bench.main()
 """
 
@@ -40,5 +40,7 @@ def test_bench_neural_measures_against_the_faster_floor_timing():
     before = number(r"floor, GEMMs alone \(before\)\s+([\d.]+)", out.stdout)
     after = number(r"floor, GEMMs alone \(after\)\s+([\d.]+)", out.stdout)
     assert after == pytest.approx(10 * before, rel=0.01)
-    # against the mean of the two the ratio would be 5.5x smaller
-    assert number(r"ratio ours / floor .*: wall ([\d.]+)", out.stdout) == pytest.approx(ours / before, rel=0.2)
+    # ratio x the faster floor gives back the epoch's seconds (to the printed digits); against the
+    # mean of the two it would give 1/5.5 of them
+    ratio = number(r"ratio ours / floor .*: wall ([\d.]+)", out.stdout)
+    assert ours >= 0.02 and abs(ratio * before - ours) <= 0.005 + 0.005 * before + 1e-9, out.stdout
