@@ -51,11 +51,16 @@ def test_tables_plots_and_runs_exist(tiny_run):
     assert len(pairs) == 5 * 3 and (pairs["other"] == "ranknet [first]").all()
     md = (workdir / "results/tables/default/synthetic.md").read_text()
     assert "fewer than 20 validation queries in fold 1 (12 queries), fold 2 (12 queries)" in md
+    # what the data set can separate, and no tied scores flagged where the models rank
+    assert "(MDD)" in md and "Power: differences in ndcg@10 below" in md
+    assert not table["tied_scores"].any() and (pairs["ci_level"] >= 0.95).all() and (pairs["mdd"] > 0).all()
     run = run_dir(workdir, "ranknet", 2, "rho0.10")
     for name in ("model.json", "fit.json", "scores.test.tsv", "run.test.trec", "qrels.test.txt",
                  "metrics.per_query.test.csv", "metrics.per_query.vali.csv", "summary.json", "history.json",
                  "selection.csv"):
         assert (run / name).stat().st_size > 0, name
+    ties = json.loads((run / "summary.json").read_text())["score_ties"]["test"]
+    assert ties["all_tied"] == 0 and not ties["flagged"] and ties["queries"] > 0
     pairs = pd.read_csv(features_dir(workdir, "rho0.10", 1) / "pairs.tsv", sep="\t")
     assert len(pairs) > 0 and (pairs["rho"].abs() >= 0.1).all()
 

@@ -725,7 +725,8 @@ class TableWidths(HTMLParser):
 
 def table_widths(document: str) -> list[tuple[int, float]]:
     marks_em = float(re.search(r"min-width: ([0-9.]+)em", document).group(1))
-    padding_em = float(re.search(r"table.comparison th, table.comparison td \{[^}]*padding: [0-9.]+em ([0-9.]+)em", document).group(1))
+    padding = r"table.comparison th, table.comparison td \{[^}]*padding: [0-9.]+em ([0-9.]+)em"
+    padding_em = float(re.search(padding, document).group(1))
     parser = TableWidths(marks_em * FONT_PX, padding_em * FONT_PX)
     parser.feed(document)
     return parser.widths()

@@ -37,7 +37,8 @@ from rankstudy.util import atomic
 # One row per (data set, system) of leaderboard.csv; the last three are the system's figures
 # across data sets, repeated on each of its rows.
 COLUMNS = ("dataset", "system", "metric", "rank", "mean", "std", "n_folds", "best", "top_group", "learned",
-           "tied_scores", "train_seconds", "mdd", "mdd_family", "dataset_mdd", "dataset_mdd_family", "mean_rank", "n_datasets",
+           "tied_scores", "train_seconds", "mdd", "mdd_family", "dataset_mdd", "dataset_mdd_family", "mean_rank",
+           "n_datasets",
            "n_top_group")
 _BEST_TOLERANCE = 1e-12  # relative, as the tables' "best": rounding noise does not break a tie
 

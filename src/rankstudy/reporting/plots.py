@@ -170,7 +170,8 @@ def small_multiples(means: pd.DataFrame, stds: pd.DataFrame, parts: pd.DataFrame
         for offset, (i, system) in zip(dodge_offsets(len(panel)), enumerate(panel)):
             style = featuresets.index(parts.loc[system, "featureset"])
             ax.errorbar(ks + offset, means.loc[system].to_numpy(), yerr=stds.loc[system].to_numpy(),
-                        color=colors(i), marker=MARKERS[i % len(MARKERS)], linestyle=LINE_STYLES[style % len(LINE_STYLES)],
+                        color=colors(i), marker=MARKERS[i % len(MARKERS)],
+                        linestyle=LINE_STYLES[style % len(LINE_STYLES)],
                         fillstyle=FILL_STYLES[style % len(FILL_STYLES)], markersize=4, linewidth=1.3,
                         elinewidth=0.8, capsize=2.0, capthick=0.8, label=str(system), zorder=3)
         ax.set_title(", ".join(dict.fromkeys(family[s] for s in panel)), fontsize=9)

@@ -58,7 +58,8 @@ STATS = (
 # One row per pair of systems and metric (the .pairs.csv file): diff is system - other;
 # winner is the significantly better one by the test named in decided_by ('' if neither).
 PAIR_COLUMNS = ("metric", "system", "other", "n_pairs", "wins", "ties", "losses", "diff", "diff_lo", "diff_hi",
-                "ci_level", "mdd", "mdd_family", "p_ttest", "p_rand", "p_ttest_holm", "p_rand_holm", "too_few_queries", "sig_ttest", "sig_rand",
+                "ci_level", "mdd", "mdd_family", "p_ttest", "p_rand", "p_ttest_holm", "p_rand_holm", "too_few_queries",
+                "sig_ttest", "sig_rand",
                 "winner", "decided_by")
 COMPARE_MODES = ("baseline", "all_pairs")
 # Fewer paired test queries than this and no significance mark is printed (report.min_queries).
@@ -671,8 +672,8 @@ def power_sentence(table: pd.DataFrame, metric: str, pairs: pd.DataFrame | None 
     if np.isnan(summary["mdd"]):
         return ""
     alpha = table.attrs.get("alpha", 0.05)
-    return (f" Power: differences in {metric} below {summary['mdd']:.4f} cannot be told apart on these test "
-            f"queries: the minimum detectable difference, which the two-sided paired t-test at alpha {alpha:g} "
+    return (f" Power: differences in {metric} below {summary['mdd']:.4f} cannot reliably be told apart on these "
+            f"test queries: the minimum detectable difference, which the two-sided paired t-test at alpha {alpha:g} "
             f"finds with probability {POWER:g} (from the sd of the per-query differences, median over the "
             f"{summary['n_pairs']} tested pairs); {summary['mdd_family']:.4f} at alpha / m, the strictest step "
             f"of Holm's correction over the m tests.")
