@@ -34,7 +34,7 @@ from rankstudy.tracking.store import GC_BACKEND_ENV
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "workflow" / "cluster" / "mlflow-server.sh"
+SCRIPT = REPO / "setup" / "cluster" / "mlflow-server.sh"
 EXPERIMENT = "rankstudy"
 FOLDS = [1, 2]
 METHODS = ["pointwise", "ranknet", "ranksvm", "listnet"]
@@ -97,7 +97,8 @@ def server(request):
     started = script(state, "start")
     assert started.returncode == 0, started.stderr
     env = dict(line.removeprefix("export ").split("=", 1) for line in started.stdout.splitlines())
-    assert set(env) == {"MLFLOW_TRACKING_URI", "RANKSTUDY_MLFLOW_BACKEND_STORE_URI"}, started.stdout
+    assert set(env) == {"MLFLOW_TRACKING_URI", "RANKSTUDY_MLFLOW_BACKEND_STORE_URI", "RANKSTUDY_TUNE_STORAGE"}, started.stdout
+    assert env["RANKSTUDY_TUNE_STORAGE"].startswith("postgresql://") and env["RANKSTUDY_TUNE_STORAGE"].endswith("/optuna")
     assert env["MLFLOW_TRACKING_URI"].startswith("http://127.0.0.1:")
     assert env["RANKSTUDY_MLFLOW_BACKEND_STORE_URI"].startswith("postgresql://")
     # a second start finds the running server and prints the same lines

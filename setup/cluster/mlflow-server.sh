@@ -14,6 +14,9 @@
 #   export MLFLOW_TRACKING_URI=http://127.0.0.1:<port>          what the jobs log to
 #   export RANKSTUDY_MLFLOW_BACKEND_STORE_URI=postgresql://...  the database behind it: lets a job
 #                                                               purge the runs its rerun replaced
+#   export RANKSTUDY_TUNE_STORAGE=postgresql://.../optuna       a second database, for the Optuna
+#                                                               studies that tuning workers on
+#                                                               several nodes share (tune.storage)
 #
 # Everything lives in $RANKSTUDY_MLFLOW_DIR (default /tmp/rankstudy-mlflow): pg/data (the
 # database cluster, initdb'd on first start), pg/run (its socket), pg/postgresql.log,
@@ -44,6 +47,7 @@ MLFLOW_LOG=$STATE_DIR/mlflow.log
 STATE=$STATE_DIR/state
 ENV_FILE=$STATE_DIR/env
 DB=mlflow
+TUNE_DB=optuna  # the tuning studies: a database of their own (Optuna and MLflow both keep alembic_version)
 DB_ROLE=mlflow
 HOST=${RANKSTUDY_MLFLOW_HOST:-127.0.0.1}
 WORKERS=${RANKSTUDY_MLFLOW_WORKERS:-2}
@@ -94,10 +98,12 @@ save_state() {
 local_uri() { local h=$HOST; [ "$h" = 0.0.0.0 ] && h=127.0.0.1; echo "http://$h:$MLFLOW_PORT"; }
 client_uri() { local h=$HOST; [ "$h" = 0.0.0.0 ] && h=$(hostname -f 2>/dev/null || hostname); echo "http://$h:$MLFLOW_PORT"; }
 backend_uri() { echo "postgresql://$DB_ROLE:$PG_PASSWORD@127.0.0.1:$PG_PORT/$DB"; }
+tune_uri() { echo "postgresql://$DB_ROLE:$PG_PASSWORD@127.0.0.1:$PG_PORT/$TUNE_DB"; }
 
 env_lines() {
     echo "export MLFLOW_TRACKING_URI=$(client_uri)"
     echo "export RANKSTUDY_MLFLOW_BACKEND_STORE_URI=$(backend_uri)"
+    echo "export RANKSTUDY_TUNE_STORAGE=$(tune_uri)"
 }
 
 # ---------------------------------------------------------------- helpers
@@ -199,10 +205,13 @@ DO \$\$ BEGIN
 END \$\$;
 ALTER ROLE $DB_ROLE WITH LOGIN PASSWORD '$PG_PASSWORD';
 SQL
-    if [ -z "$(echo "SELECT 1 FROM pg_database WHERE datname = '$DB'" | psql_admin)" ]; then
-        say "creating database $DB"
-        echo "CREATE DATABASE $DB OWNER $DB_ROLE" | psql_admin
-    fi
+    local db
+    for db in "$DB" "$TUNE_DB"; do
+        if [ -z "$(echo "SELECT 1 FROM pg_database WHERE datname = '$db'" | psql_admin)" ]; then
+            say "creating database $db"
+            echo "CREATE DATABASE $db OWNER $DB_ROLE" | psql_admin
+        fi
+    done
 }
 
 # ---------------------------------------------------------------- MLflow

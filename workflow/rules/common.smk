@@ -2,6 +2,7 @@
 # constraints, input functions and target lists. Every path comes from rankstudy.pipeline.layout.
 import asyncio
 import json
+import os
 import re
 import shlex
 import sys
@@ -143,9 +144,10 @@ def tune_workers(wildcards):
 
 
 def tune_storage(wildcards):
-    """A tuned method's Optuna storage: tune.storage (a database URL), or a journal file per method
-    and fold under results/tuning/."""
-    url = (config.get("tune") or {}).get("storage")
+    """A tuned method's Optuna storage: tune.storage (a database URL), else RANKSTUDY_TUNE_STORAGE (which
+    setup/cluster/mlflow-server.sh exports: its PostgreSQL's optuna database), else a journal file
+    per method and fold under results/tuning/ (one machine)."""
+    url = (config.get("tune") or {}).get("storage") or os.environ.get("RANKSTUDY_TUNE_STORAGE", "").strip()
     return url or L.fill(L.TUNING_JOURNAL, **dict(wildcards.items()))
 
 
