@@ -118,7 +118,7 @@ class XGBoostRanker(Ranker):
         return np.asarray(self.booster_.predict(matrix), dtype=np.float64)
 
     def _get_state(self) -> dict:
-        # XGBoost's own binary format (UBJSON): exact, and a third of its JSON's size
+        # XGBoost's own default format (UBJSON, binary: the floats exactly as trained)
         raw = bytes(self.booster_.save_raw("ubj"))
         return {"model_ubj_base64": base64.b64encode(raw).decode("ascii"), "best_iteration": self.best_iteration_}
 
