@@ -21,10 +21,18 @@ JOB_RULES = ("parse_fold", "clean_fold", "featurize", "train", "evaluate")
 SETTLED = ("best_iteration", "chosen_restart")
 
 
-def chosen_settings(fit: FitRecord, model_path: str) -> dict:
+def chosen_settings(fit: FitRecord, model_path: str, selection: pd.DataFrame) -> dict:
+    """The params table's row of a fold: the grid's (or the tuned space's) chosen values, what the
+    model settled itself, a tuned method's budget spent (``tune.*``), the number of candidates that
+    diverged where any did, and the chosen candidate's validation score."""
     state = atomic.read_json(model_path)["state"]
-    return {**{k: fit.params[k] for k in fit.grid}, **{k: state[k] for k in SETTLED if k in state},
-            "selection_score": fit.selection_score}
+    tuned = fit.tuning or {}
+    shown = [*fit.grid, *tuned.get("space", {})]
+    spent = ({"tune.trials": tuned["trials"], "tune.cpu_s": tuned["cpu_seconds"], "tune.best_trial": tuned["best_trial"]}
+             if tuned else {})
+    diverged = int((selection["state"] == "diverged").sum()) if "state" in selection else 0
+    return {**{k: fit.params[k] for k in shown}, **{k: state[k] for k in SETTLED if k in state}, **spent,
+            **({"diverged": diverged} if diverged else {}), "selection_score": fit.selection_score}
 
 
 def fold_timing(fit: FitRecord, history: list[dict], selection: pd.DataFrame) -> dict:
@@ -32,7 +40,7 @@ def fold_timing(fit: FitRecord, history: list[dict], selection: pd.DataFrame) ->
     candidate's fit, and of that the solver's time in the argmax and in the QP when it records
     them (the cutting-plane solver does)."""
     recorded = lambda key: sum(h[key] for h in history) if history and key in history[0] else None  # noqa: E731
-    return {"train_job_seconds": fit.seconds,
+    return {"train_job_seconds": fit.seconds, "tune_cpu_seconds": (fit.tuning or {}).get("cpu_seconds"),
             "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0]),
             "argmax_seconds": recorded("argmax_seconds"), "qp_seconds": recorded("qp_seconds")}
 
@@ -75,6 +83,9 @@ with job_logging(snakemake, "aggregate"):
         chosen = {f"selection.vali.{fit.selection['selection_metric']}": fit.selection_score,
                   "train_seconds": fit.seconds,
                   "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0])}
+        if fit.tuning:  # what the tuning budget bought, on the fold run beside its scores
+            chosen.update({"tune.trials": fit.tuning["trials"], "tune.cpu_seconds": fit.tuning["cpu_seconds"],
+                           "tune.best_trial": fit.tuning["best_trial"], "tune.diverged": fit.tuning["diverged"]})
         fold_plans.append(dict(
             fold=fold,
             params={"method": fit.params, "kind": fit.kind, "featureset": w.featureset, "fold": fold,
@@ -85,13 +96,14 @@ with job_logging(snakemake, "aggregate"):
             artifacts=[inputs[name][i] for name in ARTIFACTS],
             tags={"git_commit": fit.git_commit, "data_fingerprint": summary.fingerprint, **learning_tags(summary)},
             uid=fit.uid, start_time=fit.started_ms, end_time=fit.finished_ms,
-            nested=nested_runs(selection.to_dict("records"))))  # one nested run per grid candidate
+            # one nested run per grid candidate, or per tuning trial
+            nested=nested_runs(selection.to_dict("records"), level="trial" if fit.tuning else "candidate")))
         if not summary.learned["learned"]:
             print(f"fold {fold}: did not learn: {'; '.join(summary.learned['problems'])}")
         folds.append(summary)
         learned[fold] = summary.learned
         ties[fold] = summary.score_ties
-        chosen_per_fold[fold] = chosen_settings(fit, inputs.model[i])
+        chosen_per_fold[fold] = chosen_settings(fit, inputs.model[i], selection)
         per_query.append(pd.read_csv(inputs.per_query_test[i]).assign(fold=fold))
         timing.append(fold_timing(fit, history, selection))
     # a metric some folds lack (an extra metric dropped, then a new fold) is left out, not averaged over a few

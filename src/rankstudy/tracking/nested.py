@@ -31,6 +31,8 @@ def nested_runs(rows: Iterable[Mapping], level: str = "candidate", number: str =
         tags = {"state": str(row.get("state", "complete"))}
         if "selected" in row:
             tags["selected"] = str(row["selected"]).lower()
+        if row.get("worker") is not None and row.get("worker") == row.get("worker"):  # a tuning trial's (NaN: none)
+            tags["worker"] = str(int(row["worker"]))
         runs.append({"name": f"{level}{int(row[number])}", "level": level, "params": params,
                      "metrics": {k: v for k, v in metrics.items() if v is not None}, "tags": tags})
     return runs
