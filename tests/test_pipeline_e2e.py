@@ -106,9 +106,9 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
     bench = pd.read_csv(workdir / layout.benchmark("train").format(study="default", dataset="synthetic",
                                                                   featureset="first", method="pointwise", fold=1),
                         sep="\t")
-    assert run.data.metrics["job/train.wall_s"] == pytest.approx(bench["s"].iloc[-1])
-    assert run.data.metrics["job/train.max_rss_mb"] == pytest.approx(bench["max_rss"].iloc[-1])
-    assert {f"job/{r}.{k}" for r in ("parse_fold", "clean_fold", "featurize", "evaluate")
+    assert run.data.metrics["usage/train.wall_s"] == pytest.approx(bench["s"].iloc[-1])
+    assert run.data.metrics["usage/train.max_rss_mb"] == pytest.approx(bench["max_rss"].iloc[-1])
+    assert {f"usage/{r}.{k}" for r in ("parse_fold", "clean_fold", "featurize", "evaluate")
             for k in ("wall_s", "cpu_s", "max_rss_mb")} \
         <= set(run.data.metrics)
     # the training curve and both l2 candidates of the grid, as step metrics

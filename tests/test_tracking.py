@@ -681,6 +681,9 @@ def test_each_study_has_a_saved_view_of_its_runs_and_the_ui_prints_its_address(s
     assert main["selectedColumns"] == ["metrics.`test.ndcg10`", "metrics.`test.map`"]
     assert (main["searchFilter"], board["searchFilter"]) == ("tags.study = 'main'", "tags.study = 'leaderboard'")
     assert board["selectedColumns"] == ["metrics.`test.err`"]
+    # run names and values wide enough to read (the UI applies widths to the columns columnOrder lists)
+    assert main["columnOrder"] == ["attributes.`Run Name`", "metrics.`test.ndcg10`", "metrics.`test.map`"]
+    assert main["columnWidths"]["attributes.`Run Name`"] >= 380 and main["columnWidths"]["metrics.`test.map`"] >= 130
     assert [r.info.run_name for r in client.search_runs([experiment_id], main["searchFilter"])] == [
         "main: ranknet [all] MQ2008"]  # the filter is one MLflow accepts
     save_runs_view(sqlite_uri, EXPERIMENT, ["test.ndcg@10", "test.map"], "main")
@@ -694,10 +697,10 @@ def test_a_fold_run_page_opens_on_its_training_curves(sqlite_uri):
     """MLflow's run page lists `system/` metrics first, then the others in the order the store returns
     them (the order they were first logged): the curves come first, the jobs' timings last."""
     run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, metrics={
-        "job/train.wall_s": 2.0, "random.test.map": 0.1, "test.ndcg@10": 0.41, "test.map": 0.3, "vali.map": 0.2}))
+        "usage/train.wall_s": 2.0, "random.test.map": 0.1, "test.ndcg@10": 0.41, "test.map": 0.3, "vali.map": 0.2}))
     names = list(MlflowClient(sqlite_uri).get_run(run_id).data.metrics)
     assert names == ["train.loss", "valid.ndcg10", "test.ndcg10", "test.map", "vali.map", "random.test.map",
-                     "job/train.wall_s"]
+                     "usage/train.wall_s"]
 
 
 def test_a_fold_s_candidates_are_runs_nested_under_it_and_replaced_with_it(sqlite_uri):

@@ -47,15 +47,16 @@ def fold_timing(fit: FitRecord, history: list[dict], selection: pd.DataFrame) ->
 
 def job_benchmarks(inputs, i: int) -> dict:
     """Wall and CPU seconds and peak memory (MB) of the jobs behind fold ``i``'s run, from the
-    files their `benchmark:` directives wrote. Named ``job/...``, logged last: MLflow's run page
+    files their `benchmark:` directives wrote. Named ``usage/...``, logged last: MLflow's run page
     lists ``system/`` metrics before all others, and the others in the order they were logged, so
-    the page opens on the training curves, not on these."""
+    the page opens on the training curves, not on these; its compare view lists metrics
+    alphabetically, where ``usage/`` comes after the curves (``job/`` pushed them out of view)."""
     found = {}
     for rule in JOB_RULES:
         bench = pd.read_csv(inputs[f"bench_{rule}"][i], sep="\t").iloc[-1]
-        found.update({f"job/{rule}.wall_s": float(bench["s"]),
-                      f"job/{rule}.cpu_s": float(bench["cpu_time"]),
-                      f"job/{rule}.max_rss_mb": float(bench["max_rss"])})
+        found.update({f"usage/{rule}.wall_s": float(bench["s"]),
+                      f"usage/{rule}.cpu_s": float(bench["cpu_time"]),
+                      f"usage/{rule}.max_rss_mb": float(bench["max_rss"])})
     return found
 
 

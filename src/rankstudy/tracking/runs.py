@@ -31,7 +31,7 @@ disallowed character becomes ``_``; see :func:`mlflow_key`.
 
 Order on a run's page: MLflow's UI lists a run's metrics (its overview table and its chart tab) in
 the order the store returns them, which is the order they were first logged; a fold run logs its
-training curves (the ``history``) first, its job timings (``job/...``) last.
+training curves (the ``history``) first, its jobs' timings and memory (``usage/...``) last.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def _metric_entities(values: Mapping, step: int, timestamp: int) -> list[Metric]
 
 # A fold run's step-0 metrics in this order on its page (after its curves): the test metrics first,
 # the jobs' timings last (the plan's JSON has its keys sorted, so the order is made here)
-PAGE_ORDER = ("test.", "vali.", "selection.", "", "random.", "std.", "job/")
+PAGE_ORDER = ("test.", "vali.", "selection.", "", "random.", "std.", "usage/")
 
 
 def page_order(metrics: Mapping) -> dict:
