@@ -16,6 +16,7 @@ under ``--out``:
   and ``unexpected pass`` once a newer MLflow stays in model training;
 * after one click on "Model training", a clicked parent run (``run-parent.png``) and the compare
   view of two fold runs (``compare.png``) stay in model-training mode;
+* a fold run's page lists its training curves first, no "System metrics" block (``run-fold.png``);
 * a parent run shows its parameters (the method's settings: "Parameters (N)", N > 0);
 * the compare view shows a number, not NaN, for ``objective`` on a LambdaMART and a linear fold.
 
@@ -181,12 +182,12 @@ def compare_values(page, metric: str) -> list[str]:
 def run_checks(address: str, picked: dict, out: Path, chromium: str) -> list[Check]:
     from playwright.sync_api import sync_playwright
 
-    from rankstudy.tracking.views import VIEW_TAG, decode_view
+    from rankstudy.tracking.views import decode_view, view_tag
 
     checks: list[Check] = []
     parent, folds, other = picked["parent"], picked["folds"], picked["other"]
     base = address.split("#", 1)[0]
-    view = picked["view"].get(VIEW_TAG)
+    view = picked["view"].get(view_tag(parent.data.tags["study"]))  # the clicked parent's study's view
     columns = decode_view(view)["selectedColumns"] if view else []
     checks.append(Check("the printed address opens the saved view of the test metrics",
                         "viewStateShareKey=" in address and bool(columns), address))
@@ -243,6 +244,19 @@ def run_checks(address: str, picked: dict, out: Path, chromium: str) -> list[Che
         found = re.search(r"Parameters \((\d+)\)", page.inner_text("body"))
         checks.append(Check("a parent run shows the method's settings as parameters", bool(found and int(found[1]) > 0),
                             found[0] if found else "no 'Parameters (N)' on the page"))
+
+        # a fold run's page opens on its training curves: no "System metrics" block first, and the
+        # first metric listed is a curve (logged first), not a test score or a job's timing
+        page.goto(f"{base}#/experiments/{picked['experiment_id']}/runs/{folds[0].info.run_id}")
+        settle(page, "Metrics (")
+        page.screenshot(path=out / "run-fold.png", full_page=True)
+        listed = page.locator('a[href*="metric"]').all_inner_texts()
+        first = listed[0].strip() if listed else ""
+        step0 = ("test.", "vali.", "random.", "selection.", "std.", "usage/", "system/", "candidate.")
+        system_block = re.search(r"System metrics \(\d+\)", page.inner_text("body"))  # not the tab's label
+        checks.append(Check("a fold run's page lists its training curves first",
+                            bool(first) and not first.startswith(step0) and not system_block,
+                            f"first metrics listed: {listed[:5]}"))
 
         open_runs(page, address, parent.info.run_id)
         row(page, parent.info.run_id).locator("button").first.click()
