@@ -12,6 +12,7 @@ so a method's grid is never silently dropped when it is tuned.
 from __future__ import annotations
 
 import copy
+import sys
 
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.rankers.registry import RANKERS
@@ -65,6 +66,13 @@ def expand_tuned_methods(config: dict) -> None:
             order.append(name)
             continue
         tuned = tuned_spec(spec, tune, own if isinstance(own, dict) else {})
+        if not own and not tune.get("methods") and not _has_space(tuned):
+            # a study-wide tune block tunes what can be tuned: a method with nothing to draw runs once
+            print(f"rankstudy: tune: {name!r} ({spec.get('kind')}) declares no search space and has no grid; "
+                  f"it runs untuned (give it tune: {{space: ...}} to tune it)", file=sys.stderr)
+            spec.pop("tune", None)
+            order.append(name)
+            continue
         if not both:
             methods[name] = tuned
             order.append(name)
@@ -78,6 +86,13 @@ def expand_tuned_methods(config: dict) -> None:
         order += [name, twin]
     if config.get("run_methods") or both:
         config["run_methods"] = order
+
+
+def _has_space(spec: dict) -> bool:
+    if spec.get("kind") not in RANKERS:
+        return True  # the method check names the unknown kind
+    declared = RANKERS[spec["kind"]].search_space(spec.get("params"))
+    return bool({**declared, **spec["tune"]["space"]})
 
 
 def tuned_from(name: str, methods: dict) -> str | None:
