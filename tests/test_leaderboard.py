@@ -80,6 +80,7 @@ def test_each_system_shows_the_detectable_difference_of_its_pair_with_the_best(t
     assert board["mdd"].to_dict() == pytest.approx({"b": np.nan, "a": 0.011, "c": 0.013, "d": 0.017}, nan_ok=True)
     assert board["mdd_family"].to_dict() == pytest.approx({"b": np.nan, "a": 0.02, "c": 0.03, "d": 0.04}, nan_ok=True)
     assert lb.dataset_power(board) == (0.013, 0.03)
+    assert lb.heatmap_notes({"x": board.reset_index()}) == {"x": "top group 2 of 4; MDD 0.013"}
     lb.write_leaderboard({"x": board.reset_index()}, METRIC, tmp_path / "lb", "c", alpha=0.05, folds=[1])
     md = (tmp_path / "lb.md").read_text()
     assert ("2 of 4 systems in the top group. This data set cannot separate differences in ndcg@10 below 0.0130"
@@ -202,6 +203,12 @@ def test_heat_map_colours_the_top_group_alike_and_the_rest_by_their_distance_bel
     assert luminance["c"] > luminance["d"] > luminance["e"]  # farther below: darker
     assert cell["c", "other"] != to_rgba(plots.TOP_GROUP_COLOUR)
     assert cell["s0", "other"] == to_rgba("#d9d9d9")  # did not run there
+    # under each data set's name: its top group's size (and its MDD where the pairs have one)
+    notes = lb.heatmap_notes(boards)
+    assert notes == {"MQ2008": "top group 26 of 26", "other": "top group 2 of 5"}
+    labels = [t.get_text() for t in plots.leaderboard_figure(means, ranks, top, METRIC, notes=notes).axes[0]
+              .get_xticklabels()]
+    assert labels == ["MQ2008\ntop group 26 of 26", "other\ntop group 2 of 5"]
     relative = plots.below_top_group(means, top)
     # gaps below the group's lowest (.49) over the widest (.09): c .02, d .05, e .09
     assert relative[list(means.index).index("d"), 1] == pytest.approx(0.05 / 0.09)

@@ -158,3 +158,19 @@ def test_panel_groups_pack_families_and_split_large_ones():
 def test_twelve_systems_stay_one_panel():
     systems = {f"m{i} [first]": 0.3 + 0.01 * i for i in range(12)}
     assert len(ndcg_at_k_figure(per_query_frame(systems)).axes) == 1
+
+
+def test_a_large_study_palette_does_not_blur_the_colours_of_the_methods_plotted():
+    """The leaderboard's palette has 28 methods: evenly spaced hues gave ten adjacent methods ten
+    near reds and blues. Over 20 methods in the palette, the plotted ones get tab10's colours."""
+    from matplotlib.colors import to_rgb
+
+    palette = [f"m{i}" for i in range(28)]
+    systems = {f"m{i} [first]": 0.3 + 0.01 * i for i in range(10)}
+    bars = errorbars(ndcg_at_k_figure(per_query_frame(systems), palette=palette))
+    rgb = np.array([to_rgb(c.lines[0].get_color()) for c in bars.values()])
+    gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=2)[np.triu_indices(len(rgb), 1)]
+    assert gaps.min() > 0.22  # in RGB: tab10's closest pair 0.26 apart, the 28-hue palette's neighbours 0.18
+    small = errorbars(ndcg_at_k_figure(per_query_frame(systems), palette=palette[:12]))  # <= 20: kept stable
+    assert small["m3 [first]"].lines[0].get_color() == ndcg_at_k_figure(
+        per_query_frame({"m3 [first]": 0.3}), palette=palette[:12]).axes[0].containers[0].lines[0].get_color()

@@ -21,5 +21,6 @@ with job_logging(snakemake, "leaderboard"):
     leaderboard.write_leaderboard(boards, p.metric, prefix, caption, alpha=p.alpha, folds=p.folds)
     means, ranks, top = leaderboard.heatmap_frames(boards)
     plots.leaderboard_plot(means, ranks, top, p.metric, snakemake.output.png,
-                           title=f"{w.study}: test {p.metric} (rank); bold: top group")
+                           title=f"{w.study}: test {p.metric} (rank); bold: top group",
+                           notes=leaderboard.heatmap_notes(boards))
     print(Path(snakemake.output.md).read_text())

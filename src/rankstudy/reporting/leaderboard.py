@@ -310,6 +310,17 @@ def write_leaderboard(boards: Mapping[str, pd.DataFrame], metric: str, out_prefi
     return written
 
 
+def heatmap_notes(boards: Mapping[str, pd.DataFrame]) -> dict[str, str]:
+    """Under each data set's name in the heat map: its top group's size and, where known, the
+    median minimum detectable difference against the best (:func:`dataset_power`)."""
+    notes = {}
+    for dataset, board in boards.items():
+        mdd = dataset_power(board)[0]
+        notes[dataset] = (f"top group {int(board['top_group'].sum())} of {len(board)}"
+                          + ("" if np.isnan(mdd) else f"; MDD {mdd:.3f}"))
+    return notes
+
+
 def heatmap_frames(boards: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The means, ranks and top-group flags as systems (by :func:`across_datasets` order, ⚠ after
     one that did not learn somewhere) x data sets (given order), NaN / False where a system did

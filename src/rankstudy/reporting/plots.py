@@ -124,7 +124,11 @@ def ndcg_at_k_figure(per_query: pd.DataFrame, title: str = "", k_max: int = 10, 
     if len(means) > MAX_ONE_PANEL:
         family = {s: (families or {}).get(parts.loc[s, "method"], parts.loc[s, "method"]) for s in means.index}
         return small_multiples(means, stds, parts, featuresets, family, title, metric)
-    colors = method_colors(methods)
+    plotted = list(dict.fromkeys(parts.loc[means.index, "method"]))
+    # a study's palette of over 20 methods has no distinct colour for each (evenly spaced hues
+    # blur: a run of 10 adjacent ones is all reds and blues): then the plotted methods get tab10/20
+    colors = method_colors(methods if len(methods) <= 20 else plotted)
+    methods = methods if len(methods) <= 20 else plotted  # markers follow the same order
     ks = np.arange(1, k_max + 1)
     fig = Figure(figsize=(7.5, 4.0))
     ax = fig.add_subplot()
@@ -215,13 +219,14 @@ def below_top_group(means: pd.DataFrame, top: pd.DataFrame) -> np.ndarray:
 
 
 def leaderboard_figure(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFrame, metric: str,
-                       title: str = "") -> Figure:
+                       title: str = "", notes: dict[str, str] | None = None) -> Figure:
     """Heat map of systems (rows, in the given order) x data sets (columns) of ``metric``: each
     cell shows the mean and the rank, bold in the top group. Its colour says where the system
     stands against the top group, not against the data set's range (26 systems alike would
     spread from dark to bright): one shade for every system in the group, the others from light
     to dark by their distance below it (:func:`below_top_group`); grey where a system did not run.
-    ``means``, ``ranks`` and ``top`` share index and columns."""
+    ``means``, ``ranks`` and ``top`` share index and columns; ``notes``: a line under a data
+    set's name (e.g. its top group's size and minimum detectable difference)."""
     values = means.to_numpy(dtype=float)
     relative = below_top_group(means, top)
     inside = top.to_numpy(dtype=bool) & np.isfinite(values)
@@ -244,7 +249,8 @@ def leaderboard_figure(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFra
             dark = not inside[i, j] and relative[i, j] > 0.55
             ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white" if dark else "black",
                     fontweight="bold" if inside[i, j] else "normal")
-    ax.set_xticks(range(n_cols), [str(c) for c in means.columns])
+    notes = notes or {}
+    ax.set_xticks(range(n_cols), [f"{c}\n{notes[c]}" if notes.get(c) else str(c) for c in means.columns], fontsize=8)
     ax.set_yticks(range(n_rows), [str(r) for r in means.index], fontsize=8)
     ax.xaxis.tick_top()
     scale = ScalarMappable(norm=Normalize(0.0, 1.0), cmap=ListedColormap(below(np.linspace(0.25, 1.0, 256))))
@@ -259,6 +265,6 @@ def leaderboard_figure(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFra
 
 
 def leaderboard_plot(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFrame, metric: str, out_png: Path,
-                     title: str = "") -> Path:
+                     title: str = "", notes: dict[str, str] | None = None) -> Path:
     """:func:`leaderboard_figure` written to ``out_png``."""
-    return save_figure(leaderboard_figure(means, ranks, top, metric, title), out_png)
+    return save_figure(leaderboard_figure(means, ranks, top, metric, title, notes), out_png)
