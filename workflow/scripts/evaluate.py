@@ -2,6 +2,8 @@
 TREC run and its qrels, the per-query metrics of both splits, the resolved configuration and a
 summary with a random ranking's metrics and the "did it learn" verdict."""
 
+import numpy as np
+
 from rankstudy.data.kinds import load_split
 from rankstudy.evaluation import metrics, runfiles
 from rankstudy.evaluation.learning import learning_check, random_metrics, score_ties
@@ -16,7 +18,8 @@ with job_logging(job, "evaluate"):
     w, evaluation, out = job.wildcards, job.params.evaluation, job.output
     meta = FoldMeta.read(job.input.meta)
     fit = FitRecord.read(job.input.fit)
-    ranker = load_ranker(job.input.model)
+    # every candidate diverged: no model, its scores taken as tied (the input order), the fold not learned
+    ranker = None if fit.diverged else load_ranker(job.input.model)
     options = {"rel_threshold": evaluation["rel_threshold"], "max_label": meta.max_label,
                "no_relevant": evaluation["no_relevant"]}
     # ndcg@1..10 and p@1..10 always, for the NDCG@k and P@k plots
@@ -25,7 +28,7 @@ with job_logging(job, "evaluate"):
     means, random, n_queries, ties = {}, {}, {}, {}
     for split in ("vali", "test"):
         data = load_split(job.input[split])
-        scores = ranker.predict(data)
+        scores = np.zeros(len(data.y)) if ranker is None else ranker.predict(data)
         runfiles.write_scores(data, scores, out[f"scores_{split}"])
         per_query = {"qid": data.query_ids, **metrics.per_query(scores, data.y, data.offsets, names, **options)}
         atomic.write_columns(per_query, out[f"per_query_{split}"])
@@ -38,6 +41,8 @@ with job_logging(job, "evaluate"):
             runfiles.write_qrels(data, out.qrels)
     print({k: round(v, 4) for k, v in means.items() if k.startswith("test.")})
     verdict = learning_check(fit.objective, evaluation["selection_metric"], means, random)
+    if fit.diverged:
+        verdict = {**verdict, "learned": False, "problems": [fit.diverged, *verdict["problems"]]}
     if not verdict["learned"]:
         print(f"WARNING: {w.method} [{w.featureset}] fold {w.fold} did not learn: {'; '.join(verdict['problems'])}")
     # the first metric the evaluation computes and the random ranking was scored on

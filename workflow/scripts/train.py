@@ -4,6 +4,7 @@ validation split's selection metric, and save the chosen model with its training
 candidates' table and when and from which commit it was trained. Scoring and the report metrics
 are the evaluate job's, so adding a metric retrains nothing."""
 
+import sys
 import time
 import uuid
 
@@ -11,7 +12,8 @@ from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import FitRecord
 from rankstudy.pipeline.stepjob import exit_done, from_argv
 from rankstudy.pipeline.training import training_job, tuning_of
-from rankstudy.rankers.selection import select_and_fit
+from rankstudy.rankers.base import SAVE_FORMAT, SAVE_VERSION
+from rankstudy.rankers.selection import AllDiverged, select_and_fit
 from rankstudy.tracking.provenance import git_commit
 from rankstudy.util import atomic
 
@@ -32,16 +34,27 @@ with job_logging(job, "train"):
         settings, space, storage, name = tuning_of(job, fit)
         print(f"tuning {', '.join(space)} ({settings.sampler}, {settings.trials} trials"
               + (f", at most {settings.cpu_seconds:g} CPU-s" if settings.cpu_seconds else "") + f"): study {name}")
-        outcome = tune_and_fit(spec["kind"], fit.params, space, fit.train, fit.vali, metric=metric,
-                               metric_options=fit.metric_options, settings=settings, storage=storage, name=name,
-                               seed=job.params.seed)
-        ranker, chosen, table, tuning = outcome.ranker, outcome.params, outcome.rows, outcome.summary
         shown = list(space)
     else:
-        ranker, chosen, table = select_and_fit(spec["kind"], fit.params, spec.get("grid"), fit.train, fit.vali,
-                                               metric=metric, metric_options=fit.metric_options)
         shown = list(spec.get("grid") or {})
-    trace = ranker.objective_trace_
+    diverged = None
+    try:
+        if spec.get("tune"):
+            outcome = tune_and_fit(spec["kind"], fit.params, space, fit.train, fit.vali, metric=metric,
+                                   metric_options=fit.metric_options, settings=settings, storage=storage, name=name,
+                                   seed=job.params.seed)
+            ranker, chosen, table, tuning = outcome.ranker, outcome.params, outcome.rows, outcome.summary
+        else:
+            ranker, chosen, table = select_and_fit(spec["kind"], fit.params, spec.get("grid"), fit.train, fit.vali,
+                                                   metric=metric, metric_options=fit.metric_options)
+    except AllDiverged as exc:
+        if exc.ranker is None:
+            raise
+        # the fold is kept, reported as not learned, so the study's other folds and methods go on
+        ranker, chosen, table, diverged = exc.ranker, exc.params, exc.rows, str(exc)
+        print(f"WARNING: {diverged}")
+        print(f"rankstudy train: {w.method} [{w.featureset}] {w.dataset} fold {w.fold}: {diverged}", file=sys.__stderr__)
+    trace = None if diverged else ranker.objective_trace_
     if trace:
         print(f"training objective: {trace['start']} at the start, {trace['final']} at the end")
     picked = ", ".join(f"{k}={chosen[k]:.4g}" if isinstance(chosen[k], float) else f"{k}={chosen[k]}" for k in shown)
@@ -49,11 +62,16 @@ with job_logging(job, "train"):
     spent = (f", {tuning['trials']} trials in {tuning['cpu_seconds']:.0f} CPU-s" if tuning else "")
     print(f"summary: {picked + ', ' if picked else ''}vali {metric} {score:.4f}{spent}"
           + (f", objective {trace['start']:.4g} -> {trace['final']:.4g}" if trace and trace["start"] is not None else ""))
-    ranker.save(out.model)
-    atomic.write_json(out.history, ranker.history_)
+    if diverged:  # no model to keep (a fit can stop half-way on NaN): a record of the diverged one
+        atomic.write_json(out.model, {"format": SAVE_FORMAT, "version": SAVE_VERSION, "kind": spec["kind"],
+                                      "params": chosen, "state": {}, "history": [], "objective": trace,
+                                      "diverged": diverged})
+    else:
+        ranker.save(out.model)
+    atomic.write_json(out.history, [] if diverged else ranker.history_)
     atomic.write_rows(table, out.selection)
     FitRecord(kind=spec["kind"], params=chosen, grid=spec.get("grid") or {}, seed=job.params.seed,
               selection=selection, uid=uuid.uuid4().hex, git_commit=git_commit(), started_ms=started_ms,
               finished_ms=int(time.time() * 1000), objective=trace,
-              selection_score=float(score), tuning=tuning).write(out.fit)
+              selection_score=float(score), tuning=tuning, diverged=diverged).write(out.fit)
 exit_done()

@@ -125,6 +125,9 @@ class FitRecord(Record):
     # a tuned method's budget and what it bought (rankstudy.rankers.tuning.Outcome.summary): trials,
     # CPU-seconds, the best trial, the study; None for a grid
     tuning: dict[str, Any] | None = None
+    # every candidate diverged (NaN or infinite scores or objective): why, in one line; the model is the
+    # first candidate's, its scores taken as tied, and the fold is reported as not learned
+    diverged: str | None = None
 
     @property
     def seconds(self) -> float:

@@ -22,7 +22,14 @@ COMPLETE, DIVERGED = "complete", "diverged"
 
 
 class AllDiverged(RuntimeError):
-    """Every candidate of a fold diverged: the message names the parameters to change."""
+    """Every candidate of a fold diverged: the message names the parameters to change. ``ranker``,
+    ``params`` and ``rows`` are the first candidate's fitted (diverged) ranker, its parameters and
+    the candidates' table with it selected, so the fold can still be saved and reported as not
+    learned; None where no ranker was kept."""
+
+    def __init__(self, message: str, ranker=None, params: dict | None = None, rows: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.ranker, self.params, self.rows = ranker, params, rows
 
 
 @dataclass
@@ -101,13 +108,14 @@ def select_and_fit(kind: str, params: dict, grid: dict | None, train: RankData, 
     """Returns (best fitted ranker, its full parameters, one row per candidate: its number, its
     ``param.*`` values, ``vali.<metric>``, ``fit_seconds``, ``cpu_seconds``, ``state`` and
     whether it was ``selected``). :class:`AllDiverged` when every candidate diverged."""
-    rows, best, last, problems = [], None, None, []
+    rows, best, last, problems, first = [], None, None, [], None
     candidates = grid_candidates(grid)
     for n, values in enumerate(candidates, 1):
         fitted = fit_candidate(kind, {**params, **values}, train, vali, metric, metric_options)
         rows.append(candidate_row(n, fitted, values, metric))
         if fitted.state == DIVERGED:
             problems.append(fitted.problem)
+            first = first or fitted
             progress(f"candidate {n}/{len(candidates)} {values}: diverged ({fitted.problem}; {fitted.seconds:.1f} s)")
             continue
         progress(f"candidate {n}/{len(candidates)} {values}: vali {metric} = {fitted.value:.5f} "
@@ -116,7 +124,9 @@ def select_and_fit(kind: str, params: dict, grid: dict | None, train: RankData, 
         if fitted.value > (best[1].value if best else -math.inf):  # ties: the earlier candidate
             best = last
     if best is None and last is None:
-        raise AllDiverged(diverged_message(kind, rows, problems))
+        for index, row in enumerate(rows):
+            row["selected"] = index == 0
+        raise AllDiverged(diverged_message(kind, rows, problems), first.ranker, first.params, rows)
     best = best or last  # every value NaN (e.g. no query with a relevant document in vali): the last
     for index, row in enumerate(rows):
         row["selected"] = index == best[0]

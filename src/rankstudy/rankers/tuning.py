@@ -332,7 +332,16 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
         rows.append({**candidate_row(t.number + 1, fitted, _values(t), metric), "worker": t.user_attrs.get("worker"),
                      "counted": t in counted})
     if not complete:
-        raise AllDiverged(diverged_message(kind, rows, [t.user_attrs.get("problem", "") for t in counted] or ["no trial"]))
+        message = diverged_message(kind, rows, [t.user_attrs.get("problem", "") for t in counted] or ["no trial"])
+        if not counted:
+            raise AllDiverged(message)
+        # the first trial's model, fitted again, so the fold is saved and reported as not learned
+        first = counted[0]
+        for row in rows:
+            row["selected"] = row["candidate"] == first.number + 1
+        params_first = {**params, **_values(first)}
+        refit = fit_candidate(kind, params_first, train, vali, metric, metric_options)
+        raise AllDiverged(message, refit.ranker, params_first, rows)
     best = max(complete, key=lambda t: (t.value, -t.number))  # ties: the earlier trial
     for row in rows:
         row["selected"] = row["candidate"] == best.number + 1
