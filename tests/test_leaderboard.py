@@ -212,6 +212,15 @@ def test_heat_map_colours_the_top_group_alike_and_the_rest_by_their_distance_bel
     relative = plots.below_top_group(means, top)
     # gaps below the group's lowest (.49) over the widest (.09): c .02, d .05, e .09
     assert relative[list(means.index).index("d"), 1] == pytest.approx(0.05 / 0.09)
+    # with each data set's MDD, the gap in units of 3 MDDs, capped: a system just below stays light
+    in_mdd = plots.below_top_group(means, top, {"MQ2008": 0.014, "other": 0.02})
+    assert in_mdd[list(means.index).index("c"), 1] == pytest.approx(0.02 / 0.06)
+    assert in_mdd[list(means.index).index("e"), 1] == 1.0  # .09 below: over 3 MDDs
+    assert np.isnan(in_mdd[list(means.index).index("s0"), 1]) and (np.nan_to_num(in_mdd[:, 0]) == 0).all()
+    # an MDD missing for a data set: the widest gap, as without any
+    np.testing.assert_array_equal(plots.below_top_group(means, top, {"other": 0.02}), relative)
+    figure = plots.leaderboard_figure(means, ranks, top, METRIC, mdd={"MQ2008": 0.014, "other": 0.02})
+    assert "in the data set's MDDs" in figure.axes[1].get_ylabel()
 
 
 SMALL_CONFIG = """\

@@ -22,5 +22,6 @@ with job_logging(snakemake, "leaderboard"):
     means, ranks, top = leaderboard.heatmap_frames(boards)
     plots.leaderboard_plot(means, ranks, top, p.metric, snakemake.output.png,
                            title=f"{w.study}: test {p.metric} (rank); bold: top group",
-                           notes=leaderboard.heatmap_notes(boards))
+                           notes=leaderboard.heatmap_notes(boards),
+                           mdd={d: leaderboard.dataset_power(b)[0] for d, b in boards.items()})
     print(Path(snakemake.output.md).read_text())

@@ -204,31 +204,41 @@ TOP_GROUP_COLOUR = "#a8d5ba"  # every system of a data set's top group: one shad
 BELOW_CMAP = "YlOrRd"  # outside it: light just below the group, dark far below
 
 
-def below_top_group(means: pd.DataFrame, top: pd.DataFrame) -> np.ndarray:
-    """Per cell, how far the system is below its data set's top group: 0 in the group, else the
-    gap to the group's lowest mean over the largest such gap of the data set (1 for the lowest
-    system); NaN where a system did not run. Data sets differ in scale, hence per data set."""
+MDD_SPAN = 3.0  # with the data sets' MDDs, the colour scale's dark end: this many MDDs below the group
+
+
+def below_top_group(means: pd.DataFrame, top: pd.DataFrame, mdd: dict[str, float] | None = None) -> np.ndarray:
+    """Per cell, how far the system is below its data set's top group, 0 in the group: the gap to
+    the group's lowest mean in units of :data:`MDD_SPAN` times the data set's minimum detectable
+    difference (``mdd``, capped at 1), or, without an MDD for every data set, over the largest gap
+    of the data set (1 for the lowest system); NaN where a system did not run. Data sets differ in
+    scale, hence per data set; in MDDs a system just below the group stays light."""
     values = means.to_numpy(dtype=float)
     inside = top.to_numpy(dtype=bool) & np.isfinite(values)
     group_low = np.nanmin(np.where(inside, values, np.nan), axis=0)  # NaN for a data set without a group
     gap = np.where(inside, 0.0, np.clip(group_low - values, 0.0, None))
-    widest = np.max(np.nan_to_num(gap), axis=0)  # 0 where every system is in the group
+    scale = np.array([(mdd or {}).get(c, np.nan) for c in means.columns], dtype=float) * MDD_SPAN
+    if not (np.isfinite(scale) & (scale > 0)).all():
+        scale = np.max(np.nan_to_num(gap), axis=0)  # the widest gap; 0 where every system is in the group
     with np.errstate(invalid="ignore"):
-        relative = np.where(inside, 0.0, gap / np.where(widest > 0, widest, 1.0))
+        relative = np.where(inside, 0.0, np.minimum(gap / np.where(scale > 0, scale, 1.0), 1.0))
     return np.where(np.isfinite(values), relative, np.nan)
 
 
 def leaderboard_figure(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFrame, metric: str,
-                       title: str = "", notes: dict[str, str] | None = None) -> Figure:
+                       title: str = "", notes: dict[str, str] | None = None,
+                       mdd: dict[str, float] | None = None) -> Figure:
     """Heat map of systems (rows, in the given order) x data sets (columns) of ``metric``: each
     cell shows the mean and the rank, bold in the top group. Its colour says where the system
     stands against the top group, not against the data set's range (26 systems alike would
     spread from dark to bright): one shade for every system in the group, the others from light
     to dark by their distance below it (:func:`below_top_group`); grey where a system did not run.
     ``means``, ``ranks`` and ``top`` share index and columns; ``notes``: a line under a data
-    set's name (e.g. its top group's size and minimum detectable difference)."""
+    set's name (e.g. its top group's size and minimum detectable difference); ``mdd``: each data
+    set's minimum detectable difference, the unit of the distance below the group."""
     values = means.to_numpy(dtype=float)
-    relative = below_top_group(means, top)
+    relative = below_top_group(means, top, mdd)
+    in_mdd = mdd is not None and all(np.isfinite(mdd.get(c, np.nan)) and mdd.get(c, 0) > 0 for c in means.columns)
     inside = top.to_numpy(dtype=bool) & np.isfinite(values)
     n_rows, n_cols = values.shape
     below = colormaps[BELOW_CMAP]
@@ -255,8 +265,11 @@ def leaderboard_figure(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFra
     ax.xaxis.tick_top()
     scale = ScalarMappable(norm=Normalize(0.0, 1.0), cmap=ListedColormap(below(np.linspace(0.25, 1.0, 256))))
     bar = fig.colorbar(scale, ax=ax, fraction=0.04, pad=0.02)
-    bar.set_label(f"below the top group: from its lowest {metric} (0) to the data set's lowest system (1)",
+    bar.set_label(f"below the top group's lowest {metric}: in the data set's MDDs (0 to {MDD_SPAN:g} or more)"
+                  if in_mdd else f"below the top group: from its lowest {metric} (0) to the data set's lowest system (1)",
                   fontsize=7)
+    if in_mdd:
+        bar.set_ticks(np.linspace(0, 1, int(MDD_SPAN) + 1), labels=[f"{v:g}" for v in range(int(MDD_SPAN) + 1)])
     ax.legend(handles=[Patch(facecolor=TOP_GROUP_COLOUR, label="in the top group (bold)")], fontsize=7,
               loc="upper center", bbox_to_anchor=(0.5, -0.01), frameon=False)
     if title:
@@ -265,6 +278,7 @@ def leaderboard_figure(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFra
 
 
 def leaderboard_plot(means: pd.DataFrame, ranks: pd.DataFrame, top: pd.DataFrame, metric: str, out_png: Path,
-                     title: str = "", notes: dict[str, str] | None = None) -> Path:
+                     title: str = "", notes: dict[str, str] | None = None,
+                     mdd: dict[str, float] | None = None) -> Path:
     """:func:`leaderboard_figure` written to ``out_png``."""
-    return save_figure(leaderboard_figure(means, ranks, top, metric, title, notes), out_png)
+    return save_figure(leaderboard_figure(means, ranks, top, metric, title, notes, mdd), out_png)
