@@ -785,3 +785,12 @@ def test_letters_in_runs_are_written_as_ranges_where_shorter():
     assert tables.letter_ranges(list("abce"), order, "") == "abce"  # no shorter
     assert tables.letter_ranges(list("acegh"), order, "") == "acegh"
     assert tables.letter_ranges([], order, "") == ""
+
+
+def test_the_power_sentence_needs_a_positive_detectable_difference():
+    """Two identical systems have a zero MDD: 'differences below 0.0000' says nothing, so no sentence."""
+    same = tiny_frame(30, {"base": 0.0, "copy": 0.0})
+    assert tables.power_sentence(comparison_table(same, ["map"], "base", n_resamples=100), "map") == ""
+    other = comparison_table(tiny_frame(30, {"base": 0.0, "up": 0.05}), ["map"], "base", n_resamples=100)
+    mdd = other.loc["up", ("map", "mdd")]
+    assert mdd > 0 and f"below {mdd:.4f} cannot reliably be told apart" in tables.power_sentence(other, "map")

@@ -194,7 +194,7 @@ def power_line(board: pd.DataFrame, metric: str) -> str:
     """The data set's line beside its table: the top group's size and what the data set can separate."""
     text = f"{int(board['top_group'].sum())} of {len(board)} systems in the top group."
     mdd, family = dataset_power(board)
-    if not np.isnan(mdd):
+    if mdd > 0:  # not NaN (no MDD in the pairs file) nor 0 (identical systems)
         text += (f" This data set cannot separate differences in {metric} below {mdd:.4f} (the median minimum "
                  f"detectable difference against the best system; {family:.4f} at Holm's strictest level).")
     return text

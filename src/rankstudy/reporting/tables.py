@@ -669,7 +669,7 @@ def power_summary(table: pd.DataFrame, metric: str, pairs: pd.DataFrame | None =
 def power_sentence(table: pd.DataFrame, metric: str, pairs: pd.DataFrame | None = None) -> str:
     """The caption's sentence on what the data set can tell apart in ``metric``, or ''."""
     summary = power_summary(table, metric, pairs)
-    if np.isnan(summary["mdd"]):
+    if not summary["mdd"] > 0:  # none, or identical systems (zero variance): nothing to say
         return ""
     alpha = table.attrs.get("alpha", 0.05)
     return (f" Power: differences in {metric} below {summary['mdd']:.4f} cannot reliably be told apart on these "
