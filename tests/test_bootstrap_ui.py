@@ -1,4 +1,4 @@
-"""`python3 workflow/bootstrap.py ui` stopped with SIGTERM (a service manager, `kill`, a closed
+"""`python3 setup/bootstrap.py ui` stopped with SIGTERM (a service manager, `kill`, a closed
 terminal's SIGHUP) left `mlflow ui` and its server workers running: the UI is now served in a
 process group of its own, which the bootstrap ends with itself."""
 
