@@ -312,3 +312,43 @@ def test_config_check_refuses_a_leaderboard_it_cannot_make(report, message):
     config["report"].update(report)
     with pytest.raises(ConfigError, match=message):
         check_config(config, repo)
+
+
+def test_default_and_tuned_twins_side_by_side_with_the_gain_and_its_interval(tmp_path):
+    """Board v2: a system run untuned and as NAME-tuned shows both means, the gain (tuned - default)
+    from the pair's paired difference, its interval, and the tuning's CPU-seconds; in the CSV too."""
+    means = {"lm [first]": 0.50, "lm-tuned [first]": 0.55, "rn [first]": 0.45, "rn-tuned [first]": 0.449}
+    tested = pd.DataFrame([
+        # the pairs file's diff is system - other: lm's pair lists the default first, rn's the tuned first
+        {"metric": METRIC, "system": "lm [first]", "other": "lm-tuned [first]", "winner": "lm-tuned [first]",
+         "diff": -0.05, "diff_lo": -0.08, "diff_hi": -0.02, "ci_level": 0.99, "sig_rand": True, "decided_by": "rand"},
+        {"metric": METRIC, "system": "rn-tuned [first]", "other": "rn [first]", "winner": "",
+         "diff": -0.001, "diff_lo": -0.01, "diff_hi": 0.008, "ci_level": 0.98, "sig_rand": False, "decided_by": "rand"},
+    ] + [{"metric": METRIC, "system": a, "other": b, "winner": ""}  # the other pairs: no difference found
+         for a, b in [("lm [first]", "rn [first]"), ("lm [first]", "rn-tuned [first]"),
+                      ("lm-tuned [first]", "rn [first]"), ("lm-tuned [first]", "rn-tuned [first]")]])
+    cpu = pd.DataFrame({"system": list(means), "train_job_seconds": [1.0, 9.0, 1.0, 5.0],
+                        "tune_cpu_seconds": [np.nan, 8.0, np.nan, 4.5]})
+    board = lb.dataset_board(numbers(means), tested, cpu, METRIC)
+    found = lb.tuning_gains(board, tested, cpu, METRIC)
+    gains = found.set_index("system")
+    assert list(gains.index) == ["lm [first]", "rn [first]"]  # in the board's order of the tuned systems
+    assert gains.loc["lm [first]", ["gain", "gain_lo", "gain_hi"]].tolist() == pytest.approx([0.05, 0.02, 0.08])
+    assert gains.loc["rn [first]", ["gain", "gain_lo", "gain_hi"]].tolist() == pytest.approx([-0.001, -0.01, 0.008])
+    assert gains["gain_sig"].tolist() == [True, False] and gains["tune_cpu_seconds"].tolist() == [8.0, 4.5]
+    written = lb.write_leaderboard({"D": board}, METRIC, tmp_path / "leaderboard", "cap", alpha=0.05, folds=[1],
+                                   gains={"D": found})
+    text = (tmp_path / "leaderboard.md").read_text()
+    assert "tuning changed 1 of 2 systems significantly (1 better, 0 worse)" in text
+    assert "+0.0500 [+0.0200, +0.0800] ▲" in text and "-0.0010 [-0.0100, +0.0080] |" in text
+    csv = pd.read_csv(tmp_path / "leaderboard.csv").set_index("system")
+    assert csv.loc["lm-tuned [first]", "tuned_from"] == "lm [first]" and csv.loc["lm-tuned [first]", "gain"] == 0.05
+    assert np.isnan(csv.loc["lm [first]", "gain"])
+    assert "gain from tuning" in (tmp_path / "leaderboard.html").read_text() and len(written) == 3
+
+
+def test_a_board_without_twins_keeps_its_columns():
+    tested = pairs({("a", "b"): ""})
+    board = lb.dataset_board(numbers({"a": 0.5, "b": 0.4}), tested, None, METRIC)
+    assert lb.tuning_gains(board, tested, None, METRIC).empty
+    assert tuple(lb.leaderboard_frame({"D": board}, METRIC).columns) == lb.COLUMNS

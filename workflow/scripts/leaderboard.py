@@ -10,15 +10,17 @@ from rankstudy.reporting import leaderboard, plots
 
 with job_logging(snakemake, "leaderboard"):
     w, p = snakemake.wildcards, snakemake.params
-    inputs = zip(p.datasets, snakemake.input.numbers, snakemake.input.pairs, snakemake.input.timing)
-    boards = {dataset: leaderboard.dataset_board(pd.read_csv(numbers), pd.read_csv(pairs, keep_default_na=False,
-                                                                                       na_values=[""]),
-                                                 pd.read_csv(timing), p.metric)
-              for dataset, numbers, pairs, timing in inputs}
+    boards, gains = {}, {}
+    for dataset, numbers, pairs, timing in zip(p.datasets, snakemake.input.numbers, snakemake.input.pairs,
+                                               snakemake.input.timing):
+        pairs, timing = pd.read_csv(pairs, keep_default_na=False, na_values=[""]), pd.read_csv(timing)
+        boards[dataset] = leaderboard.dataset_board(pd.read_csv(numbers), pairs, timing, p.metric)
+        # default and tuned twins (tune.variants [default, tuned]) side by side: empty without them
+        gains[dataset] = leaderboard.tuning_gains(boards[dataset], pairs, timing, p.metric)
     caption = (f"Leaderboard of study {w.study}: test {p.metric} on {', '.join(p.datasets)}, "
                f"folds {list(p.folds)}.")
     prefix = Path(snakemake.output.csv).with_suffix("")
-    leaderboard.write_leaderboard(boards, p.metric, prefix, caption, alpha=p.alpha, folds=p.folds)
+    leaderboard.write_leaderboard(boards, p.metric, prefix, caption, alpha=p.alpha, folds=p.folds, gains=gains)
     means, ranks, top = leaderboard.heatmap_frames(boards)
     plots.leaderboard_plot(means, ranks, top, p.metric, snakemake.output.png,
                            title=f"{w.study}: test {p.metric} (rank); bold: top group",

@@ -40,6 +40,8 @@ COLUMNS = ("dataset", "system", "metric", "rank", "mean", "std", "n_folds", "bes
            "tied_scores", "train_seconds", "mdd", "mdd_family", "dataset_mdd", "dataset_mdd_family", "mean_rank",
            "n_datasets",
            "n_top_group")
+# with default and tuned twins, each tuned system's row also has (tuning_gains)
+GAIN_COLUMNS = ("tuned_from", "gain", "gain_lo", "gain_hi", "gain_level", "gain_sig", "tune_cpu_seconds")
 _BEST_TOLERANCE = 1e-12  # relative, as the tables' "best": rounding noise does not break a tie
 
 
@@ -134,6 +136,50 @@ def dataset_power(board: pd.DataFrame) -> tuple[float, float]:
     return median("mdd"), median("mdd_family")
 
 
+TUNED_SUFFIX = "-tuned"  # rankstudy.pipeline.tuned's twins: NAME and NAME-tuned
+
+
+def _method_and_featureset(system: str) -> tuple[str, str]:
+    """"ranknet-tuned [first]" -> ("ranknet-tuned", " [first]") (rankstudy.pipeline.layout.system_label)."""
+    method, bracket, rest = system.partition(" [")
+    return method, (bracket + rest) if bracket else ""
+
+
+def tuning_gains(board: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame | None, metric: str) -> pd.DataFrame:
+    """Per system run both untuned (``NAME``) and tuned (``NAME-tuned``, tune.variants [default,
+    tuned]): its ``default`` and ``tuned`` mean, the ``gain`` (tuned - default, the mean paired
+    difference over test queries from the pairs file) with its interval ``gain_lo``..``gain_hi`` at
+    the pairs' Holm-consistent level ``gain_level`` (so it excludes 0 exactly where ``gain_sig``, the
+    pair's Holm-adjusted decision, says so), and ``tune_cpu_seconds`` (CPU-seconds of the tuning
+    trials, mean over folds). In the board's order of the tuned systems; empty without twins."""
+    columns = ["system", "tuned_system", "default", "tuned", "gain", "gain_lo", "gain_hi", "gain_level", "gain_sig",
+               "tune_cpu_seconds"]
+    means = board.set_index("system")["mean"]
+    part = pairs[pairs["metric"] == metric] if "metric" in pairs else pairs.iloc[0:0]
+    cpu = ({} if timing is None or "tune_cpu_seconds" not in timing
+           else dict(zip(timing["system"].astype(str), timing["tune_cpu_seconds"].astype(float))))
+    rows = []
+    for tuned in board["system"]:
+        method, featureset = _method_and_featureset(tuned)
+        base = method[: -len(TUNED_SUFFIX)] + featureset if method.endswith(TUNED_SUFFIX) else None
+        if base is None or base not in means.index:
+            continue
+        row = {"system": base, "tuned_system": tuned, "default": means[base], "tuned": means[tuned],
+               "gain": means[tuned] - means[base], "gain_lo": np.nan, "gain_hi": np.nan, "gain_level": np.nan,
+               "gain_sig": False, "tune_cpu_seconds": cpu.get(tuned, np.nan)}
+        pair = part[((part["system"] == tuned) & (part["other"] == base))
+                    | ((part["system"] == base) & (part["other"] == tuned))]
+        if len(pair):
+            found = pair.iloc[0]
+            sign = 1.0 if found["system"] == tuned else -1.0  # the pairs' diff is system - other
+            lo, hi = sign * float(found["diff_lo"]), sign * float(found["diff_hi"])
+            row.update(gain=sign * float(found["diff"]), gain_lo=min(lo, hi), gain_hi=max(lo, hi),
+                       gain_level=float(found.get("ci_level", np.nan)),
+                       gain_sig=str(found.get(f"sig_{found.get('decided_by', 'rand')}", "False")) == "True")
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
 def across_datasets(boards: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Per system (over every data set's board): ``mean_rank`` over the data sets it ran on,
     ``n_datasets`` (how many), ``n_top_group`` (in how many it is in the top group) and
@@ -153,14 +199,22 @@ def across_datasets(boards: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def leaderboard_frame(boards: Mapping[str, pd.DataFrame], metric: str) -> pd.DataFrame:
+def leaderboard_frame(boards: Mapping[str, pd.DataFrame], metric: str,
+                      gains: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
     """The CSV: one row per (data set, system) in :data:`COLUMNS`, data sets in the given order,
-    each ranked best first, with the system's figures across data sets joined on."""
+    each ranked best first, with the system's figures across data sets joined on; with ``gains``
+    (:func:`tuning_gains` per data set) the :data:`GAIN_COLUMNS` too, on each tuned system's row."""
     overall = across_datasets(boards).set_index("system")[["mean_rank", "n_datasets", "n_top_group"]]
     rows = [b.assign(dataset=d, metric=metric, dataset_mdd=dataset_power(b)[0], dataset_mdd_family=dataset_power(b)[1])
             for d, b in boards.items()]
     frame = pd.concat(rows, ignore_index=True).join(overall, on="system")
-    return frame[list(COLUMNS)]
+    gains = [g.assign(dataset=d) for d, g in (gains or {}).items() if len(g)]
+    if not gains:
+        return frame[list(COLUMNS)]
+    gains = (pd.concat(gains, ignore_index=True).rename(columns={"system": "tuned_from"})
+             .rename(columns={"tuned_system": "system"}))
+    frame = frame.merge(gains[["dataset", "system", *GAIN_COLUMNS]], on=["dataset", "system"], how="left")
+    return frame[[*COLUMNS, *GAIN_COLUMNS]]
 
 
 # --------------------------------------------------------------------------- documents
@@ -207,11 +261,30 @@ def overall_rows(overall: pd.DataFrame, datasets: Sequence[str]) -> list[list[st
 
 
 DATASET_HEADER = ["rank", "system", "{metric} (mean ± std)", "top group", "MDD vs best", "train (s)"]
+GAINS_HEADER = ["system", "default", "tuned", "gain from tuning [interval]", "tuning (CPU-s a fold)"]
+
+
+def gains_rows(gains: pd.DataFrame) -> list[list[str]]:
+    """Plain texts of the default-vs-tuned table: the system, both means, the gain with its
+    interval (▲/▼ where the Holm-adjusted pair decides it), the tuning's CPU-seconds."""
+    rows = []
+    for r in gains.itertuples():
+        mark = ("▲" if r.gain > 0 else "▼") if r.gain_sig else ""
+        interval = "" if np.isnan(r.gain_lo) else f" [{r.gain_lo:+.4f}, {r.gain_hi:+.4f}]"
+        rows.append([r.system, f"{r.default:.4f}", f"{r.tuned:.4f}", f"{r.gain:+.4f}{interval} {mark}".rstrip(),
+                     _seconds_text(r.tune_cpu_seconds)])
+    return rows
+
+
+def gains_line(gains: pd.DataFrame) -> str:
+    better, worse = int(((gains["gain"] > 0) & gains["gain_sig"]).sum()), int(((gains["gain"] < 0) & gains["gain_sig"]).sum())
+    return (f"Default and tuned side by side: tuning changed {better + worse} of {len(gains)} systems significantly "
+            f"({better} better, {worse} worse); median gain {gains['gain'].median():+.4f}.")
 OVERALL_HEADER = ["mean rank", "system", "in the top group"]
 
 
 def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, any_not_learned: bool,
-           any_tied: bool = False) -> str:
+           any_tied: bool = False, any_tuned: bool = False) -> str:
     text = (f"Per data set: systems ranked by test {metric}, mean ± std over folds {list(folds)} of the per-fold "
             f"means (rank 1 the highest, ties share the mean of their ranks). Top group (●): the systems the "
             f"all-pairs randomization test over paired test queries cannot tell from the best (Holm-corrected "
@@ -229,6 +302,12 @@ def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, a
         text += (f" {NOT_LEARNED_MARK}: in some fold the chosen model did not learn (its training objective did "
                  f"not fall clearly below its start, or it ranked no better than random; the data set's table "
                  f"says which fold and why).")
+    if any_tuned:
+        text += (" Default and tuned: each system's untuned run beside its NAME-tuned twin (every method tuned with "
+                 "the same budget on the validation split: docs/tuning.md); the gain is the mean paired difference "
+                 "over test queries with its interval at the pairs file's Holm-consistent level (it excludes 0 "
+                 "exactly where ▲/▼ marks a gain the Holm-adjusted randomization test finds), tuning the CPU-seconds "
+                 "of the trials per fold.")
     if any_tied:
         text += (f" {TIED_MARK}: in some fold the test scores were all tied in most queries, so the ranking is the "
                  f"input order and its score measures the file's order, not the model (the data set's table says "
@@ -236,7 +315,8 @@ def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, a
     return text
 
 
-def markdown_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str, legend_text: str) -> str:
+def markdown_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str, legend_text: str,
+                      gains: Mapping[str, pd.DataFrame] | None = None) -> str:
     def grid(header, rows, align):
         frame = pd.DataFrame([[markdown_escape(c) for c in row] for row in rows],
                              columns=[markdown_escape(h) for h in header])
@@ -249,6 +329,9 @@ def markdown_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: 
     for dataset, board in boards.items():
         parts += [f"## {markdown_escape(dataset)}", markdown_escape(power_line(board, metric)),
                   grid(header, dataset_rows(board), ["right", "left", "right", "center", "right", "right"])]
+        if gains is not None and len(gains.get(dataset, ())):
+            parts += [markdown_escape(gains_line(gains[dataset])),
+                      grid(GAINS_HEADER, gains_rows(gains[dataset]), ["left", "right", "right", "right", "right"])]
     parts.append(markdown_escape(legend_text))
     return "\n\n".join(parts) + "\n"
 
@@ -265,18 +348,19 @@ p.legend, p.caption, p.power { font-size: 90%; max-width: 70em; }
 </style>"""
 
 
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], top: Sequence[bool]) -> str:
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], top: Sequence[bool], name_column: int = 1) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = []
     for row, in_top in zip(rows, top):
-        cells = "".join(f'<td class="system">{html.escape(c)}</td>' if i == 1 else f"<td>{html.escape(c)}</td>"
+        cells = "".join(f'<td class="system">{html.escape(c)}</td>' if i == name_column else f"<td>{html.escape(c)}</td>"
                         for i, c in enumerate(row))
         attr = ' class="top"' if in_top else ""
         body.append(f"<tr{attr}>{cells}</tr>")
     return f'<table class="leaderboard">\n<thead><tr>{head}</tr></thead>\n<tbody>\n' + "\n".join(body) + "\n</tbody>\n</table>"
 
 
-def html_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str, legend_text: str) -> str:
+def html_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str, legend_text: str,
+                  gains: Mapping[str, pd.DataFrame] | None = None) -> str:
     overall = across_datasets(boards)
     n = len(boards)
     parts = [f'<p class="caption">{html.escape(caption)}</p>', "<h2>Across data sets</h2>",
@@ -286,6 +370,9 @@ def html_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str,
     for dataset, board in boards.items():
         parts += [f"<h2>{html.escape(dataset)}</h2>", f'<p class="power">{html.escape(power_line(board, metric))}</p>',
                   _html_table(header, dataset_rows(board), list(board["top_group"]))]
+        if gains is not None and len(gains.get(dataset, ())):
+            parts += [f'<p class="power">{html.escape(gains_line(gains[dataset]))}</p>',
+                      _html_table(GAINS_HEADER, gains_rows(gains[dataset]), [False] * len(gains[dataset]), name_column=0)]
     parts.append(f'<p class="legend">{html.escape(legend_text)}</p>')
     body = "\n".join(parts)
     return ("<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\">"
@@ -293,16 +380,17 @@ def html_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str,
 
 
 def write_leaderboard(boards: Mapping[str, pd.DataFrame], metric: str, out_prefix: Path, caption: str, *,
-                      alpha: float, folds: Sequence[int]) -> list[Path]:
+                      alpha: float, folds: Sequence[int], gains: Mapping[str, pd.DataFrame] | None = None) -> list[Path]:
     """``out_prefix`` + ``.csv`` (:func:`leaderboard_frame`), ``.md`` and ``.html``; all rendered
-    before any is written."""
-    frame = leaderboard_frame(boards, metric)
+    before any is written. ``gains``: per data set, :func:`tuning_gains` (default and tuned twins)."""
+    gains = {d: g for d, g in (gains or {}).items() if len(g)}
+    frame = leaderboard_frame(boards, metric, gains)
     systems = set(frame["system"])
     any_missing = any(set(b["system"]) != systems for b in boards.values())
     text = legend(metric, alpha, folds, any_missing, not bool(frame["learned"].all()),
-                  bool(frame["tied_scores"].any()))
-    documents = {".md": markdown_document(boards, metric, caption, text),
-                 ".html": html_document(boards, metric, caption, text)}
+                  bool(frame["tied_scores"].any()), bool(gains))
+    documents = {".md": markdown_document(boards, metric, caption, text, gains),
+                 ".html": html_document(boards, metric, caption, text, gains)}
     out_prefix = Path(out_prefix)
     written = [atomic.write_csv(frame, out_prefix.with_name(out_prefix.name + ".csv"))]
     for suffix, document in documents.items():
