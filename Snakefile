@@ -2,7 +2,7 @@
 #   data -> features -> train -> evaluate -> report, every fold run tracked in MLflow.
 # Run:  snakemake --cores 4            (config/config.yaml, see config/README.md)
 # Rerun one fold:  snakemake --cores 2 --forcerun results/runs/<study>/<dataset>/<featureset>/<method>/fold3/model.json
-# Where everything goes: rankstudy.pipeline.layout (README, "Outputs").
+# Where everything goes: rankstudy.pipeline.layout (docs/outputs.md).
 import os
 import sys
 import time
