@@ -14,7 +14,7 @@ snakemake's, which the default profile keeps short: a line per finished job, the
 the running jobs on each progress line; `--full-output` shows Snakemake's own job blocks
 instead). pip's output is shown only when an install fails. Only the standard library is used
 here, because nothing else is installed yet. Afterwards `. .venv/bin/activate` puts
-snakemake, pytest and mlflow on PATH for the commands of the README.
+snakemake, pytest and mlflow on PATH for the commands of the docs (docs/getting-started.md).
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def ui_command(args: list[str], db: Path = REPO / "results" / "mlflow.db") -> li
     say(f"open {runs_url(db, port)}")
     for study in study_views(db)[1]:  # every study shares the experiment: one view each shows its runs
         say(f"  study {study}: {runs_url(db, port, study=study)}")
-    # MLflow 3.17 keeps the mode per browser and starts in GenAI mode (README: Browse the runs)
+    # MLflow 3.17 keeps the mode per browser and starts in GenAI mode (docs/mlflow.md, "Model training, not GenAI")
     say("a run page showing Traces, Judges and Evaluation runs: pick 'Model training' at the top left once")
     return [str(BIN / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}", *args]
 
