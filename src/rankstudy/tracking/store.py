@@ -70,7 +70,7 @@ DEFAULT_DB_NAME = "mlflow.db"
 # The database behind a tracking server, for purging the runs a job deleted (no REST API does)
 BACKEND_ENV = "RANKSTUDY_MLFLOW_BACKEND_STORE_URI"
 # The experiment's kind, model training. MLflow 3's UI has code choosing its GenAI or model-training pages
-# by it, but 3.17's builds with a per-browser switch that decides instead (README, Browse the runs)
+# by it, but 3.17's builds with a per-browser switch that decides instead (docs/mlflow.md)
 EXPERIMENT_KIND_TAG, EXPERIMENT_KIND = "mlflow.experimentKind", "custom_model_development"
 
 _held_locks = threading.local()  # lock files this thread already holds (re-entrancy)
