@@ -227,6 +227,31 @@ def test_listmle_tie_break_is_reproducible_and_seeded():
         np.testing.assert_array_equal(wide_order[q, :n], order[q, :n])
 
 
+@pytest.mark.parametrize("seed", [0, 7])
+def test_listmle_tie_order_comes_from_the_query_alone(seed):
+    """The same query at rows 0, 1 and 2 of a batch (issue 39: 3.34 / 3.17 / 3.07, its order hashed
+    the row): one loss, one gradient, one order of its tied labels, whatever the other queries."""
+    rng = np.random.default_rng(seed)
+    y_query = np.array([2.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    s_query = rng.normal(size=10)
+    results, orders = [], []
+    for row in range(3):
+        s, y = rng.normal(size=(3, 12)), rng.integers(0, 3, (3, 12)).astype(float)  # other queries, tied too
+        mask = np.ones((3, 12), dtype=bool)
+        s[row, :10], y[row, :10], mask[row, 10:] = s_query, y_query, False
+        orders.append(plackett_luce_order(y, mask, seed)[row, :10])
+        alone = np.zeros((3, 12), dtype=bool)  # the other queries' one document each: no ListMLE term
+        alone[:, 0], alone[row, :10] = True, True
+        value, grad = listmle(s, y, alone, seed=seed)
+        results.append((value, grad[row, :10]))
+        numeric = finite_difference(lambda x: listmle(x, y, alone, seed=seed)[0], s)
+        assert relative_error(grad, numeric) < 1e-5
+    assert all(np.array_equal(order, orders[0]) for order in orders)
+    assert all(value == results[0][0] and np.array_equal(grad, results[0][1]) for value, grad in results)
+    # ties really are broken (the order is not the file's for every seed), and seeded
+    assert len({plackett_luce_order(y_query[None], np.ones((1, 10), bool), k).tobytes() for k in range(10)}) > 1
+
+
 def test_listmle_without_ties_does_not_depend_on_seed():
     y = np.array([[3.0, 1.0, 2.0, 0.0]])
     s = np.array([[0.3, -0.2, 1.0, 0.5]])

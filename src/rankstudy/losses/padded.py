@@ -92,15 +92,20 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 def plackett_luce_order(labels: np.ndarray, mask: np.ndarray, seed: int = 0) -> np.ndarray:
     """Column order (Q, L) that sorts each query's real documents by label, descending,
-    followed by its padding. Label ties are broken by a hash of (seed, query row, column),
-    so the order is reproducible for a fixed seed and does not depend on the padded
-    width or on the other queries in the batch.
+    followed by its padding. Label ties are broken by a hash of (seed, the query's labels,
+    column): the order is reproducible for a fixed seed and depends on the query alone, not on
+    its row in the batch, the padded width or the other queries (a query's row changes with
+    every batch a mini-batch solver draws).
     """
     mask = np.asarray(mask, dtype=bool)
-    labels = np.where(mask, np.asarray(labels, dtype=np.float64), 0.0)
-    Q, L = mask.shape
-    cell = (np.arange(Q, dtype=np.uint64)[:, None] << np.uint64(32)) | np.arange(L, dtype=np.uint64)[None, :]
-    tie_break = _splitmix64(cell ^ _splitmix64(np.full(1, seed & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64)))
+    labels = np.where(mask, np.asarray(labels, dtype=np.float64), 0.0) + 0.0  # + 0.0: -0.0 hashes as 0.0
+    column = np.arange(mask.shape[1], dtype=np.uint64)[None, :]
+    # the query's key: a sum over its real documents of a hash of (column, label), which wraps
+    # (uint64); the labels are all the loss sees of a query
+    cell = _splitmix64(labels.view(np.uint64) ^ _splitmix64(column + np.uint64(0x5851F42D4C957F2D)))
+    key = np.where(mask, cell, np.uint64(0)).sum(axis=1, dtype=np.uint64)
+    key ^= _splitmix64(np.full(1, seed & 0xFFFFFFFFFFFFFFFF, dtype=np.uint64))
+    tie_break = _splitmix64(column ^ _splitmix64(key)[:, None])
     # lexsort: last key is primary -> real docs first, then label descending, then tie-break
     return np.lexsort((tie_break, -labels, ~mask), axis=-1)
 
