@@ -47,7 +47,7 @@ def test_schema_rejects_unknown_key_and_bad_value(config):
     (lambda c: c["methods"]["ranknet"]["params"].update(solver="newton"),
      r"methods\.ranknet\.params\.solver: unknown solver 'newton'; valid: adam, cutting_plane, lbfgs, projected_sgd"),
     (lambda c: c["methods"]["ranknet"]["grid"].update(solver=["lbfgs", "newton"]), r"methods\.ranknet\.grid\.solver: unknown solver 'newton'"),
-    (lambda c: c["methods"]["ranknet"]["grid"].update(C=[1]), r"methods\.ranknet\.grid\.C: not a parameter"),
+    (lambda c: c["methods"]["ranknet"]["grid"].update(C=[1]), r"methods\.ranknet\.grid\.C: unknown parameter 'C' of 'linear'"),
     (lambda c: c.update(datasets=["MQ2009"]), r"unknown data set 'MQ2009'.*MQ2008"),
     (lambda c: c["evaluation"].update(metrics=["ndcg@x"]), r"evaluation\.metrics"),
     (lambda c: c["report"].update(baseline="nomethod"), r"report\.baseline"),
@@ -604,7 +604,7 @@ def test_method_defaults_say_a_familys_settings_once():
         "c": {"kind": "lambdamart"}}
     for block, message in [({"neurall": {"params": {}}}, r"^config key method_defaults\.neurall: unknown kind 'neurall'"),
                            ({"linear": {"params": {"epochs": 3}}}, r"^config key method_defaults\.linear\.params\.epochs: "
-                                                                   r"not a parameter of 'linear'"),
+                                                                   r"unknown parameter 'epochs' of 'linear'"),
                            ({"linear": {"params": {"max_iter": 0}}}, r"^config key method_defaults\.linear\.params\.max_iter: "
                                                                      r"must be"),
                            ({"linear": {"kind": "linear"}}, r"^config key method_defaults\.linear: Additional properties"),

@@ -227,3 +227,37 @@ def test_a_space_suggests_through_an_optuna_trial():
     assert LogUniform(1e-3, 1).suggest(trial, "a") == 0.01
     assert IntRange(1, 5).suggest(trial, "b") == 3
     assert Choices([[64], [128, 64]]).suggest(trial, "c") == [128, 64]  # lists go by their index
+
+
+def test_checking_a_neural_ndcg_method_imports_no_jax():
+    """The config check runs in the Snakemake process: it checks NeuralNDCG's options against their
+    declarations instead of calling the loss (which imports JAX), and still names a bad one."""
+    import subprocess
+    import sys
+
+    spec = {"kind": "neural", "params": {"scorer": "attention", "loss": "neural_ndcg",
+                                         "loss_params": {"temperature": 0.5, "k": 10, "sinkhorn_iterations": 20}}}
+    code = (f"import sys; from rankstudy.pipeline.config import check_method; check_method('M', {spec!r}); "
+            "print('jax' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+    spec["params"]["loss_params"] = {"temperature": 0}
+    with pytest.raises(ConfigError, match=r"methods\.M\.params\.loss_params: temperature must be a number > 0"):
+        check_method("M", spec)
+
+
+def test_a_loss_option_is_checked_by_its_declaration_or_by_one_call():
+    from rankstudy.losses.registry import LOSSES, check_loss_options, loss_options
+
+    declared = [name for name in LOSSES if LOSSES[name].options]
+    assert {"neural_ndcg", "cdn", "mle", "convex_loss"} <= set(declared)
+    for name in declared:  # every option the loss takes, and only those
+        assert sorted(LOSSES[name].declared_options) == sorted(loss_options(name)), name
+    for name, options, problem in [("neural_ndcg", {"k": 0}, "k must be an integer >= 1 or null"),
+                                   ("cdn", {"topology": "ring"}, "unknown topology 'ring'"),
+                                   ("mle", {"restart_states": 1}, "restart_states must be an integer >= 2"),
+                                   ("wpl", {"weight": "sqrtr"}, "sqrtr.*sqrt_r"),  # not declared: called once
+                                   ("ranknet", {"blocks": 3}, "unknown loss_params 'blocks'")]:
+        with pytest.raises(ValueError, match=problem):
+            check_loss_options(name, options)
+    check_loss_options("neural_ndcg", {"temperature": 2, "transposed": True})

@@ -105,7 +105,7 @@ def test_a_grid_keeps_its_good_candidates_when_one_diverges():
 @pytest.mark.parametrize("space, key, problem", [
     ({"rate": {"log_uniform": [0, 1]}}, "tune.space.rate", "lower end > 0"),
     ({"rate": {"uniform": [-1, 1]}}, "tune.space.rate", "leaves the parameter's range: -1 is not a number > 0"),
-    ({"nope": {"uniform": [0, 1]}}, "tune.space.nope", "not a parameter of 'toy'"),
+    ({"nope": {"uniform": [0, 1]}}, "tune.space.nope", "unknown parameter 'nope' of 'toy'"),
     ({"rate": None}, "tune", "declares no search space"),
 ])
 def test_a_space_outside_the_constraints_or_for_an_unknown_parameter_is_refused(space, key, problem):

@@ -7,7 +7,10 @@ plus one entry in :data:`LOSSES`, a :class:`Loss` that says what the loss needs:
   ranking losses are shift-invariant per query, where a bias would be unidentifiable;
 * ``smooth``: it is differentiable, so gradient solvers (L-BFGS) fit it; the structured hinges
   are piecewise linear;
-* ``convex`` (in the scores): the cutting-plane solver's lower model of it is exact.
+* ``convex`` (in the scores): the cutting-plane solver's lower model of it is exact;
+* ``options``: ``"family.NAME"`` of what each of its options may be (``{option: [constraint,
+  ...]}``, :mod:`rankstudy.util.params`), for a loss whose first call is dear (JAX, numba
+  kernels); the options of the others are checked by calling the loss once (:func:`check_loss_options`).
 
 Which solvers fit which losses follows from these (:func:`rankstudy.solvers.registry.check_solver`),
 and the config check refuses the rest before any job runs. :func:`bind_loss` gives a ranker the
@@ -23,21 +26,33 @@ import inspect
 from dataclasses import dataclass
 from functools import partial
 
+import numpy as np
+
 from rankstudy.losses.groups import check_aggregate, grouped_loss
 from rankstudy.losses.padded import LossFn
 from rankstudy.util.lazy import load
 from rankstudy.util.names import lookup
+from rankstudy.util.params import check_value
 
 
 @dataclass(frozen=True)
 class Loss:
     """A registered loss and what it needs (see the module docstring); called as the loss.
-    ``fn`` is the function, or ``"family.function"`` naming it in a module of this package."""
+    ``fn`` is the function, or ``"family.function"`` naming it in a module of this package;
+    ``options`` likewise names its declared option constraints (None: none declared)."""
 
     fn: LossFn | str
     bias: bool = False
     smooth: bool = True
     convex: bool = False
+    options: str | None = None
+
+    @property
+    def declared_options(self) -> dict | None:
+        if self.options is None:
+            return None
+        module, _, name = self.options.rpartition(".")
+        return load(f"rankstudy.losses.{module}:{name}")
 
     @property
     def function(self) -> LossFn:
@@ -96,19 +111,19 @@ LOSSES: dict[str, Loss] = {
     "dorm": Loss("structured.dorm", **_hinge),
     "svm_combo": Loss("structured.svm_combo", **_hinge),
     # Huang and Frey (2008): cumulative distribution networks over pairwise preferences
-    "cdn": Loss("cdn.cdn", convex=True),
+    "cdn": Loss("cdn.cdn", convex=True, options="cdn.OPTIONS"),
     # Dubey et al. (2009): conditional models over rankings, sums over a swap-sampler sample
-    "mle": Loss("conditional.mle", convex=True),
-    "exp_gain": Loss("conditional.exp_gain"),
+    "mle": Loss("conditional.mle", convex=True, options="conditional.SAMPLED_OPTIONS"),
+    "exp_gain": Loss("conditional.exp_gain", options="conditional.GAINED_OPTIONS"),
     "exp_gain_auc": Loss("conditional.exp_gain_auc"),
-    "l3": Loss("conditional.l3"),
-    "convex_loss": Loss("conditional.convex_loss", convex=True),
+    "l3": Loss("conditional.l3", options="conditional.GAINED_OPTIONS"),
+    "convex_loss": Loss("conditional.convex_loss", convex=True, options="conditional.GAINED_OPTIONS"),
     # the last decade, after Rax and allRank: softmax family, approximate and relaxed NDCG, LambdaLoss
     "rmse": Loss("baseline.rmse", bias=True, convex=True),
     "softmax": Loss("listwise.softmax", convex=True),
     "poly1": Loss("listwise.poly1"),
     "approx_ndcg": Loss("listwise.approx_ndcg"),
-    "neural_ndcg": Loss("listwise.neural_ndcg"),
+    "neural_ndcg": Loss("listwise.neural_ndcg", options="listwise.NEURAL_NDCG_OPTIONS"),
     # piecewise smooth: the weights jump where two documents of different gains swap ranks
     "lambdaloss": Loss("lambdaloss.lambdaloss"),
 }
@@ -130,13 +145,28 @@ def loss_options(name: str) -> list[str]:
 
 
 def check_loss_options(name: str, options: dict) -> None:
-    """Reject options the loss does not take, naming the ones it does (a typo in a config
-    would otherwise only surface as a TypeError in the middle of fit)."""
+    """The one check of a loss's options (a ranker's, when it is built: by the config check before
+    any job, and by the train job), ValueError naming the problem: an option the loss does not
+    take (from its signature; a typo would otherwise surface as a TypeError mid-fit), then a value
+    its declared constraints refuse (``Loss.options``), or, for a loss that declares none, what it
+    raises when called once on a tiny list (a wrong weight or phi name, found now rather than
+    mid-run). A loss with declared options is never called here: NeuralNDCG's JAX stays out of
+    the config check's process, the numba kernels uncompiled."""
     valid = loss_options(name)
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise ValueError(f"unknown loss_params {', '.join(map(repr, unknown))} for loss {name!r}; "
                          f"valid options: {', '.join(valid) or '(none)'}")
+    declared = loss_entry(name).declared_options
+    if declared is not None:
+        for option, value in options.items():
+            check_value(option, value, declared[option])
+        return
+    scores, labels = np.array([[0.3, -0.2, 0.1]]), np.array([[2.0, 0.0, 1.0]])
+    try:
+        get_loss(name)(scores, labels, np.ones((1, 3), bool), **options)
+    except TypeError as exc:  # a value of the wrong type, as the loss says it
+        raise ValueError(str(exc)) from None
 
 
 def bind_loss(name: str, options: dict | None = None, *, seed: int | None = None,
@@ -148,8 +178,7 @@ def bind_loss(name: str, options: dict | None = None, *, seed: int | None = None
     """
     entry = loss_entry(name)
     fn = entry.function
-    options = dict(options or {})
-    check_loss_options(name, options)
+    options = dict(options or {})  # checked by the ranker that binds it (check_loss_options)
     if seed is not None and "seed" in loss_options(name):
         options = {"seed": seed, **options}
     if options:

@@ -32,6 +32,7 @@ class _CheckedParams(type):
     only stores them; then the built ranker checks how its parts fit (:meth:`Ranker.check_parts`)."""
 
     def __call__(cls, *args, **kwargs):
+        cls.check_names(kwargs)
         bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
         bound.apply_defaults()
         cls.check_params({k: v for k, v in list(bound.arguments.items())[1:]})
@@ -120,6 +121,16 @@ class Ranker(metaclass=_CheckedParams):
 
     def predict(self, data) -> np.ndarray:
         raise NotImplementedError
+
+    @classmethod
+    def check_names(cls, names) -> None:
+        """ParamError naming the first of ``names`` that is not a parameter of this ranker: the one
+        check of names, made when a ranker is built, by the config check and by tuning's space."""
+        valid = cls.param_names()
+        for name in names:
+            if name not in valid:
+                raise ParamError(name, f"unknown parameter {name!r} of {cls.kind!r}; valid parameters: "
+                                       f"{', '.join(valid)}", owner=cls.kind)
 
     @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:

@@ -41,15 +41,9 @@ def ranker_class(kind: str) -> type[Ranker]:
 
 
 def make_ranker(kind: str, params: dict | None = None) -> Ranker:
-    """Build a ranker from plain data (e.g. a config entry), rejecting unknown parameters."""
-    klass = ranker_class(kind)
-    params = dict(params or {})
-    valid = klass.param_names()
-    unknown = sorted(set(params) - set(valid))
-    if unknown:
-        raise ValueError(f"unknown parameter(s) {', '.join(map(repr, unknown))} for ranker {kind!r}; "
-                         f"valid parameters: {', '.join(valid)}")
-    return klass(**params)
+    """Build a ranker from plain data (e.g. a config entry); building checks the parameters (their
+    names, values and how they fit together: :class:`~rankstudy.rankers.base.Ranker`)."""
+    return ranker_class(kind)(**(params or {}))
 
 
 def load_ranker(path: str | os.PathLike, expected: type[Ranker] = Ranker) -> Ranker:

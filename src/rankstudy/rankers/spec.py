@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
-from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.util.params import ParamError, check_value, read_value
 from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
 
@@ -81,8 +78,8 @@ def grid_candidates(grid: dict | None) -> list[dict]:
 
 def check_spec(spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
     """SpecError naming the first problem of a method spec: an unknown kind or parameter, a value
-    its constraints refuse (each grid value alone), a combination the ranker refuses (every grid
-    candidate is built), or a loss option the loss cannot use (it is called once on a tiny list)."""
+    its constraints refuse (each grid value alone), or a combination the ranker refuses, a loss
+    option among them (every grid candidate is built, which checks them as the train job will)."""
     check_names_and_values(spec)
     kind = spec["kind"]
     base = training_params(spec, seed, rel_threshold)
@@ -95,7 +92,6 @@ def check_spec(spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
             raise SpecError(f"{section}.{exc.param}" if exc.param else "", exc.problem) from None
         except (TypeError, ValueError) as exc:
             raise SpecError("", str(exc)) from None
-        _call_loss_once(params)
 
 
 def check_names_and_values(spec: dict) -> None:
@@ -106,7 +102,6 @@ def check_names_and_values(spec: dict) -> None:
     if kind not in RANKERS:
         raise SpecError("kind", f"unknown kind {kind!r}; valid kinds: {', '.join(sorted(RANKERS))}")
     cls = RANKERS[kind]
-    valid = cls.param_names()
     for section in ("params", "grid"):
         given = spec.get(section) or {}
         if not isinstance(given, dict):
@@ -115,8 +110,10 @@ def check_names_and_values(spec: dict) -> None:
             if name in RUN_PARAMS:
                 raise SpecError(f"{section}.{name}", f"set once for the whole run, as config key "
                                                      f"{RUN_PARAMS[name]}; remove it from the method")
-            if name not in valid:
-                raise SpecError(f"{section}.{name}", f"not a parameter of {kind!r}; valid: {', '.join(sorted(valid))}")
+            try:
+                cls.check_names([name])
+            except ParamError as exc:
+                raise SpecError(f"{section}.{name}", exc.problem) from None
             values = value if section == "grid" else [value]
             if section == "grid" and (not isinstance(value, list) or not value):
                 raise SpecError(f"grid.{name}", f"must be a non-empty list of values, got {value!r}")
@@ -133,15 +130,3 @@ class _Any:
 
 
 _ANY = _Any()
-
-
-def _call_loss_once(params: dict) -> None:
-    """A wrong name inside a loss's options (a weight, a phi) is found by calling the loss on a
-    tiny list, now rather than mid-run."""
-    if params.get("loss") not in LOSSES:
-        return
-    scores, labels = np.array([[0.3, -0.2, 0.1]]), np.array([[2.0, 0.0, 1.0]])
-    try:
-        bind_loss(params["loss"], params.get("loss_params"))(scores, labels, np.ones((1, 3), bool))
-    except (TypeError, ValueError) as exc:
-        raise SpecError("params.loss_params" if params.get("loss_params") else "params.loss", str(exc)) from None

@@ -33,7 +33,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.selection import (COMPLETE, DIVERGED, AllDiverged, Candidate, candidate_row,
                                          diverged_message, fit_candidate)
-from rankstudy.util.params import Choices, Space, space_from_config, space_problem
+from rankstudy.util.params import Choices, ParamError, Space, space_from_config, space_problem
 
 SAMPLERS = ("tpe", "random")
 LOST = "lost"
@@ -78,8 +78,10 @@ def tuning_space(kind: str, params: dict, overrides: dict | None = None) -> dict
     space = cls.search_space(params)
     for name, data in (overrides or {}).items():
         key = f"tune.space.{name}"
-        if name not in cls.param_names():
-            raise TuningError(key, f"not a parameter of {kind!r}; valid: {', '.join(sorted(cls.param_names()))}")
+        try:
+            cls.check_names([name])
+        except ParamError as exc:
+            raise TuningError(key, exc.problem) from None
         if data is None:
             space.pop(name, None)
             continue
