@@ -10,10 +10,11 @@ from losscheck import linear_signal_data
 from rankstudy.losses.registry import bind_loss
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.mlp import MLPScorer
-from rankstudy.solvers.adam import Adam, batch_rows
+from rankstudy.solvers.adam import PARAMETERS, Adam, batch_rows
 from rankstudy.solvers.objective import Objective
 from rankstudy.solvers.registry import SolverSettings, fits, make_solver
 from rankstudy.losses.registry import LOSSES
+from rankstudy.util.params import ParamError, check_value
 
 
 @pytest.fixture(scope="module")
@@ -120,13 +121,19 @@ def test_weight_decay_shrinks_weights_not_biases(splits):
 
 
 def test_registry_builds_adam_and_it_fits_every_loss():
-    solver = make_solver("adam", SolverSettings(learning_rate=0.01, batch_size=3, epochs=2, max_list_length=5))
-    assert isinstance(solver, Adam) and (solver.batch_size, solver.max_list_length) == (3, 5)
+    solver = make_solver("adam", SolverSettings(seed=4, adam={"learning_rate": 0.01, "batch_size": 3, "max_list_length": 5}))
+    assert isinstance(solver, Adam) and (solver.batch_size, solver.max_list_length, solver.seed) == (3, 5, 4)
+    # the settings not given take Adam's declared defaults: one default each (epochs 50)
+    assert (solver.epochs, make_solver("adam", SolverSettings()).epochs, Adam().epochs) == (50, 50, 50)
     assert all(fits("adam", entry, l2=0.0, linear=False) for entry in LOSSES.values())
+    with pytest.raises(TypeError, match="unknown settings epoch"):
+        Adam(epoch=3)
 
 
-@pytest.mark.parametrize("kwargs", [{"learning_rate": 0}, {"schedule": "linear"}, {"metric": "ndgc@10"},
-                                    {"patience": 0}, {"clip_norm": -1.0}, {"max_list_length": 0}])
-def test_bad_settings(kwargs):
-    with pytest.raises(ValueError):
-        Adam(**kwargs)
+@pytest.mark.parametrize("name, value", [("learning_rate", 0), ("schedule", "linear"), ("metric", "ndgc@10"),
+                                         ("patience", 0), ("clip_norm", -1.0), ("max_list_length", 0),
+                                         ("epochs", 0), ("gamma", 1.5)])
+def test_the_declarations_refuse_bad_settings_naming_them(name, value):
+    with pytest.raises(ParamError) as error:
+        check_value(name, value, PARAMETERS[name].constraints)
+    assert error.value.param == name

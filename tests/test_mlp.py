@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from losscheck import finite_difference, linear_signal_data, relative_error
-from rankstudy.scorers.mlp import ACTIVATIONS, MLPScorer
+from rankstudy.scorers.mlp import ACTIVATIONS, PARAMETERS, MLPScorer
+from rankstudy.util.params import ParamError, check_value
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +101,9 @@ def test_chunked_prediction_matches(data, monkeypatch):
     assert np.allclose(bound.scores(theta), whole)
 
 
-@pytest.mark.parametrize("kwargs, match", [({"hidden": (0,)}, "hidden"), ({"activation": "gelu"}, "activation"),
-                                           ({"dropout": 1.0}, "dropout"), ({"input_norm": "group"}, "input_norm")])
-def test_bad_settings_are_named(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        MLPScorer(**kwargs)
+@pytest.mark.parametrize("name, value", [("hidden", [0]), ("hidden", 8), ("activation", "gelu"), ("dropout", 1.0),
+                                         ("input_norm", "group"), ("input_transform", "log"), ("input_noise", -0.1)])
+def test_the_declarations_refuse_bad_settings_naming_them(name, value):
+    with pytest.raises(ParamError, match=name) as error:
+        check_value(name, value, PARAMETERS[name].constraints)
+    assert error.value.param == name

@@ -84,6 +84,41 @@ def test_bad_parameters_are_named(params, name):
     assert error.value.param == name
 
 
+def test_the_ranker_takes_each_setting_from_where_it_is_declared():
+    """Scorer and Adam settings are declared once, in their modules; the ranker composes them (same
+    defaults, constraints and spaces), tunes a scorer's own only with that scorer, and every
+    choice of the attention widths splits into heads."""
+    from rankstudy.rankers.neural import NeuralRanker
+    from rankstudy.scorers import attention, mlp
+    from rankstudy.solvers import adam
+    from rankstudy.util.params import describe
+
+    declared = NeuralRanker.parameters
+    for module in (mlp, attention, adam):
+        for name, param in module.PARAMETERS.items():
+            if name != "activation":  # the ranker's takes every scorer's; each scorer checks its own
+                assert (declared[name].default, describe(declared[name].constraints), declared[name].space) == \
+                       (param.default, describe(param.constraints), param.space), name
+    assert NeuralRanker().epochs == adam.Adam().epochs == 50
+    mlp_space, attention_space = NeuralRanker.search_space(), NeuralRanker.search_space({"scorer": "attention"})
+    assert {"hidden", "learning_rate", "dropout", "batch_size", "weight_decay", "input_transform",
+            "input_noise"} <= set(mlp_space) and not {"d_model", "n_heads", "n_blocks"} & set(mlp_space)
+    assert {"d_model", "n_heads", "n_blocks", "d_ff"} <= set(attention_space) and "hidden" not in attention_space
+    assert all(d % h == 0 for d in attention_space["d_model"].options for h in attention_space["n_heads"].options)
+
+
+@pytest.mark.parametrize("params, name", [({"scorer": "attention", "activation": "sigmoid"}, "activation"),
+                                          ({"scorer": "attention", "d_model": 6, "n_heads": 4}, "n_heads"),
+                                          ({"scorer": "attention", "input_norm": "batch"}, "input_norm"),
+                                          ({"input_transform": "log"}, "input_transform"),
+                                          ({"input_noise": -1.0}, "input_noise"), ({"hidden": None}, "hidden"),
+                                          ({"epoch": 3}, "epoch")])
+def test_settings_a_scorer_cannot_take_are_named(params, name):
+    with pytest.raises(ParamError) as error:
+        make_ranker("neural", params)
+    assert error.value.param == name
+
+
 # --------------------------------------------------------------------------- real OHSUMED, fold 1
 
 @pytest.mark.slow

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
-from rankstudy.evaluation.metrics import parse_metric
 from rankstudy.losses.registry import LOSSES, bind_loss
-from rankstudy.util.params import Choice, Integer, Listing, Mapping, Real, Text
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
-from rankstudy.util.params import ParamError
-from rankstudy.scorers import attention, mlp
-from rankstudy.scorers.mlp import INPUT_NORMS, MLPScorer, input_statistics
-from rankstudy.solvers.adam import SCHEDULES
+from rankstudy.scorers import attention, inputs, mlp
+from rankstudy.scorers.mlp import MLPScorer, input_statistics
+from rankstudy.solvers import adam
 from rankstudy.solvers.registry import SolverSettings, make_solver
+from rankstudy.util.params import Choice, Integer, Mapping, Param, ParamError, Real, check_value
 
-# each scorer's activations (the attention module imports JAX only when it first scores)
-ACTIVATIONS = {"mlp": mlp.ACTIVATIONS, "attention": attention.ACTIVATIONS}
-SCORERS = tuple(ACTIVATIONS)
+# each scorer declares its settings (the attention module imports JAX only when it first scores)
+SCORER_PARAMETERS = {"mlp": mlp.PARAMETERS, "attention": attention.PARAMETERS}
+SCORERS = tuple(SCORER_PARAMETERS)
+# settings both scorers take (activation, dropout, the input tricks): each checks its own values
+SHARED = [name for name in mlp.PARAMETERS if name in attention.PARAMETERS]
+ACTIVATIONS = {name: tuple(params["activation"].constraints[0].options) for name, params in SCORER_PARAMETERS.items()}
 
 
 class NeuralRanker(ScoredRanker):
@@ -33,94 +34,67 @@ class NeuralRanker(ScoredRanker):
       ``max_list_length`` (training lists longer than this are sampled), ``patience`` and
       ``metric`` (early stopping on the validation split; the best epoch is kept, as
       ``best_epoch_``).
-    * ``seed``: the initial weights, the batches, the list sampling and the dropout masks, and
-      the label tie-break of the Plackett-Luce losses; same seed, same model (on one machine).
+    * ``input_transform`` (``log1p``: sign(x) log(1 + |x|) of every feature, in training and
+      prediction) and ``input_noise`` (std of Gaussian noise on the training features): DASALC's
+      input tricks, for both scorers (:mod:`rankstudy.scorers.inputs`); ``none`` and 0 by default.
+    * ``seed``: the initial weights, the batches, the list sampling, the dropout masks and the
+      input noise, and the label tie-break of the Plackett-Luce losses; same seed, same model (on
+      one machine).
+
+    Every setting is declared once, where it is used (the scorers' ``PARAMETERS``, Adam's), with
+    its tuning space; the ranker composes them.
     """
 
     kind = "neural"
-    parameter_constraints = {
-        "scorer": [Choice(SCORERS, "scorer")],
-        "hidden": [None, Listing(Integer(1), what="a list of positive integers (hidden layer sizes)")],
-        "activation": [Choice(sorted({a for acts in ACTIVATIONS.values() for a in acts}), "activation")],
-        "d_model": [Integer(1)], "n_blocks": [Integer(1)], "n_heads": [Integer(1)], "d_ff": [Integer(1)],
-        "dropout": [Real(0, 1, high_open=True)],
-        "input_norm": [None, Choice(INPUT_NORMS, "input_norm")],
-        "loss": [Choice(lambda: sorted(LOSSES), "loss")], "loss_params": [None, Mapping()], "l2": [Real(0)],
-        "learning_rate": [Real(0, low_open=True)], "epochs": [Integer(1)], "batch_size": [Integer(1)],
-        "weight_decay": [Real(0)], "schedule": [Choice(SCHEDULES, "schedule")], "step_epochs": [Integer(1)],
-        "gamma": [Real(0, 1, low_open=True)], "clip_norm": [None, Real(0, low_open=True)],
-        "patience": [None, Integer(1)], "metric": [Text(parse_metric, what="a metric name such as ndcg@10")],
-        "max_list_length": [None, Integer(1)], "seed": [Integer()],
+    # composed from the scorers' and Adam's declarations, in the order the parameters always had
+    # (the input tricks last); a scorer's own settings are tuned only with that scorer
+    parameters = {
+        "scorer": Param(Choice(SCORERS, "scorer"), "mlp"),
+        "hidden": mlp.PARAMETERS["hidden"].when(scorer="mlp"),
+        "activation": Param(Choice(sorted({a for acts in ACTIVATIONS.values() for a in acts}), "activation"), "relu",
+                            help="the scorer's activation (each scorer takes its own)"),
+        "dropout": mlp.PARAMETERS["dropout"],  # the attention scorer declares the same
+        "input_norm": mlp.PARAMETERS["input_norm"].when(scorer="mlp"),
+        **{name: attention.PARAMETERS[name].when(scorer="attention") for name in ("d_model", "n_blocks", "n_heads", "d_ff")},
+        "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), "listnet"),
+        "loss_params": Param([None, Mapping()], None),
+        "l2": Param(Real(0), 0.0, help="l2/2 ||weights||^2 in the objective (weight_decay: AdamW's)"),
+        **{name: param for name, param in adam.PARAMETERS.items() if name != "seed"},
+        "seed": Param(Integer(), 0),
+        **inputs.PARAMETERS,
     }
-
-    def __init__(self, scorer: str = "mlp", hidden: list[int] | None = None, activation: str = "relu",
-                 dropout: float = 0.0, input_norm: str | None = None, d_model: int = 64, n_blocks: int = 2,
-                 n_heads: int = 1, d_ff: int = 128, loss: str = "listnet",
-                 loss_params: dict | None = None, l2: float = 0.0, learning_rate: float = 1e-3, epochs: int = 50,
-                 batch_size: int = 64, weight_decay: float = 0.0, schedule: str = "constant",
-                 step_epochs: int = 10, gamma: float = 0.1, clip_norm: float | None = None,
-                 patience: int | None = 10, metric: str = "ndcg@10", max_list_length: int | None = None,
-                 seed: int = 0) -> None:
-        super().__init__()
-        self.scorer = scorer
-        self.hidden = [64, 32] if hidden is None else list(hidden)  # a list, so get_params() stays JSON data
-        self.activation = activation
-        self.dropout = dropout
-        self.input_norm = input_norm
-        self.d_model = d_model
-        self.n_blocks = n_blocks
-        self.n_heads = n_heads
-        self.d_ff = d_ff
-        self.loss = loss
-        self.loss_params = None if loss_params is None else dict(loss_params)
-        self.l2 = l2
-        self.learning_rate = learning_rate
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.weight_decay = weight_decay
-        self.schedule = schedule
-        self.step_epochs = step_epochs
-        self.gamma = gamma
-        self.clip_norm = clip_norm
-        self.patience = patience
-        self.metric = metric
-        self.max_list_length = max_list_length
-        self.seed = seed
-        self.input_stats_: dict | None = None  # the "batch" input norm's statistics (training split)
+    input_stats_: dict | None = None  # the "batch" input norm's statistics (training split)
 
     @classmethod
     def check_combination(cls, params: dict) -> None:
         loss_options_error(params["loss"], params["loss_params"])
         scorer = params["scorer"]
-        if params["activation"] not in ACTIVATIONS[scorer]:
-            raise ParamError("activation", f"the {scorer} scorer's activations are {', '.join(ACTIVATIONS[scorer])}, "
-                             f"got {params['activation']!r}")
+        for name in SHARED:  # the scorer in use takes its own values (the attention scorer has no sigmoid)
+            check_value(name, params[name], SCORER_PARAMETERS[scorer][name].constraints)
         if scorer == "attention":
             if params["input_norm"] is not None:
                 raise ParamError("input_norm", "input_norm applies to the mlp scorer only")
-            if params["d_model"] % params["n_heads"]:
-                raise ParamError("n_heads", f"d_model ({params['d_model']}) must be a multiple of n_heads "
-                                            f"({params['n_heads']})")
+            attention.check_relations(params)
+
+    def scorer_settings(self) -> dict:
+        return {name: getattr(self, name) for name in SCORER_PARAMETERS[self.scorer]}
 
     def make_scorer(self):
         if self.scorer == "attention":
-            return attention.AttentionScorer(self.d_model, self.n_blocks, self.n_heads, self.d_ff, self.activation,
-                                             self.dropout)
-        return MLPScorer(self.hidden, self.activation, self.dropout, self.input_norm, self.input_stats_)
+            return attention.AttentionScorer(**self.scorer_settings())
+        return MLPScorer(**self.scorer_settings(), input_stats=self.input_stats_)
 
     def make_loss(self):
         return bind_loss(self.loss, self.loss_params, seed=self.seed)
 
     def make_solver(self):
-        return make_solver("adam", SolverSettings(
-            learning_rate=self.learning_rate, epochs=self.epochs, batch_size=self.batch_size,
-            weight_decay=self.weight_decay, schedule=self.schedule, step_epochs=self.step_epochs, gamma=self.gamma,
-            clip_norm=self.clip_norm, patience=self.patience, metric=self.metric,
-            max_list_length=self.max_list_length, seed=self.seed))
+        return make_solver("adam", SolverSettings(seed=self.seed,
+                                                  adam={name: getattr(self, name) for name in adam.PARAMETERS}))
 
     def fit(self, train, vali=None) -> "NeuralRanker":
         # the batch norm's statistics come from the training split, and validation uses them too
-        self.input_stats_ = input_statistics(train.X) if self.input_norm == "batch" else None
+        self.input_stats_ = (input_statistics(inputs.transform(train.X, self.input_transform))
+                             if self.input_norm == "batch" else None)
         return super().fit(train, vali)
 
     def _adopt(self, solution, objective) -> None:

@@ -14,13 +14,16 @@ weights and on each sublayer's output, only in ``train_forward``.
 The network is written in JAX and its vjp is ``jax.vjp``; the boundary stays numpy (theta in,
 scores and gradients out), so every numpy loss trains it. JAX is imported on the first
 forward pass (:func:`_jax`), so a job that never scores with attention never imports it. It runs
-in float64 (``jax_enable_x64`` is switched on then), on whatever device JAX has (a GPU with
-``jax[cuda12]``).
+in float64 (each call into JAX inside :func:`rankstudy.util.jax_runtime.float64`; the process's
+default is left alone), on whatever device JAX has (a GPU with ``jax[cuda12]``).
 
-A bound split is padded to (Q, L) per call, Q and L rounded up to powers of two so that
-``jax.jit`` compiles a few shapes only; the padding rows are masked (an all-padding query gets
-uniform attention over its padding, and its scores are dropped). Prediction scores whole
-queries in chunks of at most ``CHUNK_DOCS`` padded documents.
+A bound split is padded to (Q, L) per call, Q and L rounded up to the shape buckets of
+:func:`rankstudy.util.jax_runtime.bucket` so that ``jax.jit`` compiles a few shapes only; the
+padding rows are masked (an all-padding query gets uniform attention over its padding, and its
+scores are dropped). Prediction scores whole queries in chunks of at most ``CHUNK_DOCS`` padded
+documents.
+
+``input_transform`` and ``input_noise``: DASALC's input tricks (:mod:`rankstudy.scorers.inputs`).
 
 theta: every matrix first (penalised), then the biases and layer-norm gains and offsets (not
 penalised), in the order of :meth:`AttentionScorer.layout`. Weights start Glorot-normal (He for
@@ -34,26 +37,41 @@ from typing import Any
 
 import numpy as np
 
+from rankstudy.scorers import inputs
 from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
+from rankstudy.util.jax_runtime import bucket, float64, load_jax
+from rankstudy.util.params import Choice, Choices, Integer, IntRange, Param, ParamError, Real, Uniform, defaults
 
 ACTIVATIONS = ("relu", "gelu", "tanh")
+# the scorer's settings, declared once: the neural ranker takes them as its parameters and checks
+# them (and check_relations); every choice of d_model is a multiple of every choice of n_heads
+PARAMETERS = {
+    "d_model": Param(Integer(1), 64, space=Choices([32, 64, 128])),
+    "n_blocks": Param(Integer(1), 2, space=IntRange(1, 4)),
+    "n_heads": Param(Integer(1), 1, space=Choices([1, 2, 4])),
+    "d_ff": Param(Integer(1), 128, space=Choices([64, 128, 256])),
+    "activation": Param(Choice(ACTIVATIONS, "attention activation"), "relu"),
+    "dropout": Param(Real(0, 1, high_open=True), 0.0, space=Uniform(0.0, 0.5)),
+    **inputs.PARAMETERS,
+}
+DEFAULTS = defaults(PARAMETERS)
 LN_EPS = 1e-5
 CHUNK_DOCS = 1 << 16
 NEG = -1e9  # a masked key's attention logit (-inf would make an all-padding row NaN)
 
 
-def _pow2(n: int, low: int) -> int:
-    return max(low, 1 << int(np.ceil(np.log2(max(n, 1)))))
+def check_relations(params: dict) -> None:
+    """ParamError when valid settings do not fit together: the heads split d_model evenly."""
+    if params["d_model"] % params["n_heads"]:
+        raise ParamError("n_heads", f"d_model ({params['d_model']}) must be a multiple of n_heads ({params['n_heads']})")
 
 
 @cache
 def _jax():
-    """(jax.numpy, the jitted network and its jitted vjp, PRNGKey): JAX imported and set to
-    float64 on first use."""
-    import jax
-    import jax.numpy as jnp
-
-    jax.config.update("jax_enable_x64", True)
+    """(jax.numpy, the jitted network and its jitted vjp, PRNGKey): JAX imported on first use
+    (called inside :func:`float64`, so they run in float64)."""
+    jax = load_jax()
+    jnp = jax.numpy
 
     def _act(name: str, z):
         if name == "relu":
@@ -141,33 +159,40 @@ class BoundAttention(BoundScorer):
                 theta[start:start + size] = 1.0
         return theta
 
-    def _padded(self, first: int, stop: int):
-        """Queries first..stop-1 padded: X (Qb, Lb, m), mask, and the flat index of each row."""
+    def _padded(self, first: int, stop: int, source: np.ndarray | None = None):
+        """Queries first..stop-1 of ``source`` (the bound features by default) padded: X (Qb,
+        Lb, m), mask, and the flat index of each row."""
+        source = self.X if source is None else source
         offsets = self.offsets[first:stop + 1]
         lengths = np.diff(offsets)
-        Qb, Lb = _pow2(len(lengths), 1), _pow2(int(lengths.max()), 8)
+        Qb, Lb = bucket(len(lengths), 1), bucket(int(lengths.max()), 8)
         within = np.arange(offsets[-1] - offsets[0]) - np.repeat(offsets[:-1] - offsets[0], lengths)
         flat = np.repeat(np.arange(len(lengths)), lengths) * Lb + within
         X = np.zeros((Qb * Lb, self.X.shape[1]))
-        X[flat] = self.X[offsets[0]:offsets[-1]]
+        X[flat] = source[offsets[0]:offsets[-1]]
         mask = np.zeros(Qb * Lb, dtype=bool)
         mask[flat] = True
         return X.reshape(Qb, Lb, -1), mask.reshape(Qb, Lb), flat
 
     def _run(self, theta: np.ndarray, rng: np.random.Generator | None) -> tuple[np.ndarray, Vjp]:
-        jnp, network, pullback, prng_key = _jax()
-        theta = jnp.asarray(self.check(theta))
-        X, mask, flat = self._padded(0, len(self.offsets) - 1)
-        key = None if rng is None or self.scorer.dropout == 0 else prng_key(int(rng.integers(2 ** 31)))
+        theta = self.check(theta)
+        source = inputs.add_noise(self.X, self.scorer.input_noise, rng)
+        X, mask, flat = self._padded(0, len(self.offsets) - 1, source)
+        draw = None if rng is None or self.scorer.dropout == 0 else int(rng.integers(2 ** 31))
         config = self.config(rng is not None)
-        padded = network(theta, X, mask, key, config)
-        scores = np.asarray(padded).ravel()[flat]
+        with float64():
+            jnp, network, pullback, prng_key = _jax()
+            key = None if draw is None else prng_key(draw)
+            padded = network(jnp.asarray(theta), X, mask, key, config)
+            scores = np.asarray(padded).ravel()[flat]
 
         def vjp(g: np.ndarray) -> np.ndarray:
             full = np.zeros(padded.size)
             full[flat] = g
-            # a copy: numpy views of JAX arrays are read-only, and the objective adds its penalty in place
-            return np.array(pullback(theta, X, mask, key, config, full.reshape(padded.shape)), dtype=np.float64)
+            with float64():
+                # a copy: numpy views of JAX arrays are read-only, and the objective adds its penalty in place
+                return np.array(pullback(jnp.asarray(theta), X, mask, key, config, full.reshape(padded.shape)),
+                                dtype=np.float64)
 
         return scores, vjp
 
@@ -178,16 +203,18 @@ class BoundAttention(BoundScorer):
         return self._run(theta, rng)
 
     def scores(self, theta: np.ndarray) -> np.ndarray:
-        jnp, network, _, _ = _jax()
-        theta = jnp.asarray(self.check(theta))
+        theta = self.check(theta)
         config = self.config(False)
         out, first, n_queries = [], 0, len(self.offsets) - 1
-        while first < n_queries:  # whole queries, about CHUNK_DOCS padded documents at a time
-            width = _pow2(int(np.diff(self.offsets[first:]).max()), 8)
-            stop = min(n_queries, first + max(1, CHUNK_DOCS // width))
-            X, mask, flat = self._padded(first, stop)
-            out.append(np.asarray(network(theta, X, mask, None, config)).ravel()[flat])
-            first = stop
+        with float64():
+            jnp, network, _, _ = _jax()
+            theta = jnp.asarray(theta)
+            while first < n_queries:  # whole queries, about CHUNK_DOCS padded documents at a time
+                width = bucket(int(np.diff(self.offsets[first:]).max()), 8)
+                stop = min(n_queries, first + max(1, CHUNK_DOCS // width))
+                X, mask, flat = self._padded(first, stop)
+                out.append(np.asarray(network(theta, X, mask, None, config)).ravel()[flat])
+                first = stop
         return np.concatenate(out) if out else np.zeros(0)
 
     def unpack(self, theta: np.ndarray) -> dict[str, Any]:
@@ -201,20 +228,16 @@ class AttentionScorer(Scorer):
     heads and a ``d_ff``-wide feed-forward layer, ``activation``, ``dropout``."""
 
     name = "attention"
+    parameters = PARAMETERS
 
-    def __init__(self, d_model: int = 64, n_blocks: int = 2, n_heads: int = 1, d_ff: int = 128,
-                 activation: str = "relu", dropout: float = 0.0) -> None:
-        for key, value in (("d_model", d_model), ("n_blocks", n_blocks), ("n_heads", n_heads), ("d_ff", d_ff)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{key} must be a positive integer, got {value!r}")
-        if d_model % n_heads:
-            raise ValueError(f"d_model ({d_model}) must be a multiple of n_heads ({n_heads})")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; valid activations: {', '.join(ACTIVATIONS)}")
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-        self.d_model, self.n_blocks, self.n_heads, self.d_ff = int(d_model), int(n_blocks), int(n_heads), int(d_ff)
-        self.activation, self.dropout = activation, float(dropout)
+    def __init__(self, d_model: int = DEFAULTS["d_model"], n_blocks: int = DEFAULTS["n_blocks"],
+                 n_heads: int = DEFAULTS["n_heads"], d_ff: int = DEFAULTS["d_ff"],
+                 activation: str = DEFAULTS["activation"], dropout: float = DEFAULTS["dropout"],
+                 input_transform: str = DEFAULTS["input_transform"], input_noise: float = DEFAULTS["input_noise"]) -> None:
+        # the settings are checked against PARAMETERS and check_relations by the ranker that builds the scorer
+        self.d_model, self.n_blocks, self.n_heads, self.d_ff = d_model, n_blocks, n_heads, d_ff
+        self.activation, self.dropout = activation, dropout
+        self.input_transform, self.input_noise = input_transform, input_noise
 
     def layout(self, n_features: int) -> tuple[list[tuple[str, int, tuple, str]], int, int]:
         """[(name, start, shape, kind)], the number penalised, the number of parameters; kinds:
@@ -244,7 +267,7 @@ class AttentionScorer(Scorer):
     def bind(self, data) -> BoundAttention:
         self.check_kind(data)
         segment = np.repeat(np.arange(data.n_queries), np.diff(data.offsets))
-        return BoundAttention(data.X, segment, self)
+        return BoundAttention(inputs.transform(data.X, self.input_transform), segment, self)
 
     def pack(self, parts: dict[str, Any]) -> np.ndarray:
         layout, _, n = self.layout(self.feature_shape(parts)[0])

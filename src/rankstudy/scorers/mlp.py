@@ -13,6 +13,8 @@ weights first (penalised by the objective's L2 term), then the biases (not penal
   :meth:`BoundMLP.train_forward` (a solver's training step, with its own seeded generator);
   ``forward`` and ``scores`` (prediction, the objective L-BFGS and the did-it-learn check
   see) are deterministic, with no dropout. The vjp of ``train_forward`` is exact for the mask drawn.
+* ``input_transform``, ``input_noise``: DASALC's log1p transform and training noise
+  (:mod:`rankstudy.scorers.inputs`), before the norm.
 * ``input_norm``: ``"layer"`` standardises each document's feature vector over its features
   (mean 0, variance 1; no parameters: a gain and bias there would only rescale the first layer);
   ``"batch"`` standardises each feature with a mean and standard deviation fixed once, from the
@@ -29,10 +31,22 @@ from typing import Any
 
 import numpy as np
 
+from rankstudy.scorers import inputs
 from rankstudy.scorers.activations import ACTIVATIONS, activate
 from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
+from rankstudy.util.params import Choice, Choices, Integer, Listing, Param, Real, Uniform, defaults
 
 INPUT_NORMS = ("batch", "layer")
+# the scorer's settings, declared once: the neural ranker takes them as its parameters and checks them
+PARAMETERS = {
+    "hidden": Param(Listing(Integer(1), what="a list of positive integers (hidden layer sizes)"), [64, 32],
+                    space=Choices([[64, 32], [128, 64], [256, 128, 64]])),
+    "activation": Param(Choice(ACTIVATIONS, "mlp activation"), "relu"),
+    "dropout": Param(Real(0, 1, high_open=True), 0.0, space=Uniform(0.0, 0.5)),
+    "input_norm": Param([None, Choice(INPUT_NORMS, "input_norm")], None),
+    **inputs.PARAMETERS,
+}
+DEFAULTS = defaults(PARAMETERS)
 NORM_EPS = 1e-5  # added to variances (torch's LayerNorm / BatchNorm default)
 SCORE_CHUNK = 16384  # prediction scores this many rows at a time: memory bounded by the chunk
 
@@ -100,7 +114,7 @@ class BoundMLP(BoundScorer):
         theta = self.check(theta)
         weights, biases = self.split(theta)
         p = self.scorer.dropout if rng is not None else 0.0
-        h = self.inputs(X)
+        h = self.inputs(inputs.add_noise(X, self.scorer.input_noise, rng))
         hs, slopes = [h], []  # each layer's input, and act' times the dropout mask
         for W, b in zip(weights[:-1], biases[:-1]):
             h, slope = activate(self.scorer.activation, h @ W + b)
@@ -156,26 +170,22 @@ class MLPScorer(Scorer):
     ``input_scale`` (None: taken from the first split bound)."""
 
     name = "mlp"
+    parameters = PARAMETERS
 
-    def __init__(self, hidden=(64, 32), activation: str = "relu", dropout: float = 0.0,
-                 input_norm: str | None = None, input_stats: dict | None = None) -> None:
-        hidden = tuple(hidden)
-        if not all(isinstance(h, (int, np.integer)) and not isinstance(h, bool) and h >= 1 for h in hidden):
-            raise ValueError(f"hidden must be a list of positive integers, got {list(hidden)!r}")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; valid activations: {', '.join(ACTIVATIONS)}")
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
-        if input_norm is not None and input_norm not in INPUT_NORMS:
-            raise ValueError(f"unknown input_norm {input_norm!r}; valid: {', '.join(INPUT_NORMS)} or null")
-        self.hidden = tuple(int(h) for h in hidden)
-        self.activation, self.dropout, self.input_norm = activation, float(dropout), input_norm
+    def __init__(self, hidden=tuple(DEFAULTS["hidden"]), activation: str = DEFAULTS["activation"],
+                 dropout: float = DEFAULTS["dropout"], input_norm: str | None = DEFAULTS["input_norm"],
+                 input_stats: dict | None = None, input_transform: str = DEFAULTS["input_transform"],
+                 input_noise: float = DEFAULTS["input_noise"]) -> None:
+        # the settings are checked against PARAMETERS by the ranker that builds the scorer
+        self.hidden = tuple(hidden)
+        self.activation, self.dropout, self.input_norm = activation, dropout, input_norm
+        self.input_transform, self.input_noise = input_transform, input_noise
         self.input_stats = None if input_stats is None else {
             "input_mean": list(input_stats["input_mean"]), "input_scale": list(input_stats["input_scale"])}
 
     def bind(self, data) -> BoundMLP:
         self.check_kind(data)
-        return BoundMLP(data.X, self)
+        return BoundMLP(inputs.transform(data.X, self.input_transform), self)
 
     def pack(self, parts: dict[str, Any]) -> np.ndarray:
         weights = [np.asarray(W, dtype=np.float64) for W in parts["weights"]]

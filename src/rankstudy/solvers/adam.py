@@ -38,9 +38,25 @@ import numpy as np
 
 from rankstudy.evaluation.metrics import parse_metric, per_query
 from rankstudy.solvers.base import Solution
+from rankstudy.util.params import Choice, Choices, Integer, LogUniform, Param, Real, Text
 from rankstudy.util.progress import Progress
 
 SCHEDULES = ("constant", "cosine", "step")
+# the solver's settings, declared once (the neural ranker takes them as its parameters and checks them)
+PARAMETERS = {
+    "learning_rate": Param(Real(0, low_open=True), 1e-3, space=LogUniform(1e-4, 1e-2)),
+    "epochs": Param(Integer(1), 50, help="at most; early stopping may end sooner"),
+    "batch_size": Param(Integer(1), 64, space=Choices([16, 32, 64, 128]), help="queries per step"),
+    "weight_decay": Param(Real(0), 0.0, space=LogUniform(1e-5, 1e-1), help="AdamW's decoupled decay"),
+    "schedule": Param(Choice(SCHEDULES, "schedule"), "constant"),
+    "step_epochs": Param(Integer(1), 10),
+    "gamma": Param(Real(0, 1, low_open=True), 0.1),
+    "clip_norm": Param([None, Real(0, low_open=True)], None),
+    "patience": Param([None, Integer(1)], 10, help="epochs without a better validation metric (null: never stop)"),
+    "metric": Param(Text(parse_metric, what="a metric name such as ndcg@10"), "ndcg@10"),
+    "max_list_length": Param([None, Integer(1)], None, help="longer training lists are sampled (null: whole)"),
+    "seed": Param(Integer(), 0),
+}
 
 
 def batch_rows(offsets: np.ndarray, queries: np.ndarray, max_length: int | None,
@@ -66,36 +82,17 @@ class Adam:
     """See the module docstring."""
 
     name = "adam"
+    parameters = PARAMETERS
 
-    def __init__(self, learning_rate: float = 1e-3, epochs: int = 50, batch_size: int = 64,
-                 weight_decay: float = 0.0, schedule: str = "constant", step_epochs: int = 10, gamma: float = 0.1,
-                 clip_norm: float | None = None, patience: int | None = 10, metric: str = "ndcg@10",
-                 max_list_length: int | None = None, seed: int = 0, beta1: float = 0.9, beta2: float = 0.999,
-                 eps: float = 1e-8) -> None:
-        if not learning_rate > 0:
-            raise ValueError(f"learning_rate must be > 0, got {learning_rate!r}")
-        if int(epochs) < 1 or int(batch_size) < 1 or int(step_epochs) < 1:
-            raise ValueError(f"epochs, batch_size and step_epochs must be >= 1, got {epochs!r}, {batch_size!r}, "
-                             f"{step_epochs!r}")
-        if weight_decay < 0 or not 0 < gamma <= 1:
-            raise ValueError(f"need weight_decay >= 0 and 0 < gamma <= 1, got {weight_decay!r}, {gamma!r}")
-        if schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {schedule!r}; valid: {', '.join(SCHEDULES)}")
-        if clip_norm is not None and not clip_norm > 0:
-            raise ValueError(f"clip_norm must be > 0 or None, got {clip_norm!r}")
-        if patience is not None and int(patience) < 1:
-            raise ValueError(f"patience must be >= 1 or None, got {patience!r}")
-        if max_list_length is not None and int(max_list_length) < 1:
-            raise ValueError(f"max_list_length must be >= 1 or None, got {max_list_length!r}")
-        parse_metric(metric)  # a bad name fails here, not after the first epoch
-        self.learning_rate, self.epochs, self.batch_size = float(learning_rate), int(epochs), int(batch_size)
-        self.weight_decay, self.schedule = float(weight_decay), schedule
-        self.step_epochs, self.gamma = int(step_epochs), float(gamma)
-        self.clip_norm = None if clip_norm is None else float(clip_norm)
-        self.patience = None if patience is None else int(patience)
-        self.metric = metric
-        self.max_list_length = None if max_list_length is None else int(max_list_length)
-        self.seed, self.beta1, self.beta2, self.eps = int(seed), float(beta1), float(beta2), float(eps)
+    def __init__(self, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8, **settings) -> None:
+        """``settings``: any of :data:`PARAMETERS` by name, the others their declared defaults (the
+        values are checked against the declarations by the ranker that builds the solver)."""
+        unknown = sorted(set(settings) - set(PARAMETERS))
+        if unknown:
+            raise TypeError(f"Adam got unknown settings {', '.join(unknown)}; valid: {', '.join(PARAMETERS)}")
+        for name, param in PARAMETERS.items():
+            setattr(self, name, settings[name] if name in settings else param.default)
+        self.beta1, self.beta2, self.eps = beta1, beta2, eps
 
     def rate(self, step: int, epoch: int, total_steps: int) -> float:
         """The learning rate of (0-based) ``step``, taken in (1-based) ``epoch``."""

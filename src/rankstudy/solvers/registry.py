@@ -13,8 +13,8 @@ Which solver fits which loss (:func:`check_solver`), from the loss's entry in
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from rankstudy.util.lazy import load
 from rankstudy.util.names import lookup
@@ -22,27 +22,18 @@ from rankstudy.util.names import lookup
 
 @dataclass(frozen=True)
 class SolverSettings:
-    """The settings of every solver; each takes the ones it uses."""
+    """The settings of every solver; each takes the ones it uses. Adam's own settings (declared in
+    :data:`rankstudy.solvers.adam.PARAMETERS`, with their defaults) go by name in ``adam``."""
 
     max_iter: int = 200  # lbfgs, cutting_plane: iterations
     tol: float = 1e-6  # lbfgs
     epsilon: float = 1e-3  # cutting_plane: its tolerance
-    epochs: int = 10  # projected_sgd, adam
+    epochs: int = 10  # projected_sgd
     step: float = 0.5
     decay: float = 2 ** -0.5
     l1_bound: float | None = None
     seed: int = 0
-    # adam
-    learning_rate: float = 1e-3
-    batch_size: int = 64
-    weight_decay: float = 0.0
-    schedule: str = "constant"
-    step_epochs: int = 10
-    gamma: float = 0.1
-    clip_norm: float | None = None
-    patience: int | None = 10
-    metric: str = "ndcg@10"
-    max_list_length: int | None = None
+    adam: Mapping = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -69,12 +60,7 @@ SOLVERS: dict[str, SolverEntry] = {
     "projected_sgd": SolverEntry("rankstudy.solvers.projected_sgd:ProjectedSGD",
                                  lambda cls, s: cls(step=s.step, decay=s.decay, epochs=s.epochs,
                                                     l1_bound=s.l1_bound, seed=s.seed)),
-    "adam": SolverEntry("rankstudy.solvers.adam:Adam",
-                        lambda cls, s: cls(learning_rate=s.learning_rate, epochs=s.epochs, batch_size=s.batch_size,
-                                           weight_decay=s.weight_decay, schedule=s.schedule,
-                                           step_epochs=s.step_epochs, gamma=s.gamma, clip_norm=s.clip_norm,
-                                           patience=s.patience, metric=s.metric,
-                                           max_list_length=s.max_list_length, seed=s.seed)),
+    "adam": SolverEntry("rankstudy.solvers.adam:Adam", lambda cls, s: cls(**{"seed": s.seed, **s.adam})),
 }
 
 

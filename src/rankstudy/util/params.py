@@ -407,3 +407,14 @@ class Param:
         import copy
 
         return copy.deepcopy(self.default)
+
+    def when(self, **fixed) -> "Param":
+        """This declaration, tuned only when the other parameters also have the values ``fixed``
+        (a scorer's width, composed into a ranker that has several scorers)."""
+        return Param(self.constraints, self.default, space=self.space, tune_when={**self.tune_when, **fixed},
+                     help=self.help)
+
+
+def defaults(parameters: dict[str, Param]) -> dict:
+    """``{name: default}`` of some declarations (a signature's defaults, written once)."""
+    return {name: param.default for name, param in parameters.items()}
