@@ -1,36 +1,27 @@
 """NeuralNDCG's DCG in JAX (the loss is :func:`rankstudy.losses.listwise.neural_ndcg`): NeuralSort's
 relaxed permutation matrix and Sinkhorn scaling are differentiated by autodiff, in float64.
 
-Imported only when the loss runs: JAX costs about a second to import. Chunks are padded to a
-width of 16, 24, 32, 48, 64, ... (2^n or 1.5 2^n) and a number of queries of 1, 2, 3, 4, 6, 8, ..., so a
-handful of compiled shapes serve every chunk and every evaluation of an optimiser (padding is
-inert; compiling one shape takes a second or two).
+Imported only when the loss runs: JAX costs about a second to import (and is imported through
+:mod:`rankstudy.util.jax_runtime`, which also scopes float64 and gives the shape buckets). Chunks
+are padded to a width of 16, 24, 32, 48, 64, ... and a number of queries of 1, 2, 3, 4, 6, 8, ...
+(:func:`~rankstudy.util.jax_runtime.bucket`), so a handful of compiled shapes serve every chunk
+and every evaluation of an optimiser (padding is inert; compiling one shape takes a second or two).
 """
 
 from __future__ import annotations
 
-import contextlib
 from functools import partial
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from rankstudy.evaluation.dcg import discounts
+from rankstudy.util.jax_runtime import bucket, float64, load_jax
+
+jax = load_jax()  # a JAX_PLATFORMS this machine cannot honour is one line naming it
+jnp = jax.numpy
 
 # allRank's clamp of Sinkhorn's row and column sums: only empty (padding) rows and columns reach it
 SINKHORN_EPS = 1e-10
-
-
-def float64():
-    """JAX's float64 for the duration (without changing the process-wide default)."""
-    if callable(getattr(jax, "enable_x64", None)):
-        return jax.enable_x64(True)
-    try:
-        from jax.experimental import enable_x64  # jax < 0.5
-    except ImportError:  # pragma: no cover
-        return contextlib.nullcontext()
-    return enable_x64()
 
 
 def neural_sort(s, real, temperature):
@@ -91,21 +82,11 @@ def _value_and_grad(s, g, real, coef, temperature, k, transposed, iterations):
     return jax.value_and_grad(weighted_dcg)(s, g, real, coef, temperature, k, transposed, iterations)
 
 
-def _bucket(n: int, smallest: int) -> int:
-    """The smallest of ``smallest`` (a power of two), 1.5 times it, twice it, ... that holds ``n``:
-    at most a third is padding."""
-    size = smallest
-    while size < n:
-        # 1, 2, 3, 4, 6, 8, ...: from a power of two up by half, else up to the next power of two
-        size = max(size + 1, size * 3 // 2) if size & (size - 1) == 0 else size // 3 * 4
-    return size
-
-
 def neural_dcg_chunk(s: np.ndarray, g: np.ndarray, real: np.ndarray, coef: np.ndarray, temperature: float,
                      k: int | None, transposed: bool, iterations: int) -> tuple[float, np.ndarray]:
     """sum_b coef_b DCG_b and its gradient with respect to ``s`` (numpy in and out, float64)."""
     n_rows, width = s.shape
-    rows, cols = _bucket(n_rows, 1), _bucket(width, 16)
+    rows, cols = bucket(n_rows, 1), bucket(width, 16)
 
     def padded(a, fill=0):
         out = np.full((rows, cols), fill, dtype=a.dtype)

@@ -23,7 +23,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from rankstudy.rankers.tuning import StorageError, TuningError
     from rankstudy.tracking.errors import TrackingUnavailable
     from rankstudy.util.atomic import DamagedFile
+    from rankstudy.util.jax_runtime import JaxPlatformError
 
     return (ConfigError, DatasetNotFound, DataPathError, RegistryError, DownloadError, LetorFormatError,
             QATableError, EmptySplitError, TrackingUnavailable, DamagedFile, FileNotFoundError, PermissionError,
-            AllDiverged, StorageError, TuningError, UnrepresentableValue)
+            AllDiverged, StorageError, TuningError, UnrepresentableValue, JaxPlatformError)
