@@ -1,0 +1,542 @@
+"""Cost at scale: how long each method of a study's board takes to fit on synthetic folds shaped
+like MSLR-WEB30K (136 features, about 120 documents per query, labels 0-4) at 1/16, 1/8 and 1/4
+of a fold, how that grows with the training documents n (t = a n^b, least squares on log-log),
+and what the whole board would cost: 5 folds, each method at its defaults (one fit per grid
+candidate) and tuned (trials x one fit), on this 2-core machine and on N nodes of 2 cores.
+
+    python benchmarks/bench_board_cost.py [--study config/studies/leaderboard.yaml] [--methods M ...]
+        [--shape mslr30k|yahoo|istella] [--sizes 16 8 4] [--max-seconds 600] [--trials 20]
+        [--trial-draws 0] [--nodes 1 4 16] [--workdir DIR] [--report-only]
+
+Each fit runs in a child process of its own (so a fit over ``--max-seconds`` can be stopped, and
+its memory is its own), one at a time, on one thread (BLAS, OpenMP, LightGBM, XGBoost, CatBoost:
+``use_job_threads(1)``; JAX's XLA may still use a second core, CPU/wall shows it). The child
+builds the ranker as the train job does (``make_ranker(kind, training_params(spec) + candidate)``),
+fits it once untimed on 5 queries (compilation, first imports), then times ``fit(train, vali)``:
+wall and CPU seconds, and the peak RSS above the RSS with both splits in memory (the kernel's
+high-water mark, reset just before the fit through /proc/self/clear_refs). It also records the
+validation NDCG@10 (did it learn) and the length of the training history.
+
+Order: every method at the smallest size first (every grid candidate there; the middle candidate,
+the "reference", first), then the larger sizes (the reference candidate only; the default job's
+cost is the reference's times the ratio of all candidates to it at the smallest size). A method
+whose reference fit is stopped at the cap is not run at larger sizes; one whose next size is
+predicted (from its points so far, b = 1 from a single point) above 1.5x the cap is skipped:
+both are extrapolated from fewer points and the report says so. ``--trial-draws K`` also fits K
+parameter sets drawn at random from the method's search space (``tuning_space``) at the smallest
+size, so a tuned trial's cost is the mean of the drawn and the default fit, not the default's.
+
+Each fit is appended to ``fits.jsonl`` in the workdir (default ``$TMPDIR/board-cost``); a rerun
+skips the fits already there, so a stopped run continues. ``--report-only`` writes
+``board-cost.md`` and ``board-cost.csv`` from what is there. Predictions: CPU seconds per fit at
+the full fold's training documents (``--full-docs``); a job is one method on one fold (its grid
+candidates, or its ``--trials`` trials, one after another, on one core); on C cores the board
+takes max(sum of jobs / C, longest job) (jobs packed perfectly), so 2 cores, N nodes of 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The synthetic generator's arguments for a whole data set (five parts; a fold trains on three):
+# MSLR-WEB30K as bench_scale.py's mslr30k (31,531 queries, about 124 documents a query); Yahoo
+# Set 1 (19,944 training queries, 473,134 documents, 700 features: 23.7 a query, 1..139) and
+# Istella (23,219 training queries, 7.3M documents, 220 features, about 316 a query) with their
+# training queries as a fold's three parts.
+SHAPES = {
+    "mslr30k": {"n_queries": 31531, "n_features": 136, "median_len": 90, "min_len": 1, "max_len": 1251},
+    "yahoo": {"n_queries": 33240, "n_features": 700, "median_len": 17, "min_len": 1, "max_len": 139},
+    "istella": {"n_queries": 38698, "n_features": 220, "median_len": 235, "min_len": 1, "max_len": 1000},
+}
+# training documents of the real data set's fold (MSLR-WEB30K Fold1 ~2.27M, Yahoo Set 1's train
+# file, Istella's): the size the predictions are for
+FULL_DOCS = {"mslr30k": 2_270_000, "yahoo": 473_134, "istella": 7_325_625}
+FOLDS, CORES = 5, 2
+WARMUP_QUERIES = 5
+# the next size is skipped when its fit is predicted above this multiple of the cap
+SKIP_FACTOR = 1.5
+
+
+# ---------------------------------------------------------------- the arithmetic (no rankstudy)
+
+def power_law(ns, ts) -> tuple[float, float | None]:
+    """(a, b) of t = a n^b by least squares on log t = log a + b log n; b is None for one point
+    (then a = t / n, the linear guess, which the caller says is one)."""
+    ns, ts = np.asarray(ns, float), np.asarray(ts, float)
+    if len(ns) == 0:
+        raise ValueError("no points")
+    if len(ns) == 1 or np.ptp(np.log(ns)) == 0:
+        return float(ts.mean() / ns.mean()), None
+    b, log_a = np.polyfit(np.log(ns), np.log(ts), 1)
+    return float(np.exp(log_a)), float(b)
+
+
+def predict(a: float, b: float | None, n: float) -> float:
+    """t at n; b None: linear (b = 1), which for every method measured here is a lower bound."""
+    return a * n ** (1.0 if b is None else b)
+
+
+def board_seconds(jobs: list[float], cores: int) -> float:
+    """Wall seconds of independent single-core jobs on ``cores`` cores, packed perfectly: the
+    total over the cores, but never less than the longest job."""
+    return max(sum(jobs) / cores, max(jobs, default=0.0))
+
+
+def tuned_trials_under_cap(fit_seconds: float, trials: int, cpu_seconds: float | None) -> int:
+    """Trials a tuned job runs when its trials cost ``fit_seconds`` each: ``trials``, or fewer when
+    the CPU cap is spent first (a trial starts while less than the cap is spent, so the first
+    always runs: rankstudy.rankers.tuning.run_trials)."""
+    if cpu_seconds is None:
+        return trials
+    return max(1, min(trials, math.ceil(cpu_seconds / fit_seconds)))
+
+
+# ---------------------------------------------------------------- the study and the data
+
+def study_methods(study: Path, only: list[str] | None) -> dict[str, dict]:
+    """The study's run methods, as the train job builds them (method_defaults merged)."""
+    from rankstudy.pipeline.config import apply_method_defaults
+
+    config = yaml.safe_load(study.read_text())
+    config = {"methods": config["methods"], "method_defaults": config.get("method_defaults") or {},
+              "run_methods": config.get("run_methods") or list(config["methods"])}
+    apply_method_defaults(config)
+    names = only or config["run_methods"]
+    unknown = sorted(set(names) - set(config["methods"]))
+    if unknown:
+        raise SystemExit(f"unknown methods {unknown}; {study} has {sorted(config['methods'])}")
+    return {name: config["methods"][name] for name in names}
+
+
+def candidates(spec: dict) -> tuple[list[dict], int]:
+    """The grid's candidates in order and the index of the reference (the middle one)."""
+    from rankstudy.rankers.spec import grid_candidates
+
+    cands = grid_candidates(spec.get("grid"))
+    return cands, (len(cands) - 1) // 2
+
+
+def data_dir(workdir: Path, shape: str, k: int) -> Path:
+    return workdir / "data" / f"{shape}-1of{k}"
+
+
+def prepare(workdir: Path, shape: str, k: int, seed: int = 0) -> dict:
+    """Fold 1 of the synthetic data set at 1/k of its queries, as the leaderboard's jobs see it:
+    training queries without a relevant document dropped, QueryLevelNorm (min-max per query);
+    written once as .npz, with its sizes in meta.json."""
+    folder = data_dir(workdir, shape, k)
+    meta_file = folder / "meta.json"
+    if meta_file.exists():
+        return json.loads(meta_file.read_text())
+    from rankstudy.data.cleaning import drop_queries_without_relevant
+    from rankstudy.data.rotation import fold_splits
+    from rankstudy.data.synthetic import make_parts
+    from rankstudy.features.normalize import Normalizer
+
+    size = dict(SHAPES[shape], n_queries=round(SHAPES[shape]["n_queries"] / k))
+    start = time.perf_counter()
+    splits = fold_splits(make_parts(seed, **size), 1)
+    train, dropped = drop_queries_without_relevant(splits["train"])
+    norm = Normalizer("querylevel")
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"shape": shape, "k": k, "generator": size, "dropped_train_queries": dropped}
+    for name, split in (("train", train), ("vali", splits["vali"])):
+        norm.transform(split).to_npz(folder / f"{name}.npz")
+        meta[f"{name}_queries"], meta[f"{name}_docs"] = int(split.n_queries), int(len(split.y))
+    meta["seconds"] = round(time.perf_counter() - start, 1)
+    meta_file.write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+# ---------------------------------------------------------------- one fit, in a child process
+
+def _status(key: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024
+    raise KeyError(key)
+
+
+def child(args: argparse.Namespace) -> None:
+    """Fit one method on one size and print its figures as one JSON line."""
+    from rankstudy.data.rankdata import RankData
+    from rankstudy.evaluation import metrics
+    from rankstudy.rankers.registry import make_ranker
+    from rankstudy.util.threads import use_job_threads
+
+    use_job_threads(1)
+    kind, params = args.kind, json.loads(args.params)
+    folder = Path(args.data)
+    # into anonymous memory (the cache is a memory map): the baseline below then holds the splits,
+    # and the fit's growth is what it allocates, not the file pages it touches
+    train, vali = (RankData.from_npz(folder / f"{s}.npz") for s in ("train", "vali"))
+    train, vali = train.with_features(np.array(train.X)), vali.with_features(np.array(vali.X))
+    warm = time.perf_counter()
+    try:
+        make_ranker(kind, params).fit(train.query_range(0, WARMUP_QUERIES), vali.query_range(0, WARMUP_QUERIES))
+        warm_problem = ""
+    except Exception as exc:  # a method that cannot fit 5 queries may still fit the split
+        warm_problem = f"{type(exc).__name__}: {exc}"[:200]
+    warm_s = time.perf_counter() - warm
+    import gc
+
+    gc.collect()
+    Path("/proc/self/clear_refs").write_text("5")  # the high-water mark starts again from now
+    rss0 = _status("VmRSS")
+    print("FIT_START", flush=True)
+    load0 = os.getloadavg()[0]
+    wall, cpu = time.perf_counter(), time.process_time()
+    ranker = make_ranker(kind, params)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ranker.fit(train, vali)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    growth = max(_status("VmHWM") - rss0, 0)
+    start = time.perf_counter()
+    scores = ranker.predict(vali)
+    predict_s = time.perf_counter() - start
+    ndcg = float("nan")
+    if np.isfinite(scores).all():
+        ndcg = metrics.mean_metrics(metrics.per_query(scores, vali.y, vali.offsets, ["ndcg@10"]))["ndcg@10"]
+    print("RESULT " + json.dumps({
+        "status": "ok", "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "rss_growth_mb": round(growth / 2**20, 1),
+        "rss_base_mb": round(rss0 / 2**20, 1), "predict_s": round(predict_s, 3), "vali_ndcg10": round(ndcg, 5),
+        "history": len(getattr(ranker, "history_", None) or []), "warmup_s": round(warm_s, 2),
+        "warmup_problem": warm_problem, "load_start": round(load0, 2), "load_end": round(os.getloadavg()[0], 2),
+    }), flush=True)
+
+
+def run_child(kind: str, params: dict, data: Path, cap: float, load_timeout: float = 1800) -> dict:
+    """Run one fit in a child process; stop it ``cap`` seconds after its fit started."""
+    cmd = [sys.executable, __file__, "--child", "--kind", kind, "--params", json.dumps(params), "--data", str(data)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines: list[str] = []
+    started = threading.Event()
+
+    def read() -> None:
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("FIT_START"):
+                started.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    err: list[str] = []
+    errs = threading.Thread(target=lambda: err.extend(proc.stderr), daemon=True)
+    errs.start()
+    t0 = time.perf_counter()
+    while not started.is_set() and proc.poll() is None and time.perf_counter() - t0 < load_timeout:
+        started.wait(1)
+    if not started.is_set():
+        proc.kill()
+        proc.wait()
+        return {"status": "error", "problem": "no fit started: " + "".join(err)[-500:]}
+    fit0 = time.perf_counter()
+    try:
+        proc.wait(timeout=cap + 30)  # the result line follows the fit's prediction on vali
+    except subprocess.TimeoutExpired:
+        pass
+    fit_wall = time.perf_counter() - fit0
+    if proc.poll() is None or fit_wall > cap + 30:
+        proc.kill()
+        proc.wait()
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return {"status": "capped", "wall_s": round(fit_wall, 1), "problem": f"stopped after {fit_wall:.0f} s of fitting",
+                "children_cpu_s": round(usage.ru_utime + usage.ru_stime, 1)}
+    reader.join(5)
+    result = next((json.loads(line[len("RESULT "):]) for line in lines if line.startswith("RESULT ")), None)
+    if result is None:
+        return {"status": "error", "problem": "".join(err)[-800:]}
+    if result["wall_s"] > cap:
+        # finished between the cap and the kill: over the cap all the same
+        result.update(status="capped", problem=f"finished after {result['wall_s']:.0f} s, over the cap")
+    return result
+
+
+# ---------------------------------------------------------------- the run
+
+def load_fits(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def key(rec: dict) -> tuple:
+    return rec["shape"], rec["k"], rec["method"], rec["candidate"]
+
+
+def reference_points(fits: list[dict], shape: str, method: str) -> list[dict]:
+    return sorted((f for f in fits if f["shape"] == shape and f["method"] == method and f["reference"]
+                   and f["status"] in ("ok", "capped")), key=lambda f: f["train_docs"])
+
+
+def draws(kind: str, params: dict, count: int, seed: int) -> list[dict]:
+    """``count`` parameter sets drawn at random from the method's declared search space."""
+    if count <= 0:
+        return []
+    import optuna
+
+    from rankstudy.rankers.tuning import tuning_space
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = tuning_space(kind, params)
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed))
+    out = []
+    for _ in range(count):
+        trial = study.ask()
+        out.append({n: s.suggest(trial, n) for n, s in space.items()})
+        study.tell(trial, 0.0)
+    return out
+
+
+def run(args: argparse.Namespace, methods: dict[str, dict]) -> None:
+    from rankstudy.rankers.spec import training_params
+
+    out = args.workdir / "fits.jsonl"
+    fits = load_fits(out)
+    done = {key(f) for f in fits}
+    sizes = sorted(args.sizes, reverse=True)  # 1/16 first
+    for k in sizes:
+        meta = prepare(args.workdir, args.shape, k)
+        print(f"{args.shape} 1/{k}: {meta['train_queries']:,} training queries, {meta['train_docs']:,} documents "
+              f"(vali {meta['vali_docs']:,})", flush=True)
+        smallest = k == sizes[0]
+        for name, spec in methods.items():
+            cands, ref = candidates(spec)
+            base = training_params(spec, seed=0, rel_threshold=1)
+            order = [ref] + [i for i in range(len(cands)) if i != ref] if smallest else [ref]
+            jobs = [(f"grid{i}", {**base, **cands[i]}, i == ref) for i in order]
+            if smallest and args.trial_draws:
+                jobs += [(f"draw{j}", {**base, **values}, False)
+                         for j, values in enumerate(draws(spec["kind"], base, args.trial_draws, seed=0), 1)]
+            for cand, params, is_ref in jobs:
+                rec = {"shape": args.shape, "k": k, "method": name, "kind": spec["kind"], "candidate": cand,
+                       "reference": is_ref, "params": {p: v for p, v in params.items() if p not in base or
+                                                       base[p] != v}, "train_docs": meta["train_docs"]}
+                if key(rec) in done:
+                    continue
+                skip = skip_reason(fits, args.shape, name, meta["train_docs"], args.max_seconds,
+                                   None if is_ref else cand)
+                if skip:
+                    rec.update(status="skipped", problem=skip)
+                else:
+                    print(f"  {name} [{cand}] 1/{k} ...", end=" ", flush=True)
+                    rec.update(run_child(spec["kind"], params, data_dir(args.workdir, args.shape, k), args.max_seconds))
+                rec["at"] = time.strftime("%Y-%m-%d %H:%M:%S")
+                shown = (f"{rec['cpu_s']:.1f} CPU-s, {rec['wall_s']:.1f} s, +{rec['rss_growth_mb']:.0f} MB, "
+                         f"vali NDCG@10 {rec['vali_ndcg10']:.4f}" if rec["status"] == "ok" else rec.get("problem", ""))
+                print(f"  {name} [{cand}] 1/{k}: {rec['status']} {shown}" if skip else f"{rec['status']} {shown}",
+                      flush=True)
+                fits.append(rec)
+                done.add(key(rec))
+                with open(out, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+
+
+def skip_reason(fits: list[dict], shape: str, method: str, n: int, cap: float, other: str | None) -> str:
+    """Why a fit is not run: its method's reference fit was stopped at the cap at a smaller size
+    (or, for a non-reference candidate, at this one), or its time at ``n`` is predicted above
+    SKIP_FACTOR x the cap from the method's smaller sizes."""
+    points = reference_points(fits, shape, method)
+    capped = [p for p in points if p["status"] == "capped" and p["train_docs"] <= n]
+    if capped:
+        return f"its reference fit was over the {cap:g} s cap at 1/{capped[0]['k']}"
+    if other and other.startswith("draw"):  # draws only where the reference is cheap: a trial can be dearer
+        ref = next((p for p in points if p["train_docs"] == n), None)
+        return "" if ref and ref["wall_s"] <= cap / 3 else f"its reference fit took over a third of the {cap:g} s cap"
+    if other:
+        return ""
+    ok = [p for p in points if p["status"] == "ok" and p["train_docs"] < n]
+    if not ok:
+        return ""
+    a, b = power_law([p["train_docs"] for p in ok], [p["wall_s"] for p in ok])
+    guess = predict(a, b, n)
+    if guess > SKIP_FACTOR * cap:
+        return f"predicted {guess:.0f} s wall (from {len(ok)} smaller size(s)), over {SKIP_FACTOR:g}x the {cap:g} s cap"
+    return ""
+
+
+# ---------------------------------------------------------------- the report
+
+def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_docs: float, trials: int,
+                cap: float) -> list[dict]:
+    """Per method: the measured reference fits, the power law, the predicted full-size fit and jobs."""
+    rows = []
+    for name, spec in methods.items():
+        mine = [f for f in fits if f["shape"] == shape and f["method"] == name]
+        if not mine:
+            continue
+        points = reference_points(fits, shape, name)
+        ok = [p for p in points if p["status"] == "ok"]
+        capped = [p for p in points if p["status"] == "capped"]
+        row = {"method": name, "kind": spec["kind"], "sizes": {p["k"]: p for p in points},
+               "skipped": sorted({f["k"] for f in mine if f["status"] == "skipped" and f["reference"]})}
+        smallest = max((f["k"] for f in mine), default=None)
+        at_small = [f for f in mine if f["k"] == smallest]
+        grid = [f for f in at_small if f["candidate"].startswith("grid")]
+        ref = next((f for f in grid if f["reference"]), None)
+        n_cands = len(candidates(spec)[0])
+        # the default job's fits over the reference fit, where all were measured (else: each as dear)
+        if ref and ref["status"] == "ok" and all(f["status"] == "ok" for f in grid) and len(grid) == n_cands:
+            row["grid_ratio"], row["grid_ratio_measured"] = sum(f["cpu_s"] for f in grid) / ref["cpu_s"], True
+        else:
+            row["grid_ratio"], row["grid_ratio_measured"] = float(n_cands), n_cands == 1
+        drawn = [f for f in at_small if f["candidate"].startswith("draw")]
+        if ref and ref["status"] == "ok" and drawn and all(f["status"] == "ok" for f in drawn):
+            row["trial_ratio"] = float(np.mean([ref["cpu_s"]] + [f["cpu_s"] for f in drawn])) / ref["cpu_s"]
+        else:
+            row["trial_ratio"] = None  # a trial taken as dear as the reference fit
+        row["vali_ndcg10"] = ok[-1]["vali_ndcg10"] if ok else float("nan")
+        if ok:
+            a, b = power_law([p["train_docs"] for p in ok], [p["cpu_s"] for p in ok])
+            row.update(a=a, b=b, n_points=len(ok), fit_s=predict(a, b, full_docs), lower_bound=b is None or bool(capped))
+            ma, mb = power_law([p["train_docs"] for p in ok], [max(p["rss_growth_mb"], 1.0) for p in ok])
+            row.update(mem_b=mb, mem_gb=predict(ma, mb, full_docs) / 1024)
+        elif capped:  # over the cap at the smallest size: at least the cap, growing at least linearly
+            p = capped[0]
+            row.update(a=cap / p["train_docs"], b=None, n_points=0, fit_s=cap * full_docs / p["train_docs"],
+                       lower_bound=True, mem_b=None, mem_gb=float("nan"))
+        else:
+            row.update(a=None, b=None, n_points=0, fit_s=float("nan"), lower_bound=True, mem_b=None,
+                       mem_gb=float("nan"))
+        row["default_job_s"] = row["fit_s"] * row["grid_ratio"]
+        row["tuned_job_s"] = row["fit_s"] * trials * (row["trial_ratio"] or 1.0)
+        rows.append(row)
+    return rows
+
+
+def fmt_s(s: float) -> str:
+    if not np.isfinite(s):
+        return "-"
+    return f"{s:,.0f}" if s >= 10 else f"{s:.1f}"
+
+
+def fmt_h(s: float, lower: bool = False) -> str:
+    if not np.isfinite(s):
+        return "-"
+    h = s / 3600
+    text = f"{h:,.0f}" if h >= 100 else f"{h:.1f}" if h >= 1 else f"{h:.2f}"
+    return (">" if lower else "") + text
+
+
+def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
+    fits = load_fits(args.workdir / "fits.jsonl")
+    full = args.full_docs or FULL_DOCS[args.shape]
+    rows = method_rows(fits, methods, args.shape, full, args.trials, args.max_seconds)
+    sizes = sorted({f["k"] for f in fits if f["shape"] == args.shape}, reverse=True)
+    docs = {k: next(f["train_docs"] for f in fits if f["shape"] == args.shape and f["k"] == k) for k in sizes}
+    head = ["method"] + [f"CPU-s 1/{k} ({docs[k] / 1e3:,.0f}k docs)" for k in sizes] + [
+        "b", "vali NDCG@10", "fit at full size (CPU-s)", "default job / fold (h)", "tuned job / fold (h)",
+        "default board, 2 cores (h)", "tuned board, 2 cores (h)", "peak RSS growth: largest measured, predicted full (GB)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        cells = [r["method"]]
+        for k in sizes:
+            p = r["sizes"].get(k)
+            if p is None:
+                cells.append("skipped" if k in r["skipped"] else "-")
+            elif p["status"] == "capped":
+                cells.append(f">{args.max_seconds:g} (stopped)")
+            else:
+                cells.append(fmt_s(p["cpu_s"]) + (f" ({p['wall_s'] / p['cpu_s']:.1f}x wall)"
+                                                   if p["wall_s"] > 1.5 * p["cpu_s"] else ""))
+        lower = r["lower_bound"]
+        cells.append("-" if r["b"] is None else f"{r['b']:.2f}" + (f" ({r['n_points']} pts)" if r["n_points"] < len(sizes) else ""))
+        cells.append(f"{r['vali_ndcg10']:.3f}" if np.isfinite(r["vali_ndcg10"]) else "-")
+        cells.append(("≥ " if lower else "") + fmt_s(r["fit_s"]))
+        cells.append(fmt_h(r["default_job_s"], lower))
+        cells.append(fmt_h(r["tuned_job_s"], lower))
+        cells.append(fmt_h(board_seconds([r["default_job_s"]] * FOLDS, CORES), lower))
+        cells.append(fmt_h(board_seconds([r["tuned_job_s"]] * FOLDS, CORES), lower))
+        measured = max((p["rss_growth_mb"] for p in r["sizes"].values() if p["status"] == "ok"), default=float("nan"))
+        cells.append(f"{measured / 1024:.2f}, {r['mem_gb']:.1f}" if np.isfinite(measured) else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    # the whole board on 2 cores and on N nodes of 2 cores
+    nodes = [f"{n} node{'s' * (n > 1)} x {CORES} cores" + (" (this machine)" if n == 1 else "") for n in args.nodes]
+    board = ["", "| board (5 folds), hours | " + " | ".join(nodes) + " | longest job |",
+             "|" + "---|" * (len(args.nodes) + 2)]
+    known = [r for r in rows if np.isfinite(r["fit_s"])]
+    for label, cols in (("default (one fit per grid candidate)", ["default_job_s"]),
+                        (f"tuned ({args.trials} trials x one fit)", ["tuned_job_s"]),
+                        ("default and tuned", ["default_job_s", "tuned_job_s"])):
+        for short in (None, args.job_hours):
+            # the board again without the methods whose one job on one fold is longer than --job-hours
+            kept = [r for r in known if short is None or max(r[c] for c in cols) <= short * 3600]
+            jobs = [r[c] for r in kept for c in cols for _ in range(FOLDS)]
+            longest = max(((r[c], r["method"]) for r in kept for c in cols), default=(float("nan"), "-"))
+            cells = [fmt_h(board_seconds(jobs, CORES * n), any(r["lower_bound"] for r in kept)) for n in args.nodes]
+            name = label if short is None else f"{label}: only methods with jobs under {short:g} h ({len(kept)})"
+            board.append(f"| {name} | " + " | ".join(cells) + f" | {fmt_h(longest[0])} h ({longest[1]}) |")
+    meta = {k: json.loads((data_dir(args.workdir, args.shape, k) / "meta.json").read_text()) for k in sizes}
+    text = "\n".join([
+        f"# Board cost at scale: {args.shape}-shaped synthetic folds",
+        "",
+        f"Fold 1 at 1/k of {args.shape}'s queries ({SHAPES[args.shape]}): "
+        + "; ".join(f"1/{k}: {m['train_queries']:,} training queries, {m['train_docs']:,} documents, vali "
+                    f"{m['vali_docs']:,}" for k, m in meta.items())
+        + f". Predictions at {full:,} training documents. CPU seconds of one fit on one thread (the reference "
+          f"candidate); b: the exponent of t = a n^b; a job: one method on one fold (default: its grid's "
+          f"candidates; tuned: {args.trials} trials"
+        + ("" if not args.trial_draws else f", each as dear as the mean of the default and {args.trial_draws} random draws from the method's space where measured")
+        + f"); boards: 5 folds on {CORES} cores, max(sum of jobs / cores, longest job). '>': a lower bound "
+          f"(stopped at the {args.max_seconds:g} s cap, or a single point, taken as linear).",
+        "",
+        *lines,
+        *board,
+    ])
+    (args.workdir / "board-cost.md").write_text(text + "\n")
+    import pandas as pd
+
+    flat = [{k: v for k, v in r.items() if k != "sizes"} | {f"cpu_s_1of{k}": (p["cpu_s"] if p["status"] == "ok" else None)
+                                                            for k, p in r["sizes"].items()} for r in rows]
+    pd.DataFrame(flat).to_csv(args.workdir / "board-cost.csv", index=False)
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--study", type=Path, default=REPO / "config" / "studies" / "leaderboard.yaml")
+    parser.add_argument("--methods", nargs="+", help="the study's methods to time (default: its run_methods)")
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="mslr30k")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[16, 8, 4], help="k of 1/k of the data set's queries")
+    parser.add_argument("--max-seconds", type=float, default=600, help="a fit's cap (wall seconds of fitting)")
+    parser.add_argument("--trials", type=int, default=20, help="trials of a tuned job (the tune block's default)")
+    parser.add_argument("--trial-draws", type=int, default=0,
+                        help="parameter sets drawn from each method's search space and fitted at the smallest size")
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--job-hours", type=float, default=24, help="the board again without jobs longer than this")
+    parser.add_argument("--full-docs", type=float, help="training documents of the full fold (default: the shape's)")
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "board-cost")
+    parser.add_argument("--report-only", action="store_true", help="tabulate the workdir's fits.jsonl")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--kind", help=argparse.SUPPRESS)
+    parser.add_argument("--params", help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        return child(args)
+    methods = study_methods(args.study, args.methods)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    if not args.report_only:
+        import rankstudy
+
+        print(f"rankstudy from {Path(rankstudy.__file__).parent}; {len(methods)} methods; workdir {args.workdir}",
+              flush=True)
+        run(args, methods)
+    print(report(args, methods))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""The board-cost benchmark's arithmetic on made-up timings: the exponent of t = a n^b, the fit
+predicted at full size, the default job (grid candidates), the tuned job (trials, as dear as the
+drawn trials), a method stopped at the cap as a lower bound, and the board on 2 cores and on N
+nodes (the longest job bounds it). The benchmark tabulates the made-up fits in a child process,
+as a user runs it with --report-only: tests import nothing from benchmarks/."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FULL = 2_270_000
+DOCS = {16: 100_000, 8: 200_000, 4: 400_000}
+
+
+def fit(k: int, method: str, candidate: str, cpu_s: float | None, reference: bool, status: str = "ok") -> dict:
+    rec = {"shape": "mslr30k", "k": k, "method": method, "kind": "x", "candidate": candidate, "reference": reference,
+           "params": {}, "train_docs": DOCS[k], "status": status}
+    if status == "ok":
+        rec.update(cpu_s=cpu_s, wall_s=cpu_s, rss_growth_mb=DOCS[k] / 1000, vali_ndcg10=0.5)
+    elif status == "capped":
+        rec.update(wall_s=600.0, problem="stopped")
+    else:
+        rec.update(problem="skipped")
+    return rec
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    fits = [
+        # ranknet grows as n^1.5; its other grid candidates cost 5 and 15 CPU-s beside its 10 at 1/16
+        *(fit(k, "ranknet", "grid1", 10 * (DOCS[k] / DOCS[16]) ** 1.5, True) for k in DOCS),
+        fit(16, "ranknet", "grid0", 5, False), fit(16, "ranknet", "grid2", 15, False),
+        # lambdamart grows linearly; two trials drawn from its space cost 60 and 90 beside its 50
+        *(fit(k, "lambdamart", "grid0", 50 * DOCS[k] / DOCS[16], True) for k in DOCS),
+        fit(16, "lambdamart", "draw1", 60, False), fit(16, "lambdamart", "draw2", 90, False),
+        # structrank is stopped at the cap at 1/16 and not run at the larger sizes
+        fit(16, "structrank", "grid0", None, True, "capped"),
+        fit(8, "structrank", "grid0", None, True, "skipped"), fit(4, "structrank", "grid0", None, True, "skipped"),
+    ]
+    (tmp_path / "fits.jsonl").write_text("".join(json.dumps(f) + "\n" for f in fits))
+    for k, n in DOCS.items():
+        folder = tmp_path / "data" / f"mslr30k-1of{k}"
+        folder.mkdir(parents=True)
+        (folder / "meta.json").write_text(json.dumps({"train_queries": n // 120, "train_docs": n, "vali_docs": n // 3}))
+    return tmp_path
+
+
+def test_report_fits_the_power_law_and_predicts_the_board(workdir: Path):
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_board_cost.py"), "--report-only",
+                          "--workdir", str(workdir), "--methods", "ranknet", "lambdamart", "structrank",
+                          "--trial-draws", "2", "--nodes", "1", "4"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = pd.read_csv(workdir / "board-cost.csv").set_index("method")
+    ranknet, lambdamart, structrank = rows.loc["ranknet"], rows.loc["lambdamart"], rows.loc["structrank"]
+    scale = FULL / DOCS[16]
+    assert ranknet["b"] == pytest.approx(1.5)
+    assert ranknet["fit_s"] == pytest.approx(10 * scale ** 1.5)
+    assert ranknet["default_job_s"] == pytest.approx(3 * 10 * scale ** 1.5)  # (5 + 10 + 15) / 10 = 3 fits' worth
+    assert ranknet["tuned_job_s"] == pytest.approx(20 * 10 * scale ** 1.5)  # no draws: a trial as dear as the fit
+    assert lambdamart["b"] == pytest.approx(1.0)
+    assert lambdamart["tuned_job_s"] == pytest.approx(20 * 50 * scale * (50 + 60 + 90) / 3 / 50)
+    # over the cap at the smallest size: at least the cap, grown linearly, and said to be a bound
+    assert structrank["fit_s"] == pytest.approx(600 * scale) and bool(structrank["lower_bound"])
+    assert not bool(ranknet["lower_bound"])
+    # default board: 5 folds of each job; on 2 cores half their sum, on 4 nodes the longest job
+    jobs = 5 * (3 * 10 * scale ** 1.5 + 50 * scale + 600 * scale)
+    row = re.search(r"^\| default \(one fit per grid candidate\) \| >([\d.,]+) \| >([\d.,]+) \| ([\d.,]+) h \(structrank\)",
+                    out.stdout, re.M)
+    assert row, out.stdout
+    assert float(row[1].replace(",", "")) == pytest.approx(jobs / 2 / 3600, abs=0.05)
+    assert float(row[2].replace(",", "")) == pytest.approx(600 * scale / 3600, abs=0.05)
+    assert float(row[3]) == pytest.approx(600 * scale / 3600, abs=0.05)
+    assert re.search(r"^\| structrank \| >600 \(stopped\) \| skipped \| skipped \| - \|", out.stdout, re.M), out.stdout
