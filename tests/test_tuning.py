@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from rankercheck import make_data
-from tuningcheck import register
 from rankstudy.evaluation import metrics
 from rankstudy.rankers.selection import AllDiverged, select_and_fit
 from rankstudy.rankers.tuning import (StorageError, TuneSettings, TuningError, open_storage, study_name,
@@ -25,7 +24,15 @@ from rankstudy.rankers.tuning import (StorageError, TuneSettings, TuningError, o
 from rankstudy.util.params import LogUniform
 
 pytest.importorskip("optuna")
-register()
+
+
+@pytest.fixture(autouse=True)
+def toy_kind(monkeypatch):
+    """The toy ranker registered for each test only (other modules list the kinds)."""
+    from rankstudy.rankers.registry import RANKERS
+    from tuningcheck import ToyRanker
+
+    monkeypatch.setitem(RANKERS, "toy", ToyRanker)
 
 TRAIN, VALI = make_data(60, 1), make_data(30, 2)
 METRIC, OPTIONS = "ndcg@10", {"rel_threshold": 1, "no_relevant": "zero", "max_label": 4.0}
@@ -93,7 +100,6 @@ def test_diverged_trials_are_marked_and_left_out_and_all_diverged_is_one_line(tm
 
 
 def test_a_grid_keeps_its_good_candidates_when_one_diverges():
-    register()
     ranker, chosen, rows = select_and_fit("toy", {"seed": 0}, {"rate": [1e300, 1.0]}, TRAIN, VALI,
                                           progress=lambda _: None)
     assert [r["state"] for r in rows] == ["diverged", "complete"] and chosen["rate"] == 1.0
