@@ -18,39 +18,13 @@ from pathlib import Path
 
 import pytest
 
+from clusters import SUBMITTED, slurm_cluster  # noqa: F401 - the fixture
 from pipeline_runs import TINY, job_counts, make_workdir, snakemake
 
 # on the worker that holds the session's tiny run (tests/conftest.py): the cluster's run is compared
 # with it, and the one-node cluster is used by one test at a time
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny_base")]
 
-START_HINT = "start one on this machine with: bash setup/cluster/local-slurm.sh start"
-SUBMITTED = re.compile(r"Job \S+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)")
-
-
-def why_no_cluster() -> str | None:
-    """None when a SLURM cluster answers, else what is wrong."""
-    if shutil.which("sinfo") is None:
-        return "`sinfo` is not on PATH"
-    try:
-        out = subprocess.run(["sinfo", "-h", "-o", "%P %a %t"], capture_output=True, text=True, timeout=30)
-    except subprocess.TimeoutExpired:
-        return "`sinfo` did not answer within 30 s"
-    if out.returncode != 0:
-        said = (out.stderr or out.stdout).strip().splitlines()
-        return f"`sinfo` failed: {said[-1] if said else f'exit code {out.returncode}'}"
-    if not out.stdout.strip():
-        return "`sinfo` lists no partition"
-    return None
-
-
-@pytest.fixture(scope="module")
-def slurm_cluster():
-    problem = why_no_cluster()
-    if problem:
-        if os.environ.get("RANKSTUDY_REQUIRE_SLURM") == "1":
-            pytest.fail(f"RANKSTUDY_REQUIRE_SLURM=1 but no SLURM cluster answers: {problem}")
-        pytest.skip(f"no SLURM cluster answers ({problem}); {START_HINT}")
 
 
 def settings(conf: Path) -> dict[str, str]:

@@ -10,13 +10,10 @@ RANKSTUDY_REQUIRE_SERVER=1 (CI installs PostgreSQL and sets it)."""
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import urllib.error
@@ -28,13 +25,13 @@ from pathlib import Path
 import pytest
 
 from mlflow_rest import rest as mlflow_rest
+from clusters import script, server  # noqa: F401 - the fixture
 from pipeline_runs import SNAKEMAKE, git, make_workdir
 from rankstudy.tracking.store import GC_BACKEND_ENV
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "setup" / "cluster" / "mlflow-server.sh"
 EXPERIMENT = "rankstudy"
 FOLDS = [1, 2]
 METHODS = ["pointwise", "ranknet", "ranksvm", "listnet"]
@@ -56,57 +53,6 @@ TINY = {
     "report": {"baseline": "ranknet", "metrics": ["ndcg@10", "map"], "n_resamples": 100},
 }
 JOBS = 8
-
-
-def why_no_server() -> str | None:
-    """None when the script can start a server here, else what is missing."""
-    found = subprocess.run(["bash", str(SCRIPT), "find-postgres"], capture_output=True, text=True, timeout=60)
-    if found.returncode != 0:
-        return "PostgreSQL's binaries (initdb, pg_ctl, postgres, psql) are not installed (apt-get install postgresql)"
-    try:
-        import psycopg2  # noqa: F401
-    except ImportError:
-        return "psycopg2 is not installed (pip install -e '.[cluster]')"
-    return None
-
-
-def script(state: Path, command: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(SCRIPT), command], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "RANKSTUDY_MLFLOW_DIR": str(state)})
-
-
-@pytest.fixture(scope="module")
-def server(request):
-    """A server started by the script in a state folder of its own, stopped (and the folder
-    removed) at the end. Yields the environment the script says to export, and the folder."""
-    problem = why_no_server()
-    if problem:
-        if os.environ.get("RANKSTUDY_REQUIRE_SERVER") == "1":
-            pytest.fail(f"RANKSTUDY_REQUIRE_SERVER=1 but no tracking server can be started: {problem}")
-        pytest.skip(f"no MLflow tracking server on PostgreSQL can be started here: {problem}")
-    # not under pytest's tmp_path: PostgreSQL's unprivileged user must be able to enter it
-    state = Path(tempfile.mkdtemp(prefix="rankstudy-mlflow-test-", dir="/tmp"))
-    state.chmod(0o711)
-
-    def stop():
-        out = script(state, "stop", timeout=120)
-        shutil.rmtree(state, ignore_errors=True)
-        assert out.returncode == 0, out.stderr
-
-    request.addfinalizer(stop)
-    started = script(state, "start")
-    assert started.returncode == 0, started.stderr
-    env = dict(line.removeprefix("export ").split("=", 1) for line in started.stdout.splitlines())
-    assert set(env) == {"MLFLOW_TRACKING_URI", "RANKSTUDY_MLFLOW_BACKEND_STORE_URI", "RANKSTUDY_TUNE_STORAGE"}, started.stdout
-    assert env["RANKSTUDY_TUNE_STORAGE"].startswith("postgresql://") and env["RANKSTUDY_TUNE_STORAGE"].endswith("/optuna")
-    assert env["MLFLOW_TRACKING_URI"].startswith("http://127.0.0.1:")
-    assert env["RANKSTUDY_MLFLOW_BACKEND_STORE_URI"].startswith("postgresql://")
-    # a second start finds the running server and prints the same lines
-    again = script(state, "start", timeout=120)
-    assert (again.returncode, again.stdout) == (0, started.stdout), again.stderr
-    status = script(state, "status", timeout=60)
-    assert status.returncode == 0 and "mlflow:     running" in status.stdout, status.stdout + status.stderr
-    return env, state
 
 
 def run_pipeline(workdir: Path, env: dict, *args: str) -> subprocess.CompletedProcess:

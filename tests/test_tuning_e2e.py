@@ -11,17 +11,9 @@ import pytest
 import yaml
 
 from pipeline_runs import make_workdir, run_dir, snakemake
+from tuningcheck import TUNED
 
 pytest.importorskip("optuna")
-
-TUNED = {
-    "study": "tuned", "folds": [1],
-    "synthetic": {"n_queries": 120, "n_features": 20},
-    "features": {"normalization": "zscore", "first_order": True, "rho": []},
-    "methods": {"lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 120, "early_stopping_rounds": 200}}},
-    "tune": {"trials": 6, "workers": 2, "sampler": "tpe"},
-    "report": {"baseline": "lambdamart", "metrics": ["ndcg@10"], "n_resamples": 100, "alpha": 0.05},
-}
 
 
 def fit_target(method: str = "lambdamart") -> str:

@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from clusters import SUBMITTED, server, slurm_cluster  # noqa: F401 - the fixtures
 from pipeline_runs import make_workdir, run_dir, snakemake
-from test_slurm_e2e import SUBMITTED, slurm_cluster  # noqa: F401 - the fixture
-from test_tracking_server_e2e import server  # noqa: F401 - the fixture
-from test_tuning_e2e import TUNED
+from tuningcheck import TUNED
 
 # one SLURM test at a time: on the worker of the other cluster tests
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tiny_base")]

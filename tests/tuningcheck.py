@@ -36,6 +36,17 @@ class ToyRanker(Ranker):
         self.w_ = np.array(state["w"])
 
 
+# a one-fold synthetic study tuning LightGBM's LambdaMART with two workers (the e2e and SLURM tests)
+TUNED = {
+    "study": "tuned", "folds": [1],
+    "synthetic": {"n_queries": 120, "n_features": 20},
+    "features": {"normalization": "zscore", "first_order": True, "rho": []},
+    "methods": {"lambdamart": {"kind": "lambdamart", "params": {"n_estimators": 120, "early_stopping_rounds": 200}}},
+    "tune": {"trials": 6, "workers": 2, "sampler": "tpe"},
+    "report": {"baseline": "lambdamart", "metrics": ["ndcg@10"], "n_resamples": 100, "alpha": 0.05},
+}
+
+
 def register() -> None:
     from rankstudy.rankers.registry import RANKERS
 
