@@ -68,6 +68,8 @@ SHAPES = {
 FULL_DOCS = {"mslr30k": 2_270_000, "yahoo": 473_134, "istella": 7_325_625}
 FOLDS, CORES = 5, 2
 WARMUP_QUERIES = 5
+# a fit is stopped when the machine's available memory falls below this (neighbours' too)
+MIN_AVAILABLE_GB = 3
 # the next size is skipped when its fit is predicted above this multiple of the cap
 SKIP_FACTOR = 1.5
 
@@ -220,8 +222,25 @@ def child(args: argparse.Namespace) -> None:
     }), flush=True)
 
 
-def run_child(kind: str, params: dict, data: Path, cap: float, load_timeout: float = 1800) -> dict:
-    """Run one fit in a child process; stop it ``cap`` seconds after its fit started."""
+def _proc(pid: int) -> tuple[float, int]:
+    """(CPU seconds, RSS bytes) of a running process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    return cpu, rss
+
+
+def _available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    raise KeyError("MemAvailable")
+
+
+def run_child(kind: str, params: dict, data: Path, cap: float, max_gb: float, load_timeout: float = 1800) -> dict:
+    """Run one fit in a child process; stop it ``cap`` seconds after its fit started, or when its
+    RSS grows ``max_gb`` above what it held at the start of the fit, or when the machine is left
+    with under MIN_AVAILABLE_GB (the machine is shared: no neighbour is to be killed by the OOM killer)."""
     cmd = [sys.executable, __file__, "--child", "--kind", kind, "--params", json.dumps(params), "--data", str(data)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
@@ -246,17 +265,29 @@ def run_child(kind: str, params: dict, data: Path, cap: float, load_timeout: flo
         proc.wait()
         return {"status": "error", "problem": "no fit started: " + "".join(err)[-500:]}
     fit0 = time.perf_counter()
-    try:
-        proc.wait(timeout=cap + 30)  # the result line follows the fit's prediction on vali
-    except subprocess.TimeoutExpired:
-        pass
-    fit_wall = time.perf_counter() - fit0
-    if proc.poll() is None or fit_wall > cap + 30:
-        proc.kill()
-        proc.wait()
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return {"status": "capped", "wall_s": round(fit_wall, 1), "problem": f"stopped after {fit_wall:.0f} s of fitting",
-                "children_cpu_s": round(usage.ru_utime + usage.ru_stime, 1)}
+    cpu0, rss0 = _proc(proc.pid)
+    peak, stop = rss0, None
+    while proc.poll() is None:
+        # the result line follows the fit's prediction on vali: 30 s of grace
+        wall = time.perf_counter() - fit0
+        try:
+            cpu, rss = _proc(proc.pid)
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            break  # it just ended
+        peak = max(peak, rss)
+        if wall > cap + 30:
+            stop = {"status": "capped", "problem": f"stopped after {wall:.0f} s of fitting"}
+        elif rss - rss0 > max_gb * 2**30 or _available() < MIN_AVAILABLE_GB * 2**30:
+            stop = {"status": "memory", "problem": f"stopped after {wall:.0f} s at {(rss - rss0) / 2**30:.1f} GiB above "
+                                                   f"its start (limit {max_gb:g} GiB; machine's available "
+                                                   f"{_available() / 2**30:.1f} GiB)"}
+        if stop:
+            proc.kill()
+            proc.wait()
+            return {**stop, "wall_s": round(wall, 1), "cpu_s": round(cpu - cpu0, 1),
+                    "rss_growth_mb": round((peak - rss0) / 2**20, 1)}
+        time.sleep(0.2)
+    proc.wait()
     reader.join(5)
     result = next((json.loads(line[len("RESULT "):]) for line in lines if line.startswith("RESULT ")), None)
     if result is None:
@@ -279,7 +310,7 @@ def key(rec: dict) -> tuple:
 
 def reference_points(fits: list[dict], shape: str, method: str) -> list[dict]:
     return sorted((f for f in fits if f["shape"] == shape and f["method"] == method and f["reference"]
-                   and f["status"] in ("ok", "capped")), key=lambda f: f["train_docs"])
+                   and f["status"] in ("ok", "capped", "memory")), key=lambda f: f["train_docs"])
 
 
 def draws(kind: str, params: dict, count: int, seed: int) -> list[dict]:
@@ -312,7 +343,7 @@ def run(args: argparse.Namespace, methods: dict[str, dict]) -> None:
         meta = prepare(args.workdir, args.shape, k)
         print(f"{args.shape} 1/{k}: {meta['train_queries']:,} training queries, {meta['train_docs']:,} documents "
               f"(vali {meta['vali_docs']:,})", flush=True)
-        smallest = k == sizes[0]
+        smallest = k == sizes[0] and not args.reference_only
         for name, spec in methods.items():
             cands, ref = candidates(spec)
             base = training_params(spec, seed=0, rel_threshold=1)
@@ -327,13 +358,14 @@ def run(args: argparse.Namespace, methods: dict[str, dict]) -> None:
                                                        base[p] != v}, "train_docs": meta["train_docs"]}
                 if key(rec) in done:
                     continue
-                skip = skip_reason(fits, args.shape, name, meta["train_docs"], args.max_seconds,
+                skip = skip_reason(fits, args.shape, name, meta["train_docs"], args.max_seconds, args.max_gb,
                                    None if is_ref else cand)
                 if skip:
                     rec.update(status="skipped", problem=skip)
                 else:
                     print(f"  {name} [{cand}] 1/{k} ...", end=" ", flush=True)
-                    rec.update(run_child(spec["kind"], params, data_dir(args.workdir, args.shape, k), args.max_seconds))
+                    rec.update(run_child(spec["kind"], params, data_dir(args.workdir, args.shape, k), args.max_seconds,
+                                         args.max_gb))
                 rec["at"] = time.strftime("%Y-%m-%d %H:%M:%S")
                 shown = (f"{rec['cpu_s']:.1f} CPU-s, {rec['wall_s']:.1f} s, +{rec['rss_growth_mb']:.0f} MB, "
                          f"vali NDCG@10 {rec['vali_ndcg10']:.4f}" if rec["status"] == "ok" else rec.get("problem", ""))
@@ -345,14 +377,17 @@ def run(args: argparse.Namespace, methods: dict[str, dict]) -> None:
                     f.write(json.dumps(rec) + "\n")
 
 
-def skip_reason(fits: list[dict], shape: str, method: str, n: int, cap: float, other: str | None) -> str:
-    """Why a fit is not run: its method's reference fit was stopped at the cap at a smaller size
-    (or, for a non-reference candidate, at this one), or its time at ``n`` is predicted above
-    SKIP_FACTOR x the cap from the method's smaller sizes."""
+def skip_reason(fits: list[dict], shape: str, method: str, n: int, cap: float, max_gb: float,
+                other: str | None) -> str:
+    """Why a fit is not run: its method's reference fit was stopped (at the cap or the memory
+    limit) at a smaller size (or, for a non-reference candidate, at this one), or its time at
+    ``n`` is predicted above SKIP_FACTOR x the cap, or its memory above the limit, from the
+    method's smaller sizes."""
     points = reference_points(fits, shape, method)
-    capped = [p for p in points if p["status"] == "capped" and p["train_docs"] <= n]
+    capped = [p for p in points if p["status"] in ("capped", "memory") and p["train_docs"] <= n]
     if capped:
-        return f"its reference fit was over the {cap:g} s cap at 1/{capped[0]['k']}"
+        what = f"the {cap:g} s cap" if capped[0]["status"] == "capped" else f"the {max_gb:g} GiB memory limit"
+        return f"its reference fit was over {what} at 1/{capped[0]['k']}"
     if other and other.startswith("draw"):  # draws only where the reference is cheap: a trial can be dearer
         ref = next((p for p in points if p["train_docs"] == n), None)
         return "" if ref and ref["wall_s"] <= cap / 3 else f"its reference fit took over a third of the {cap:g} s cap"
@@ -365,14 +400,22 @@ def skip_reason(fits: list[dict], shape: str, method: str, n: int, cap: float, o
     guess = predict(a, b, n)
     if guess > SKIP_FACTOR * cap:
         return f"predicted {guess:.0f} s wall (from {len(ok)} smaller size(s)), over {SKIP_FACTOR:g}x the {cap:g} s cap"
+    a, b = power_law([p["train_docs"] for p in ok], [max(p["rss_growth_mb"], 1.0) for p in ok])
+    memory = predict(a, b, n) / 1024
+    if memory > max_gb:
+        return f"predicted {memory:.1f} GiB above its start (from {len(ok)} smaller size(s)), over the {max_gb:g} GiB limit"
     return ""
 
 
 # ---------------------------------------------------------------- the report
 
 def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_docs: float, trials: int,
-                cap: float) -> list[dict]:
-    """Per method: the measured reference fits, the power law, the predicted full-size fit and jobs."""
+                borrow: str | None = None) -> list[dict]:
+    """Per method: the measured reference fits, the power law, the predicted full-size fit and jobs.
+    A method with fewer than two sizes measured takes b, and its grid and trial ratios when it has
+    none, from the ``borrow`` shape's rows (the same method on other-shaped data)."""
+    lent = {r["method"]: r for r in method_rows(fits, methods, borrow, full_docs, trials)} \
+        if borrow and borrow != shape else {}
     rows = []
     for name, spec in methods.items():
         mine = [f for f in fits if f["shape"] == shape and f["method"] == name]
@@ -380,9 +423,10 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
             continue
         points = reference_points(fits, shape, name)
         ok = [p for p in points if p["status"] == "ok"]
-        capped = [p for p in points if p["status"] == "capped"]
         row = {"method": name, "kind": spec["kind"], "sizes": {p["k"]: p for p in points},
-               "skipped": sorted({f["k"] for f in mine if f["status"] == "skipped" and f["reference"]})}
+               "skipped": sorted({f["k"] for f in mine if f["status"] == "skipped" and f["reference"]}),
+               "borrowed": []}
+        other = lent.get(name)
         smallest = max((f["k"] for f in mine), default=None)
         at_small = [f for f in mine if f["k"] == smallest]
         grid = [f for f in at_small if f["candidate"].startswith("grid")]
@@ -391,23 +435,42 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
         # the default job's fits over the reference fit, where all were measured (else: each as dear)
         if ref and ref["status"] == "ok" and all(f["status"] == "ok" for f in grid) and len(grid) == n_cands:
             row["grid_ratio"], row["grid_ratio_measured"] = sum(f["cpu_s"] for f in grid) / ref["cpu_s"], True
+        elif n_cands > 1 and other and other["grid_ratio_measured"]:
+            row["grid_ratio"], row["grid_ratio_measured"] = other["grid_ratio"], True
+            row["borrowed"].append("grid ratio")
         else:
             row["grid_ratio"], row["grid_ratio_measured"] = float(n_cands), n_cands == 1
         drawn = [f for f in at_small if f["candidate"].startswith("draw")]
         if ref and ref["status"] == "ok" and drawn and all(f["status"] == "ok" for f in drawn):
             row["trial_ratio"] = float(np.mean([ref["cpu_s"]] + [f["cpu_s"] for f in drawn])) / ref["cpu_s"]
+        elif other and other["trial_ratio"]:
+            row["trial_ratio"] = other["trial_ratio"]
+            row["borrowed"].append("trial ratio")
         else:
             row["trial_ratio"] = None  # a trial taken as dear as the reference fit
         row["vali_ndcg10"] = ok[-1]["vali_ndcg10"] if ok else float("nan")
+        # a fit stopped at size n took at least what it had spent, and grows at least linearly
+        stopped = [p for p in points if p["status"] in ("capped", "memory")]
+        floor = max((p.get("cpu_s", p["wall_s"]) * full_docs / p["train_docs"] for p in stopped), default=0.0)
+        memory = [p for p in stopped if p["status"] == "memory"]
+        mem_floor = max((p["rss_growth_mb"] / 1024 * full_docs / p["train_docs"] for p in memory), default=0.0)
+        row["out_of_memory"] = bool(memory)
         if ok:
-            a, b = power_law([p["train_docs"] for p in ok], [p["cpu_s"] for p in ok])
-            row.update(a=a, b=b, n_points=len(ok), fit_s=predict(a, b, full_docs), lower_bound=b is None or bool(capped))
-            ma, mb = power_law([p["train_docs"] for p in ok], [max(p["rss_growth_mb"], 1.0) for p in ok])
-            row.update(mem_b=mb, mem_gb=predict(ma, mb, full_docs) / 1024)
-        elif capped:  # over the cap at the smallest size: at least the cap, growing at least linearly
-            p = capped[0]
-            row.update(a=cap / p["train_docs"], b=None, n_points=0, fit_s=cap * full_docs / p["train_docs"],
-                       lower_bound=True, mem_b=None, mem_gb=float("nan"))
+            ns, ts, ms = ([p["train_docs"] for p in ok], [p["cpu_s"] for p in ok],
+                          [max(p["rss_growth_mb"], 1.0) for p in ok])
+            a, b = power_law(ns, ts)
+            ma, mb = power_law(ns, ms)
+            if b is None and other and other["b"] is not None and other["n_points"] >= 2:
+                # one point here: the other shape's growth through it
+                b, mb = other["b"], other["mem_b"]
+                a, ma = ts[-1] / ns[-1] ** b, ms[-1] / ns[-1] ** mb
+                row["borrowed"].append("b")
+            row.update(a=a, b=b, n_points=len(ok), fit_s=max(predict(a, b, full_docs), floor),
+                       lower_bound=b is None or bool(stopped))
+            row.update(mem_b=mb, mem_gb=max(predict(ma, mb, full_docs) / 1024, mem_floor))
+        elif stopped:  # stopped at the smallest size: a lower bound only
+            row.update(a=None, b=None, n_points=0, fit_s=floor, lower_bound=True, mem_b=None,
+                       mem_gb=mem_floor if memory else float("nan"))
         else:
             row.update(a=None, b=None, n_points=0, fit_s=float("nan"), lower_bound=True, mem_b=None,
                        mem_gb=float("nan"))
@@ -434,7 +497,7 @@ def fmt_h(s: float, lower: bool = False) -> str:
 def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
     fits = load_fits(args.workdir / "fits.jsonl")
     full = args.full_docs or FULL_DOCS[args.shape]
-    rows = method_rows(fits, methods, args.shape, full, args.trials, args.max_seconds)
+    rows = method_rows(fits, methods, args.shape, full, args.trials, args.borrow)
     sizes = sorted({f["k"] for f in fits if f["shape"] == args.shape}, reverse=True)
     docs = {k: next(f["train_docs"] for f in fits if f["shape"] == args.shape and f["k"] == k) for k in sizes}
     head = ["method"] + [f"CPU-s 1/{k} ({docs[k] / 1e3:,.0f}k docs)" for k in sizes] + [
@@ -449,11 +512,14 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
                 cells.append("skipped" if k in r["skipped"] else "-")
             elif p["status"] == "capped":
                 cells.append(f">{args.max_seconds:g} (stopped)")
+            elif p["status"] == "memory":
+                cells.append(f"over {args.max_gb:g} GiB (stopped at {p.get('cpu_s', p['wall_s']):,.0f})")
             else:
                 cells.append(fmt_s(p["cpu_s"]) + (f" ({p['wall_s'] / p['cpu_s']:.1f}x wall)"
                                                    if p["wall_s"] > 1.5 * p["cpu_s"] else ""))
         lower = r["lower_bound"]
-        cells.append("-" if r["b"] is None else f"{r['b']:.2f}" + (f" ({r['n_points']} pts)" if r["n_points"] < len(sizes) else ""))
+        cells.append("-" if r["b"] is None else f"{r['b']:.2f}" + (f" ({args.borrow}'s)" if "b" in r["borrowed"] else
+                                                                    f" ({r['n_points']} pts)" if r["n_points"] < len(sizes) else ""))
         cells.append(f"{r['vali_ndcg10']:.3f}" if np.isfinite(r["vali_ndcg10"]) else "-")
         cells.append(("≥ " if lower else "") + fmt_s(r["fit_s"]))
         cells.append(fmt_h(r["default_job_s"], lower))
@@ -461,7 +527,8 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
         cells.append(fmt_h(board_seconds([r["default_job_s"]] * FOLDS, CORES), lower))
         cells.append(fmt_h(board_seconds([r["tuned_job_s"]] * FOLDS, CORES), lower))
         measured = max((p["rss_growth_mb"] for p in r["sizes"].values() if p["status"] == "ok"), default=float("nan"))
-        cells.append(f"{measured / 1024:.2f}, {r['mem_gb']:.1f}" if np.isfinite(measured) else "-")
+        predicted = ("≥ " if r["out_of_memory"] else "") + (f"{r['mem_gb']:.1f}" if np.isfinite(r["mem_gb"]) else "-")
+        cells.append((f"{measured / 1024:.2f}" if np.isfinite(measured) else "-") + ", " + predicted)
         lines.append("| " + " | ".join(cells) + " |")
     # the whole board on 2 cores and on N nodes of 2 cores
     nodes = [f"{n} node{'s' * (n > 1)} x {CORES} cores" + (" (this machine)" if n == 1 else "") for n in args.nodes]
@@ -512,9 +579,17 @@ def main() -> None:
     parser.add_argument("--shape", choices=sorted(SHAPES), default="mslr30k")
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 8, 4], help="k of 1/k of the data set's queries")
     parser.add_argument("--max-seconds", type=float, default=600, help="a fit's cap (wall seconds of fitting)")
+    parser.add_argument("--max-gb", type=float, default=12,
+                        help="a fit's cap on its RSS growth (GiB), for a shared machine: it is stopped above it")
     parser.add_argument("--trials", type=int, default=20, help="trials of a tuned job (the tune block's default)")
     parser.add_argument("--trial-draws", type=int, default=0,
                         help="parameter sets drawn from each method's search space and fitted at the smallest size")
+    parser.add_argument("--reference-only", action="store_true",
+                        help="only the reference candidate at every size (the grid and trial ratios then come from "
+                             "--borrow's fits)")
+    parser.add_argument("--borrow", default="mslr30k", metavar="SHAPE",
+                        help="with fewer than two sizes of a method measured, its exponent b (and grid and trial "
+                             "ratios) from this shape's fits in the same workdir")
     parser.add_argument("--nodes", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--job-hours", type=float, default=24, help="the board again without jobs longer than this")
     parser.add_argument("--full-docs", type=float, help="training documents of the full fold (default: the shape's)")

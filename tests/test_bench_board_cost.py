@@ -20,8 +20,9 @@ FULL = 2_270_000
 DOCS = {16: 100_000, 8: 200_000, 4: 400_000}
 
 
-def fit(k: int, method: str, candidate: str, cpu_s: float | None, reference: bool, status: str = "ok") -> dict:
-    rec = {"shape": "mslr30k", "k": k, "method": method, "kind": "x", "candidate": candidate, "reference": reference,
+def fit(k: int, method: str, candidate: str, cpu_s: float | None, reference: bool, status: str = "ok",
+        shape: str = "mslr30k") -> dict:
+    rec = {"shape": shape, "k": k, "method": method, "kind": "x", "candidate": candidate, "reference": reference,
            "params": {}, "train_docs": DOCS[k], "status": status}
     if status == "ok":
         rec.update(cpu_s=cpu_s, wall_s=cpu_s, rss_growth_mb=DOCS[k] / 1000, vali_ndcg10=0.5)
@@ -44,20 +45,26 @@ def workdir(tmp_path: Path) -> Path:
         # structrank is stopped at the cap at 1/16 and not run at the larger sizes
         fit(16, "structrank", "grid0", None, True, "capped"),
         fit(8, "structrank", "grid0", None, True, "skipped"), fit(4, "structrank", "grid0", None, True, "skipped"),
+        # one Yahoo-shaped size of ranknet's reference candidate only
+        fit(16, "ranknet", "grid1", 20, True, shape="yahoo"),
     ]
     (tmp_path / "fits.jsonl").write_text("".join(json.dumps(f) + "\n" for f in fits))
-    for k, n in DOCS.items():
-        folder = tmp_path / "data" / f"mslr30k-1of{k}"
+    for shape, k in [("mslr30k", 16), ("mslr30k", 8), ("mslr30k", 4), ("yahoo", 16)]:
+        folder = tmp_path / "data" / f"{shape}-1of{k}"
         folder.mkdir(parents=True)
+        n = DOCS[k]
         (folder / "meta.json").write_text(json.dumps({"train_queries": n // 120, "train_docs": n, "vali_docs": n // 3}))
     return tmp_path
 
 
+def report(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_board_cost.py"), "--report-only",
+                           "--workdir", str(workdir), "--methods", "ranknet", "lambdamart", "structrank", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
 def test_report_fits_the_power_law_and_predicts_the_board(workdir: Path):
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_board_cost.py"), "--report-only",
-                          "--workdir", str(workdir), "--methods", "ranknet", "lambdamart", "structrank",
-                          "--trial-draws", "2", "--nodes", "1", "4"],
-                         capture_output=True, text=True, timeout=120)
+    out = report(workdir, "--trial-draws", "2", "--nodes", "1", "4")
     assert out.returncode == 0, out.stderr[-3000:]
     rows = pd.read_csv(workdir / "board-cost.csv").set_index("method")
     ranknet, lambdamart, structrank = rows.loc["ranknet"], rows.loc["lambdamart"], rows.loc["structrank"]
@@ -80,3 +87,15 @@ def test_report_fits_the_power_law_and_predicts_the_board(workdir: Path):
     assert float(row[2].replace(",", "")) == pytest.approx(600 * scale / 3600, abs=0.05)
     assert float(row[3]) == pytest.approx(600 * scale / 3600, abs=0.05)
     assert re.search(r"^\| structrank \| >600 \(stopped\) \| skipped \| skipped \| - \|", out.stdout, re.M), out.stdout
+
+
+def test_a_shape_measured_at_one_size_borrows_the_exponent_and_the_grid_ratio(workdir: Path):
+    out = report(workdir, "--shape", "yahoo")
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = pd.read_csv(workdir / "board-cost.csv").set_index("method")
+    assert list(rows.index) == ["ranknet"]
+    scale = 473_134 / DOCS[16]  # Yahoo Set 1's training documents
+    assert rows.loc["ranknet", "b"] == pytest.approx(1.5)
+    assert rows.loc["ranknet", "fit_s"] == pytest.approx(20 * scale ** 1.5)
+    assert rows.loc["ranknet", "default_job_s"] == pytest.approx(3 * 20 * scale ** 1.5)
+    assert re.search(r"^\| ranknet \| 20 \| 1.50 \(mslr30k's\) \|", out.stdout, re.M), out.stdout
