@@ -2,7 +2,6 @@
 # constraints, input functions and target lists. Every path comes from rankstudy.pipeline.layout.
 import asyncio
 import json
-import os
 import re
 import shlex
 import sys
@@ -144,10 +143,14 @@ def tune_workers(wildcards):
 
 
 def tune_storage(wildcards):
-    """A tuned method's Optuna storage: tune.storage (a database URL), else RANKSTUDY_TUNE_STORAGE (which
-    setup/cluster/mlflow-server.sh exports: its PostgreSQL's optuna database), else a journal file
-    per method and fold under results/tuning/ (one machine)."""
-    url = (config.get("tune") or {}).get("storage") or os.environ.get("RANKSTUDY_TUNE_STORAGE", "").strip()
+    """Where a tuned method's Optuna study lives, as its job is told on its command line: tune.storage
+    (a database URL), else a journal file per method and fold under results/tuning/ (one machine);
+    "" for a method that is not tuned. RANKSTUDY_TUNE_STORAGE (which setup/cluster/mlflow-server.sh
+    exports: its PostgreSQL's optuna database) wins in the job itself, so its password never shows on
+    a command line (`ps`)."""
+    if not config["methods"][wildcards.method].get("tune"):
+        return ""
+    url = (config.get("tune") or {}).get("storage")
     return url or L.fill(L.TUNING_JOURNAL, **dict(wildcards.items()))
 
 

@@ -5,6 +5,8 @@
 import shlex
 import sys
 
+import yaml
+
 from rankstudy.pipeline import forensics
 from rankstudy.util import atomic
 

@@ -6,6 +6,7 @@ storage and study name."""
 from __future__ import annotations
 
 import csv
+import os
 from dataclasses import dataclass
 
 from rankstudy.data.kinds import load_split
@@ -52,4 +53,6 @@ def tuning_of(job, fit: TrainingJob):
     space = tuning_space(spec["kind"], fit.params, settings.space)
     prefix = f"{w.study}/{w.dataset}/{w.featureset}/{w.method}/fold{w.fold}"
     name = study_name(prefix, spec["kind"], fit.params, space, settings, fit.metric, fit.metric_options)
-    return settings, space, job.params.tune_storage, name
+    # the environment's database wins: it keeps a password off the job's command line
+    storage = os.environ.get("RANKSTUDY_TUNE_STORAGE", "").strip() or job.params.tune_storage
+    return settings, space, storage, name
