@@ -328,7 +328,7 @@ def test_default_and_tuned_twins_side_by_side_with_the_gain_and_its_interval(tmp
          for a, b in [("lm [first]", "rn [first]"), ("lm [first]", "rn-tuned [first]"),
                       ("lm-tuned [first]", "rn [first]"), ("lm-tuned [first]", "rn-tuned [first]")]])
     cpu = pd.DataFrame({"system": list(means), "train_job_seconds": [1.0, 9.0, 1.0, 5.0],
-                        "tune_cpu_seconds": [np.nan, 8.0, np.nan, 4.5]})
+                        "tune_cpu_seconds": [np.nan, 8.0, np.nan, 4.5], "tune_trials": [np.nan, 20, np.nan, 7]})
     board = lb.dataset_board(numbers(means), tested, cpu, METRIC)
     found = lb.tuning_gains(board, tested, cpu, METRIC)
     gains = found.set_index("system")
@@ -341,6 +341,7 @@ def test_default_and_tuned_twins_side_by_side_with_the_gain_and_its_interval(tmp
     text = (tmp_path / "leaderboard.md").read_text()
     assert "tuning changed 1 of 2 systems significantly (1 better, 0 worse)" in text
     assert "+0.0500 [+0.0200, +0.0800] ▲" in text and "-0.0010 [-0.0100, +0.0080] |" in text
+    assert gains["tune_trials"].tolist() == [20, 7]
     csv = pd.read_csv(tmp_path / "leaderboard.csv").set_index("system")
     assert csv.loc["lm-tuned [first]", "tuned_from"] == "lm [first]" and csv.loc["lm-tuned [first]", "gain"] == 0.05
     assert np.isnan(csv.loc["lm [first]", "gain"])

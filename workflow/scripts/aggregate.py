@@ -41,6 +41,7 @@ def fold_timing(fit: FitRecord, history: list[dict], selection: pd.DataFrame) ->
     them (the cutting-plane solver does)."""
     recorded = lambda key: sum(h[key] for h in history) if history and key in history[0] else None  # noqa: E731
     return {"train_job_seconds": fit.seconds, "tune_cpu_seconds": (fit.tuning or {}).get("cpu_seconds"),
+            "tune_trials": (fit.tuning or {}).get("trials"),
             "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0]),
             "argmax_seconds": recorded("argmax_seconds"), "qp_seconds": recorded("qp_seconds")}
 

@@ -41,7 +41,8 @@ COLUMNS = ("dataset", "system", "metric", "rank", "mean", "std", "n_folds", "bes
            "n_datasets",
            "n_top_group")
 # with default and tuned twins, each tuned system's row also has (tuning_gains)
-GAIN_COLUMNS = ("tuned_from", "gain", "gain_lo", "gain_hi", "gain_level", "gain_sig", "tune_cpu_seconds")
+GAIN_COLUMNS = ("tuned_from", "gain", "gain_lo", "gain_hi", "gain_level", "gain_sig", "tune_cpu_seconds",
+                "tune_trials")
 _BEST_TOLERANCE = 1e-12  # relative, as the tables' "best": rounding noise does not break a tie
 
 
@@ -153,11 +154,13 @@ def tuning_gains(board: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame 
     pair's Holm-adjusted decision, says so), and ``tune_cpu_seconds`` (CPU-seconds of the tuning
     trials, mean over folds). In the board's order of the tuned systems; empty without twins."""
     columns = ["system", "tuned_system", "default", "tuned", "gain", "gain_lo", "gain_hi", "gain_level", "gain_sig",
-               "tune_cpu_seconds"]
+               "tune_cpu_seconds", "tune_trials"]
     means = board.set_index("system")["mean"]
     part = pairs[pairs["metric"] == metric] if "metric" in pairs else pairs.iloc[0:0]
-    cpu = ({} if timing is None or "tune_cpu_seconds" not in timing
-           else dict(zip(timing["system"].astype(str), timing["tune_cpu_seconds"].astype(float))))
+    def spent(column):
+        return ({} if timing is None or column not in timing
+                else dict(zip(timing["system"].astype(str), timing[column].astype(float))))
+    cpu, trials = spent("tune_cpu_seconds"), spent("tune_trials")
     rows = []
     for tuned in board["system"]:
         method, featureset = _method_and_featureset(tuned)
@@ -166,7 +169,8 @@ def tuning_gains(board: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame 
             continue
         row = {"system": base, "tuned_system": tuned, "default": means[base], "tuned": means[tuned],
                "gain": means[tuned] - means[base], "gain_lo": np.nan, "gain_hi": np.nan, "gain_level": np.nan,
-               "gain_sig": False, "tune_cpu_seconds": cpu.get(tuned, np.nan)}
+               "gain_sig": False, "tune_cpu_seconds": cpu.get(tuned, np.nan),
+               "tune_trials": trials.get(tuned, np.nan)}
         pair = part[((part["system"] == tuned) & (part["other"] == base))
                     | ((part["system"] == base) & (part["other"] == tuned))]
         if len(pair):
@@ -261,7 +265,7 @@ def overall_rows(overall: pd.DataFrame, datasets: Sequence[str]) -> list[list[st
 
 
 DATASET_HEADER = ["rank", "system", "{metric} (mean ± std)", "top group", "MDD vs best", "train (s)"]
-GAINS_HEADER = ["system", "default", "tuned", "gain from tuning [interval]", "tuning (CPU-s a fold)"]
+GAINS_HEADER = ["system", "default", "tuned", "gain from tuning [interval]", "trials", "tuning (CPU-s a fold)"]
 
 
 def gains_rows(gains: pd.DataFrame) -> list[list[str]]:
@@ -272,7 +276,7 @@ def gains_rows(gains: pd.DataFrame) -> list[list[str]]:
         mark = ("▲" if r.gain > 0 else "▼") if r.gain_sig else ""
         interval = "" if np.isnan(r.gain_lo) else f" [{r.gain_lo:+.4f}, {r.gain_hi:+.4f}]"
         rows.append([r.system, f"{r.default:.4f}", f"{r.tuned:.4f}", f"{r.gain:+.4f}{interval} {mark}".rstrip(),
-                     _seconds_text(r.tune_cpu_seconds)])
+                     "–" if np.isnan(r.tune_trials) else f"{r.tune_trials:.3g}", _seconds_text(r.tune_cpu_seconds)])
     return rows
 
 
@@ -306,8 +310,9 @@ def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, a
         text += (" Default and tuned: each system's untuned run beside its NAME-tuned twin (every method tuned with "
                  "the same budget on the validation split: docs/tuning.md); the gain is the mean paired difference "
                  "over test queries with its interval at the pairs file's Holm-consistent level (it excludes 0 "
-                 "exactly where ▲/▼ marks a gain the Holm-adjusted randomization test finds), tuning the CPU-seconds "
-                 "of the trials per fold.")
+                 "exactly where ▲/▼ marks a gain the Holm-adjusted randomization test finds), trials and tuning the "
+                 "trials run and their CPU-seconds per fold (mean over folds; a method dearer than the CPU cap runs "
+                 "fewer trials).")
     if any_tied:
         text += (f" {TIED_MARK}: in some fold the test scores were all tied in most queries, so the ranking is the "
                  f"input order and its score measures the file's order, not the model (the data set's table says "
@@ -331,7 +336,7 @@ def markdown_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: 
                   grid(header, dataset_rows(board), ["right", "left", "right", "center", "right", "right"])]
         if gains is not None and len(gains.get(dataset, ())):
             parts += [markdown_escape(gains_line(gains[dataset])),
-                      grid(GAINS_HEADER, gains_rows(gains[dataset]), ["left", "right", "right", "right", "right"])]
+                      grid(GAINS_HEADER, gains_rows(gains[dataset]), ["left", "right", "right", "right", "right", "right"])]
     parts.append(markdown_escape(legend_text))
     return "\n\n".join(parts) + "\n"
 
