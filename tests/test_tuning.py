@@ -173,3 +173,34 @@ def test_a_killed_worker_loses_its_running_trial_only(tmp_path):
     assert sum(r["counted"] for r in out.rows) == 8  # the budget, the lost trial not counted
     assert sum(line.startswith("trial ") for line in lines) == 5  # the three finished ones were kept
     assert {r["worker"] for r in out.rows[:3]} == {1}
+
+
+def test_every_kind_starts_its_study_from_its_own_defaults():
+    """Each registered kind's defaults go in as the first trial where its space holds them, and a
+    default outside a numeric space (structrank's l1_bound None: no bound) is simply not enqueued
+    (it crashed the tuned board's structrank)."""
+    import optuna
+
+    from rankstudy.rankers.registry import RANKERS
+    from rankstudy.rankers.tuning import _enqueue_base
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    tuned = 0
+    for kind, cls in sorted(RANKERS.items()):
+        space = tuning_space(kind, {})
+        if not space:
+            continue
+        study = optuna.create_study(direction="maximize")
+        _enqueue_base(study, kind, space, {})
+        trial = study.ask()
+        values = {n: s.suggest(trial, n) for n, s in space.items()}
+        defaults = {n: p.default for n, p in cls.parameters.items()}
+        for name, value in values.items():
+            if defaults.get(name) is None and name in defaults:
+                continue  # no default in the space: drawn by the sampler
+            if value == defaults.get(name):
+                continue
+            s = space[name]
+            assert not hasattr(s, "low") or not (s.low <= defaults[name] <= s.high), (kind, name, value)
+        tuned += 1
+    assert tuned >= 12

@@ -246,8 +246,8 @@ def _enqueue_base(study, kind: str, space: dict[str, Space], params: dict) -> No
                 continue
             plain = all(o is None or isinstance(o, bool | int | float | str) for o in s.options)
             fixed[name] = value if plain else s.options.index(value)
-        elif s.low <= value <= s.high:
-            fixed[name] = value
+        elif isinstance(value, int | float) and not isinstance(value, bool) and s.low <= value <= s.high:
+            fixed[name] = value  # a None default (no bound) is outside a numeric range: not enqueued
     if fixed:
         study.enqueue_trial(fixed, skip_if_exists=True)
 
