@@ -2,11 +2,12 @@
 like MSLR-WEB30K (136 features, about 120 documents per query, labels 0-4) at 1/16, 1/8 and 1/4
 of a fold, how that grows with the training documents n (t = a n^b, least squares on log-log),
 and what the whole board would cost: 5 folds, each method at its defaults (one fit per grid
-candidate) and tuned (trials x one fit), on this 2-core machine and on N nodes of 2 cores.
+candidate) and tuned (trials x one fit, and at the study's budget: the trials started before its
+CPU cap is spent), on this 2-core machine and on N nodes of 2 cores.
 
     python benchmarks/bench_board_cost.py [--study config/studies/leaderboard.yaml] [--methods M ...]
         [--shape mslr30k|yahoo|istella] [--sizes 16 8 4] [--max-seconds 600] [--trials 20]
-        [--trial-draws 0] [--nodes 1 4 16] [--workdir DIR] [--report-only]
+        [--trial-draws 0] [--cpu-seconds 60] [--nodes 1 4 16] [--workdir DIR] [--report-only]
 
 Each fit runs in a child process of its own (so a fit over ``--max-seconds`` can be stopped, and
 its memory is its own), one at a time, on one thread (BLAS, OpenMP, LightGBM, XGBoost, CatBoost:
@@ -67,6 +68,8 @@ SHAPES = {
 # file, Istella's): the size the predictions are for
 FULL_DOCS = {"mslr30k": 2_270_000, "yahoo": 473_134, "istella": 7_325_625}
 FOLDS, CORES = 5, 2
+# the tuned overlay's budget, the default of --trials and --cpu-seconds
+TUNED = yaml.safe_load((REPO / "config" / "studies" / "tuned.yaml").read_text())["tune"]
 WARMUP_QUERIES = 5
 # a fit is stopped when the machine's available memory falls below this (neighbours' too)
 MIN_AVAILABLE_GB = 3
@@ -410,11 +413,11 @@ def skip_reason(fits: list[dict], shape: str, method: str, n: int, cap: float, m
 # ---------------------------------------------------------------- the report
 
 def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_docs: float, trials: int,
-                borrow: str | None = None) -> list[dict]:
+                borrow: str | None = None, cpu_seconds: float | None = None) -> list[dict]:
     """Per method: the measured reference fits, the power law, the predicted full-size fit and jobs.
     A method with fewer than two sizes measured takes b, and its grid and trial ratios when it has
     none, from the ``borrow`` shape's rows (the same method on other-shaped data)."""
-    lent = {r["method"]: r for r in method_rows(fits, methods, borrow, full_docs, trials)} \
+    lent = {r["method"]: r for r in method_rows(fits, methods, borrow, full_docs, trials, cpu_seconds=cpu_seconds)} \
         if borrow and borrow != shape else {}
     rows = []
     for name, spec in methods.items():
@@ -475,7 +478,11 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
             row.update(a=None, b=None, n_points=0, fit_s=float("nan"), lower_bound=True, mem_b=None,
                        mem_gb=float("nan"))
         row["default_job_s"] = row["fit_s"] * row["grid_ratio"]
-        row["tuned_job_s"] = row["fit_s"] * trials * (row["trial_ratio"] or 1.0)
+        trial_s = row["fit_s"] * (row["trial_ratio"] or 1.0)
+        row["tuned_job_s"] = trial_s * trials
+        # at the study's budget: the trials that start before the CPU cap is spent
+        row["capped_trials"] = tuned_trials_under_cap(trial_s, trials, cpu_seconds) if np.isfinite(trial_s) else trials
+        row["capped_job_s"] = trial_s * row["capped_trials"]
         rows.append(row)
     return rows
 
@@ -497,7 +504,8 @@ def fmt_h(s: float, lower: bool = False) -> str:
 def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
     fits = load_fits(args.workdir / "fits.jsonl")
     full = args.full_docs or FULL_DOCS[args.shape]
-    rows = method_rows(fits, methods, args.shape, full, args.trials, args.borrow)
+    cap = args.cpu_seconds or None
+    rows = method_rows(fits, methods, args.shape, full, args.trials, args.borrow, cap)
     sizes = sorted({f["k"] for f in fits if f["shape"] == args.shape}, reverse=True)
     docs = {k: next(f["train_docs"] for f in fits if f["shape"] == args.shape and f["k"] == k) for k in sizes}
     head = ["method"] + [f"CPU-s 1/{k} ({docs[k] / 1e3:,.0f}k docs)" for k in sizes] + [
@@ -537,6 +545,9 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
     known = [r for r in rows if np.isfinite(r["fit_s"])]
     for label, cols in (("default (one fit per grid candidate)", ["default_job_s"]),
                         (f"tuned ({args.trials} trials x one fit)", ["tuned_job_s"]),
+                        *([(f"tuned at the study's budget ({args.trials} trials or {cap:g} CPU-s: "
+                            f"{sum(r['capped_trials'] == 1 for r in known)} of {len(known)} methods one trial)",
+                            ["capped_job_s"])] if cap else []),
                         ("default and tuned", ["default_job_s", "tuned_job_s"])):
         for short in (None, args.job_hours):
             # the board again without the methods whose one job on one fold is longer than --job-hours
@@ -581,7 +592,11 @@ def main() -> None:
     parser.add_argument("--max-seconds", type=float, default=600, help="a fit's cap (wall seconds of fitting)")
     parser.add_argument("--max-gb", type=float, default=12,
                         help="a fit's cap on its RSS growth (GiB), for a shared machine: it is stopped above it")
-    parser.add_argument("--trials", type=int, default=20, help="trials of a tuned job (the tune block's default)")
+    parser.add_argument("--trials", type=int, default=TUNED["trials"],
+                        help="trials of a tuned job (config/studies/tuned.yaml's)")
+    parser.add_argument("--cpu-seconds", type=float, default=TUNED["cpu_seconds"],
+                        help="a tuned job's CPU cap (config/studies/tuned.yaml's; 0: none): the board's "
+                             "'study's budget' row runs the trials that start before it is spent")
     parser.add_argument("--trial-draws", type=int, default=0,
                         help="parameter sets drawn from each method's search space and fitted at the smallest size")
     parser.add_argument("--reference-only", action="store_true",

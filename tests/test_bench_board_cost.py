@@ -87,6 +87,17 @@ def test_report_fits_the_power_law_and_predicts_the_board(workdir: Path):
     assert float(row[2].replace(",", "")) == pytest.approx(600 * scale / 3600, abs=0.05)
     assert float(row[3]) == pytest.approx(600 * scale / 3600, abs=0.05)
     assert re.search(r"^\| structrank \| >600 \(stopped\) \| skipped \| skipped \| - \|", out.stdout, re.M), out.stdout
+    # at the study's budget (tuned.yaml: 20 trials or 60 CPU-s) a trial dearer than the cap runs alone
+    assert ranknet["capped_trials"] == 1 and ranknet["capped_job_s"] == pytest.approx(10 * scale ** 1.5)
+    assert "tuned at the study's budget (20 trials or 60 CPU-s: 3 of 3 methods one trial)" in out.stdout
+
+
+def test_a_cpu_cap_above_the_trials_keeps_every_trial(workdir: Path):
+    out = report(workdir, "--cpu-seconds", "1e9")
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = pd.read_csv(workdir / "board-cost.csv").set_index("method")
+    assert (rows["capped_trials"] == 20).all()
+    assert rows.loc["ranknet", "capped_job_s"] == pytest.approx(rows.loc["ranknet", "tuned_job_s"])
 
 
 def test_a_shape_measured_at_one_size_borrows_the_exponent_and_the_grid_ratio(workdir: Path):
