@@ -68,6 +68,8 @@ SHAPES = {
 # file, Istella's): the size the predictions are for
 FULL_DOCS = {"mslr30k": 2_270_000, "yahoo": 473_134, "istella": 7_325_625}
 FOLDS, CORES = 5, 2
+# history lengths (rounds, epochs, trees) differing more than this across sizes: no power law
+ERRATIC_STEPS = 4
 # the tuned overlay's budget, the default of --trials and --cpu-seconds
 TUNED = yaml.safe_load((REPO / "config" / "studies" / "tuned.yaml").read_text())["tune"]
 WARMUP_QUERIES = 5
@@ -458,9 +460,15 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
         memory = [p for p in stopped if p["status"] == "memory"]
         mem_floor = max((p["rss_growth_mb"] / 1024 * full_docs / p["train_docs"] for p in memory), default=0.0)
         row["out_of_memory"] = bool(memory)
+        steps = [p.get("history") or 0 for p in ok]
+        # an iterative fit whose number of rounds jumps between sizes (AdaRank: 8 rounds at one size,
+        # its 500 at the next) is no power law in n: grown linearly from its largest point instead
+        row["erratic_steps"] = steps if len(ok) > 1 and min(steps) > 0 and max(steps) > ERRATIC_STEPS * min(steps) else None
         if ok:
             ns, ts, ms = ([p["train_docs"] for p in ok], [p["cpu_s"] for p in ok],
                           [max(p["rss_growth_mb"], 1.0) for p in ok])
+            if row["erratic_steps"]:
+                ns, ts, ms = ns[-1:], ts[-1:], ms[-1:]
             a, b = power_law(ns, ts)
             ma, mb = power_law(ns, ms)
             if b is None and other and other["b"] is not None and other["n_points"] >= 2:
@@ -526,8 +534,10 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
                 cells.append(fmt_s(p["cpu_s"]) + (f" ({p['wall_s'] / p['cpu_s']:.1f}x wall)"
                                                    if p["wall_s"] > 1.5 * p["cpu_s"] else ""))
         lower = r["lower_bound"]
-        cells.append("-" if r["b"] is None else f"{r['b']:.2f}" + (f" ({args.borrow}'s)" if "b" in r["borrowed"] else
-                                                                    f" ({r['n_points']} pts)" if r["n_points"] < len(sizes) else ""))
+        cells.append(f"- (rounds {' -> '.join(map(str, r['erratic_steps']))}: linear from the largest)"
+                     if r["erratic_steps"] and r["b"] is None else
+                     "-" if r["b"] is None else f"{r['b']:.2f}" + (f" ({args.borrow}'s)" if "b" in r["borrowed"] else
+                                                                  f" ({r['n_points']} pts)" if r["n_points"] < len(sizes) else ""))
         cells.append(f"{r['vali_ndcg10']:.3f}" if np.isfinite(r["vali_ndcg10"]) else "-")
         cells.append(("≥ " if lower else "") + fmt_s(r["fit_s"]))
         cells.append(fmt_h(r["default_job_s"], lower))

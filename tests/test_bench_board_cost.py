@@ -110,3 +110,20 @@ def test_a_shape_measured_at_one_size_borrows_the_exponent_and_the_grid_ratio(wo
     assert rows.loc["ranknet", "fit_s"] == pytest.approx(20 * scale ** 1.5)
     assert rows.loc["ranknet", "default_job_s"] == pytest.approx(3 * 20 * scale ** 1.5)
     assert re.search(r"^\| ranknet \| 20 \| 1.50 \(mslr30k's\) \|", out.stdout, re.M), out.stdout
+
+
+def test_a_fit_whose_rounds_jump_between_sizes_is_grown_linearly_from_its_largest_point(workdir: Path):
+    """AdaRank stops when its ranking stops changing: 8 rounds at one size, its 500 at the next
+    (measured on MSLR-shaped folds). A power law through those two times would predict days;
+    the report grows the largest point linearly and says why."""
+    small, large = fit(16, "adarank_map", "grid0", 2.0, True), fit(8, "adarank_map", "grid0", 50.0, True)
+    small["history"], large["history"] = 8, 500
+    with open(workdir / "fits.jsonl", "a") as f:
+        f.write(json.dumps(small) + "\n" + json.dumps(large) + "\n")
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_board_cost.py"), "--report-only",
+                          "--workdir", str(workdir), "--methods", "adarank_map"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    row = pd.read_csv(workdir / "board-cost.csv").set_index("method").loc["adarank_map"]
+    assert row["fit_s"] == pytest.approx(50.0 * FULL / DOCS[8]) and bool(row["lower_bound"])
+    assert "rounds 8 -> 500: linear from the largest" in out.stdout
