@@ -471,8 +471,8 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
                 ns, ts, ms = ns[-1:], ts[-1:], ms[-1:]
             a, b = power_law(ns, ts)
             ma, mb = power_law(ns, ms)
-            if b is None and other and other["b"] is not None and other["n_points"] >= 2:
-                # one point here: the other shape's growth through it
+            if b is None and other and other["b"] is not None and other["n_points"] >= 2 and not other["lower_bound"]:
+                # one point here: the other shape's growth through it (unless that is a bound: stopped at a size)
                 b, mb = other["b"], other["mem_b"]
                 a, ma = ts[-1] / ns[-1] ** b, ms[-1] / ns[-1] ** mb
                 row["borrowed"].append("b")

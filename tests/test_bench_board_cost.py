@@ -127,3 +127,20 @@ def test_a_fit_whose_rounds_jump_between_sizes_is_grown_linearly_from_its_larges
     row = pd.read_csv(workdir / "board-cost.csv").set_index("method").loc["adarank_map"]
     assert row["fit_s"] == pytest.approx(50.0 * FULL / DOCS[8]) and bool(row["lower_bound"])
     assert "rounds 8 -> 500: linear from the largest" in out.stdout
+
+
+def test_an_exponent_from_fits_stopped_at_a_larger_size_is_not_lent(workdir: Path):
+    """XGBoost rank:pairwise on MSLR-shaped folds: 76 CPU-s at 1/16, 72 at 1/8 (early stopping
+    kept fewer trees), stopped at the cap at 1/4; its b of about 0 is a bound, not a growth to
+    lend: the Yahoo-shaped point is grown linearly instead (and said to be a lower bound)."""
+    fits = [fit(16, "xgb_pairwise", "grid0", 76.0, True), fit(8, "xgb_pairwise", "grid0", 72.0, True),
+            fit(4, "xgb_pairwise", "grid0", None, True, "capped"),
+            fit(16, "xgb_pairwise", "grid0", 100.0, True, shape="yahoo")]
+    with open(workdir / "fits.jsonl", "a") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in fits))
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_board_cost.py"), "--report-only",
+                          "--workdir", str(workdir), "--methods", "xgb_pairwise", "--shape", "yahoo"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    row = pd.read_csv(workdir / "board-cost.csv").set_index("method").loc["xgb_pairwise"]
+    assert row["fit_s"] == pytest.approx(100.0 * 473_134 / DOCS[16]) and bool(row["lower_bound"])
