@@ -527,7 +527,7 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
             if p is None:
                 cells.append("skipped" if k in r["skipped"] else "-")
             elif p["status"] == "capped":
-                cells.append(f">{args.max_seconds:g} (stopped)")
+                cells.append(f">{p.get('wall_s', args.max_seconds):.0f} (stopped)")  # its own cap: the caps differ by size
             elif p["status"] == "memory":
                 cells.append(f"over {args.max_gb:g} GiB (stopped at {p.get('cpu_s', p['wall_s']):,.0f})")
             else:
