@@ -33,7 +33,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.selection import (COMPLETE, DIVERGED, AllDiverged, Candidate, candidate_row,
                                          diverged_message, fit_candidate)
-from rankstudy.util.params import Choices, ParamError, Space, space_from_config, space_problem
+from rankstudy.util.params import ParamError, Space, space_from_config, space_problem
 
 SAMPLERS = ("tpe", "random")
 LOST = "lost"
@@ -236,18 +236,7 @@ def _enqueue_base(study, kind: str, space: dict[str, Space], params: dict) -> No
     validation."""
     declared = {name: p.default for name, p in ranker_class(kind).parameters.items()}
     params = {**declared, **params}
-    fixed = {}
-    for name, s in space.items():
-        if name not in params:
-            continue
-        value = params[name]
-        if isinstance(s, Choices):
-            if value not in s.options:
-                continue
-            plain = all(o is None or isinstance(o, bool | int | float | str) for o in s.options)
-            fixed[name] = value if plain else s.options.index(value)
-        elif isinstance(value, int | float) and not isinstance(value, bool) and s.low <= value <= s.high:
-            fixed[name] = value  # a None default (no bound) is outside a numeric range: not enqueued
+    fixed = {name: s.stored(params[name]) for name, s in space.items() if name in params and s.holds(params[name])}
     if fixed:
         study.enqueue_trial(fixed, skip_if_exists=True)
 

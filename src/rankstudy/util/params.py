@@ -239,6 +239,14 @@ class Space:
     def extremes(self) -> list:
         raise NotImplementedError
 
+    def holds(self, value) -> bool:
+        """Whether ``value`` is one the space can draw (tuning's first trial, a method's own setting)."""
+        raise NotImplementedError
+
+    def stored(self, value):
+        """What Optuna's trial holds for ``value`` (to enqueue it as a trial)."""
+        return value
+
     def to_config(self) -> dict:
         raise NotImplementedError
 
@@ -264,6 +272,10 @@ class _Range(Space):
 
     def extremes(self) -> list:
         return [self.low, self.high]
+
+    def holds(self, value) -> bool:
+        # a None default (no bound) or a name is no point of a numeric range
+        return isinstance(value, numbers.Real) and not isinstance(value, bool) and self.low <= value <= self.high
 
     def to_config(self) -> dict:
         return {self.key: [self.low, self.high]}
@@ -329,14 +341,25 @@ class Choices(Space):
             raise ValueError(f"choices needs a non-empty list of values, got {options!r}")
         self.options = [list(o) if isinstance(o, tuple) else o for o in options]
 
-    def suggest(self, trial, name: str):
+    @property
+    def _by_index(self) -> bool:
         # Optuna's categorical takes only None, bool, int, float and str: lists go by their index
-        if all(o is None or isinstance(o, bool | int | float | str) for o in self.options):
+        return not all(o is None or isinstance(o, bool | int | float | str) for o in self.options)
+
+    def suggest(self, trial, name: str):
+        if not self._by_index:
             return trial.suggest_categorical(name, self.options)
         return self.options[trial.suggest_categorical(name, list(range(len(self.options))))]
 
     def extremes(self) -> list:
         return list(self.options)
+
+    def holds(self, value) -> bool:
+        return (list(value) if isinstance(value, tuple) else value) in self.options
+
+    def stored(self, value):
+        value = list(value) if isinstance(value, tuple) else value
+        return self.options.index(value) if self._by_index else value
 
     def to_config(self) -> dict:
         return {self.key: list(self.options)}
