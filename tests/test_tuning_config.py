@@ -47,7 +47,9 @@ def test_default_and_tuned_side_by_side_make_twins_right_after_each_method():
     assert config["run_methods"] == ["pointwise", "ranknet", "ranknet-tuned", "ranksvm", "listnet", "listmle",
                                      "lambdamart", "lambdamart-tuned"]
     twin = config["methods"]["lambdamart-tuned"]
-    assert twin["tune"] == {"sampler": "tpe", "trials": 5, "cpu_seconds": None, "workers": 1, "space": {}}
+    # the grid stays with the twin, and its first trial is what the untuned method selects on the fold
+    assert twin["tune"] == {"sampler": "tpe", "trials": 5, "cpu_seconds": None, "workers": 1, "space": {},
+                            "grid": {"num_leaves": [15, 31]}, "base_method": "lambdamart"}
     assert "grid" not in twin and twin["params"] == BASE["methods"]["lambdamart"]["params"]
     # a grid key the ranker declares no space for is a choice among its values (num_leaves has one)
     assert config["methods"]["ranknet-tuned"]["tune"]["space"] in ({"l2": {"choices": [1e-4, 1e-2, 1.0]}}, {})

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -32,7 +33,7 @@ def test_two_workers_share_a_study_and_a_larger_budget_resumes_it(tmp_path):
     assert fit["tuning"]["trials"] == 6 and fit["tuning"]["workers"] == [1, 2]
     assert fit["tuning"]["study"].startswith("tuned/synthetic/first/lambdamart/fold1#")
     rows = (fold / "selection.csv").read_text().splitlines()
-    assert rows[0].split(",")[-4:] == ["state", "worker", "counted", "selected"]
+    assert rows[0].split(",")[-5:] == ["state", "worker", "counted", "untuned", "selected"]
     assert sum(r.endswith(",True") for r in rows[1:]) == 1
     assert (workdir / "results/tuning/tuned/synthetic/first/lambdamart/fold1.journal").exists()
 
@@ -43,6 +44,30 @@ def test_two_workers_share_a_study_and_a_larger_budget_resumes_it(tmp_path):
     fit = json.loads((fold / "fit.json").read_text())
     runs = [json.loads((fold / "tuning" / f"worker{k}.json").read_text())["trials"] for k in (1, 2)]
     assert fit["tuning"]["trials"] == 8 and sorted(runs[0] + runs[1]) == [7, 8]
+
+
+def test_a_tuned_twin_opens_with_what_its_default_twin_selected_on_the_fold(tmp_path):
+    """variants [default, tuned]: the tuned job waits for its twin's fit, its first trial is the
+    twin's grid winner on that fold, scored as the twin scored it, and it ends no lower."""
+    config = {**TUNED, "folds": [1, 2],
+              "methods": {"ranknet": {"kind": "linear", "params": {"loss": "ranknet"},
+                                      "grid": {"l2": [1.0e-4, 1.0e-2, 1.0e+2]}}},
+              "tune": {"trials": 3, "sampler": "random", "variants": ["default", "tuned"]},
+              "report": {**TUNED["report"], "baseline": "ranknet"}}
+    workdir = make_workdir(tmp_path, config)
+    snakemake(workdir, *(str(run_dir(Path("."), "ranknet-tuned", k, study="tuned") / "fit.json") for k in (1, 2)))
+    drawn = []
+    for fold in (1, 2):
+        default = json.loads((run_dir(workdir, "ranknet", fold, study="tuned") / "fit.json").read_text())
+        tuned_dir = run_dir(workdir, "ranknet-tuned", fold, study="tuned")
+        tuned = json.loads((tuned_dir / "fit.json").read_text())
+        rows = pd.read_csv(tuned_dir / "selection.csv")
+        assert rows["untuned"].tolist() == [True, False, False]
+        assert rows.loc[0, "param.l2"] == default["params"]["l2"]
+        assert rows.loc[0, "vali.ndcg@10"] == default["selection_score"]
+        assert tuned["selection_score"] >= default["selection_score"]
+        drawn.append(rows["param.l2"].tolist()[1:])
+    assert drawn[0] != drawn[1]  # each fold draws its own trials
 
 
 def test_a_bad_tuning_space_is_refused_before_any_job_naming_its_key(tmp_path):

@@ -142,6 +142,16 @@ def tune_workers(wildcards):
     return [L.fill(L.TUNE_WORKER, worker=k, **dict(wildcards.items())) for k in range(1, tune["workers"] + 1)]
 
 
+def tune_base(wildcards):
+    """A tuned twin's untuned method's fit on the same fold (tune.base_method): what it selected
+    there is the first trial, so tuning starts from the untuned model (rankstudy.rankers.tuning)."""
+    base = (config["methods"][wildcards.method].get("tune") or {}).get("base_method")
+    if not base:
+        return []
+    return L.fill(f"{L.FOLD_DIR}/{L.TRAIN_OUTPUTS['fit']}", study=wildcards.study, dataset=wildcards.dataset,
+                  featureset=wildcards.featureset, method=base, fold=wildcards.fold)
+
+
 def tune_storage(wildcards):
     """Where a tuned method's Optuna study lives, as its job is told on its command line: tune.storage
     (a database URL), else a journal file per method and fold under results/tuning/ (one machine);

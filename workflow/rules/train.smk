@@ -19,6 +19,7 @@ rule tune_trials:
         vali=lambda w: features_of(w, "vali"),
         pairs=lambda w: L.fill(L.PAIRS, featureset=w.featureset, fold=w.fold, **protocol_keys(w)),
         meta=fold_meta_of,
+        base=tune_base,
     output:
         trials=L.TUNE_WORKER,
     params:
@@ -45,6 +46,7 @@ rule train:
         pairs=lambda w: L.fill(L.PAIRS, featureset=w.featureset, fold=w.fold, **protocol_keys(w)),
         meta=fold_meta_of,
         workers=tune_workers,
+        base=tune_base,
     output:
         **L.in_dir(L.FOLD_DIR, L.TRAIN_OUTPUTS),
     params:

@@ -31,18 +31,22 @@ with job_logging(job, "train"):
     if spec.get("tune"):
         from rankstudy.rankers.tuning import tune_and_fit
 
-        settings, space, storage, name = tuning_of(job, fit)
-        print(f"tuning {', '.join(space)} ({settings.sampler}, {settings.trials} trials"
-              + (f", at most {settings.cpu_seconds:g} CPU-s" if settings.cpu_seconds else "") + f"): study {name}")
-        shown = list(space)
+        tuned = tuning_of(job, fit)
+        settings = tuned.settings
+        print(f"tuning {', '.join(tuned.space)} ({settings.sampler}, {settings.trials} trials"
+              + (f", at most {settings.cpu_seconds:g} CPU-s" if settings.cpu_seconds else "")
+              + f"): study {tuned.name}, opening with the untuned "
+              + (f"{settings.base_method}'s selection" if settings.base_method else "method's candidates")
+              + f" {tuned.base}")
+        shown = list(tuned.space)
     else:
         shown = list(spec.get("grid") or {})
     diverged = None
     try:
         if spec.get("tune"):
-            outcome = tune_and_fit(spec["kind"], fit.params, space, fit.train, fit.vali, metric=metric,
-                                   metric_options=fit.metric_options, settings=settings, storage=storage, name=name,
-                                   seed=job.params.seed)
+            outcome = tune_and_fit(spec["kind"], fit.params, tuned.space, fit.train, fit.vali, metric=metric,
+                                   metric_options=fit.metric_options, settings=settings, storage=tuned.storage,
+                                   name=tuned.name, seed=job.params.seed, base=tuned.base)
             ranker, chosen, table, tuning = outcome.ranker, outcome.params, outcome.rows, outcome.summary
         else:
             ranker, chosen, table = select_and_fit(spec["kind"], fit.params, spec.get("grid"), fit.train, fit.vali,

@@ -17,16 +17,16 @@ with job_logging(job, "tune_trials"):
     w, spec = job.wildcards, job.params.spec
     start = time.perf_counter()
     fit = training_job(job)
-    settings, space, storage, name = tuning_of(job, fit)
-    check_settings(settings)
+    tuned = tuning_of(job, fit)
+    check_settings(tuned.settings)
     worker = int(w.worker)
-    print(f"worker {worker}: tuning {w.method} on {w.dataset} fold {w.fold}, study {name}")
-    study, kept = run_trials(spec["kind"], fit.params, space, fit.train, fit.vali, metric=fit.metric,
-                             metric_options=fit.metric_options, settings=settings, storage=storage, name=name,
-                             worker=worker, seed=job.params.seed)
+    print(f"worker {worker}: tuning {w.method} on {w.dataset} fold {w.fold}, study {tuned.name}")
+    study, kept = run_trials(spec["kind"], fit.params, tuned.space, fit.train, fit.vali, metric=fit.metric,
+                             metric_options=fit.metric_options, settings=tuned.settings, storage=tuned.storage,
+                             name=tuned.name, worker=worker, seed=job.params.seed, base=tuned.base)
     mine = [t.number + 1 for t in study.get_trials(deepcopy=False)
             if t.user_attrs.get("worker") == worker and t.user_attrs.get("pid") == os.getpid()]
     print(f"summary: worker {worker} ran trials {mine} in {time.perf_counter() - start:.1f} s")
-    atomic.write_json(job.output.trials, {"worker": worker, "study": name, "trials": mine,
+    atomic.write_json(job.output.trials, {"worker": worker, "study": tuned.name, "trials": mine,
                                           "seconds": round(time.perf_counter() - start, 3)})
 exit_done()

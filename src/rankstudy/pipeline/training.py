@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rankstudy.data.kinds import load_split
 from rankstudy.features.featuresets import FeatureSet
-from rankstudy.pipeline.records import FoldMeta
+from rankstudy.pipeline.records import FitRecord, FoldMeta
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.spec import training_params
 
@@ -44,15 +44,28 @@ def training_job(job) -> TrainingJob:
     return TrainingJob(train, vali, meta, params, selection["selection_metric"], options, len(pairs))
 
 
-def tuning_of(job, fit: TrainingJob):
-    """(settings, space, storage, study name) of a tuned method's job."""
-    from rankstudy.rankers.tuning import TuneSettings, study_name, tuning_space
+@dataclass
+class Tuning:
+    settings: object  # rankstudy.rankers.tuning.TuneSettings
+    space: dict
+    storage: str
+    name: str  # the Optuna study's
+    base: list[dict]  # the untuned method's candidates, the study's first trials
+
+
+def tuning_of(job, fit: TrainingJob) -> Tuning:
+    """A tuned method's settings, space, storage, study name and first trials."""
+    from rankstudy.rankers.tuning import TuneSettings, base_candidates, study_name, tuning_space
 
     spec, w = job.params.spec, job.wildcards
     settings = TuneSettings.from_config(spec["tune"])
     space = tuning_space(spec["kind"], fit.params, settings.space)
+    selected = None
+    if settings.base_method:  # the default twin's fit on this fold: what it selected
+        selected = FitRecord.read(job.input["base"]).params
+    base = base_candidates(spec["kind"], fit.params, space, settings.grid, selected)
     prefix = f"{w.study}/{w.dataset}/{w.featureset}/{w.method}/fold{w.fold}"
-    name = study_name(prefix, spec["kind"], fit.params, space, settings, fit.metric, fit.metric_options)
+    name = study_name(prefix, spec["kind"], fit.params, space, settings, fit.metric, fit.metric_options, base)
     # the environment's database wins: it keeps a password off the job's command line
     storage = os.environ.get("RANKSTUDY_TUNE_STORAGE", "").strip() or job.params.tune_storage
-    return settings, space, storage, name
+    return Tuning(settings, space, storage, name, base)

@@ -6,7 +6,9 @@ a spec with a ``tune`` key is tuned by its train job (:mod:`rankstudy.rankers.tu
 instead of fitting its grid.
 
 A grid key the ranker declares no search space for becomes a choice among the grid's values,
-so a method's grid is never silently dropped when it is tuned.
+so a method's grid is never silently dropped when it is tuned. The grid stays with the tuned
+spec (``tune.grid``): tuning opens with what the untuned method selects, the default twin's
+choice on the fold (``tune.base_method``, whose fit the tuned job reads) or the grid's candidates.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ def tuned_spec(spec: dict, tune: dict, own: dict) -> dict:
              if name not in declared}
     space.update(own.get("space") or {})
     settings["space"] = space
+    # the untuned method's grid: its candidates (or, beside a default twin, the one it selected) open the study
+    settings["grid"] = copy.deepcopy(spec.get("grid") or {})
     out = {k: copy.deepcopy(v) for k, v in spec.items() if k not in ("grid", "tune")}
     out["tune"] = settings
     return out
@@ -82,6 +86,7 @@ def expand_tuned_methods(config: dict) -> None:
             raise ConfigError(f"config key methods.{twin}: the tuned variant of {name!r} takes this name "
                               f"(tune.variants has default and tuned); rename the method")
         spec.pop("tune", None)
+        tuned["tune"]["base_method"] = name  # its first trial is what NAME selected on the fold
         methods[twin] = tuned
         order += [name, twin]
     if config.get("run_methods") or both:

@@ -33,6 +33,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.selection import (COMPLETE, DIVERGED, AllDiverged, Candidate, candidate_row,
                                          diverged_message, fit_candidate)
+from rankstudy.rankers.spec import grid_candidates
 from rankstudy.util.params import ParamError, Space, space_from_config, space_problem
 
 SAMPLERS = ("tpe", "random")
@@ -63,6 +64,8 @@ class TuneSettings:
     cpu_seconds: float | None = None
     workers: int = 1
     space: dict = field(default_factory=dict)  # {param: space config data, or None: not tuned}
+    base_method: str | None = None  # the default twin whose selection on the fold is the first trial
+    grid: dict = field(default_factory=dict)  # the untuned method's grid: its candidates open the study
 
     @classmethod
     def from_config(cls, data: dict) -> "TuneSettings":
@@ -117,13 +120,30 @@ def check_tuned_spec(spec: dict) -> None:
     tuning_space(spec["kind"], spec.get("params") or {}, settings.space)
 
 
+def base_candidates(kind: str, params: dict, space: dict[str, Space], grid: dict | None = None,
+                    selected: dict | None = None) -> list[dict]:
+    """What the untuned method would run, in the tuned parameters: the values its default variant
+    ``selected`` on this fold (its fit's parameters) when that ran, else each candidate of its
+    ``grid`` in order (its params, else the declared defaults, where the grid is silent). They open
+    the study, in or outside the space, so the best trial is never below the untuned model on
+    validation: with ``selected`` it is the first trial, else the grid's winner is among the first."""
+    declared = {name: p.default for name, p in ranker_class(kind).parameters.items()}
+    out = []
+    for candidate in [selected] if selected is not None else grid_candidates(grid):
+        values = {**declared, **params, **candidate}
+        row = {name: values[name] for name in space if name in values}
+        if row not in out:  # a grid key the space leaves out (tune.space: {KEY: null}) varies nothing here
+            out.append(row)
+    return out
+
+
 def study_name(prefix: str, kind: str, params: dict, space: dict[str, Space], settings: TuneSettings,
-               metric: str, metric_options: dict) -> str:
+               metric: str, metric_options: dict, base: list[dict] | None = None) -> str:
     """``prefix`` (the method and fold) and a digest of everything a trial's value depends on, so
-    a changed space, sampler or base setting is a new study in the same storage. The budget is
-    not in it: a larger budget continues the study."""
+    a changed space, sampler, base setting or untuned selection (``base``) is a new study in the
+    same storage. The budget is not in it: a larger budget continues the study."""
     what = {"kind": kind, "params": params, "space": {k: s.to_config() for k, s in sorted(space.items())},
-            "sampler": settings.sampler, "metric": metric, "options": metric_options}
+            "sampler": settings.sampler, "metric": metric, "options": metric_options, "base": base or []}
     digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return f"{prefix}#{digest}"
 
@@ -230,34 +250,57 @@ def _counted(trials, budget: int) -> list:
     return sorted(done, key=lambda t: t.number)[:budget]
 
 
-def _enqueue_base(study, kind: str, space: dict[str, Space], params: dict) -> None:
-    """The method's own settings (its params, else the declared defaults) as the first trial,
-    where the space holds them: tuning starts from the untuned model and never ends below it on
-    validation."""
-    declared = {name: p.default for name, p in ranker_class(kind).parameters.items()}
-    params = {**declared, **params}
-    fixed = {name: s.stored(params[name]) for name, s in space.items() if name in params and s.holds(params[name])}
-    if fixed:
-        study.enqueue_trial(fixed, skip_if_exists=True)
+def _enqueue_base(study, space: dict[str, Space], base: list[dict]) -> None:
+    """The untuned method's candidates (:func:`base_candidates`) as the study's first trials, each
+    once (another worker may have queued them). A value the space holds goes in as Optuna's fixed
+    parameter, so the sampler learns from it; one outside (LightGBM's lambda_l2 0 against a
+    log-uniform space, StructRank's l1_bound None) rides in the trial's ``base`` attribute and is
+    used as it is (Optuna would warn and clip it, or fail on a log scale)."""
+    queued = {t.user_attrs.get("base") for t in study.get_trials(deepcopy=False)}
+    for values in base:
+        key = json.dumps(values, sort_keys=True)
+        if key in queued:
+            continue
+        fixed = {n: space[n].stored(v) for n, v in values.items() if n in space and space[n].holds(v)}
+        study.enqueue_trial(fixed, user_attrs={"base": key})
+        queued.add(key)
+
+
+def _trial_values(trial, space: dict[str, Space]) -> dict:
+    """The parameters of a trial: drawn from the space, or a base trial's own values."""
+    base = json.loads(trial.user_attrs.get("base", "{}"))
+    return {n: s.suggest(trial, n) if n not in base or s.holds(base[n]) else base[n] for n, s in space.items()}
+
+
+def sampler_seed(seed: int, name: str, worker: int) -> int:
+    """The sampler's seed for one study and worker: the run's seed mixed with the method and fold
+    (the study name's prefix), so two folds (or methods) draw different trials."""
+    text = f"{seed}/{name.split('#')[0]}/{worker}"
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
 def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData, vali: RankData, *,
                metric: str, metric_options: dict, settings: TuneSettings, storage: str, name: str,
-               worker: int = 0, seed: int = 0, progress: Callable[[str], None] = print):
+               worker: int = 0, seed: int = 0, base: list[dict] | None = None,
+               progress: Callable[[str], None] = print):
     """Run trials of the study ``name`` in this process until the budget is spent (counting
-    every worker's trials). Returns (study, {trial number: Candidate} of this process's best)."""
+    every worker's trials), the untuned method's candidates ``base`` first (default: its grid's,
+    :func:`base_candidates`). Returns (study, {trial number: Candidate} of this process's best)."""
     optuna = _optuna()
     store = open_storage(storage)
     prefix = name.split("#")[0]
     older = [s for s in store.get_all_studies() if s.study_name.split("#")[0] == prefix and s.study_name != name]
-    sampler = (optuna.samplers.TPESampler(seed=seed + worker, n_startup_trials=max(3, min(10, settings.trials // 4)))
-               if settings.sampler == "tpe" else optuna.samplers.RandomSampler(seed=seed + worker))
+    drawn = sampler_seed(seed, name, worker)
+    sampler = (optuna.samplers.TPESampler(seed=drawn, n_startup_trials=max(3, min(10, settings.trials // 4)))
+               if settings.sampler == "tpe" else optuna.samplers.RandomSampler(seed=drawn))
     study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="maximize",
                                 load_if_exists=True)
     if older and not study.trials:
         progress(f"tuning: the search space or settings changed since study {older[-1].study_name} "
                  f"({len(store.get_all_trials(older[-1]._study_id, deepcopy=False))} trials): starting a new study")
-    _enqueue_base(study, kind, space, params)
+    if base is None:
+        base = base_candidates(kind, params, space, settings.grid)
+    _enqueue_base(study, space, base)
     kept: dict[int, Candidate] = {}
     while True:
         now, trials = time.time(), study.get_trials(deepcopy=False)
@@ -280,7 +323,7 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
         for key, value in (("host", socket.gethostname()), ("pid", os.getpid()), ("worker", worker),
                            ("heartbeat", time.time())):
             trial.set_user_attr(key, value)
-        values = {n: s.suggest(trial, n) for n, s in space.items()}
+        values = _trial_values(trial, space)
         trial.set_user_attr("values", json.dumps(values))
         with _Heartbeat(store, trial._trial_id):
             fitted = fit_candidate(kind, {**params, **values}, train, vali, metric, metric_options)
@@ -305,13 +348,14 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
 
 def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankData, vali: RankData, *,
                  metric: str, metric_options: dict, settings: TuneSettings, storage: str, name: str,
-                 seed: int = 0, progress: Callable[[str], None] = print) -> Outcome:
+                 seed: int = 0, base: list[dict] | None = None, progress: Callable[[str], None] = print) -> Outcome:
     """Run the study's remaining trials here (none when workers ran them all), then return the
     best counted trial's model: the one fitted here, or fitted again from its parameters (the
     same seed gives the same model; ``summary["refit"]`` says so)."""
     check_settings(settings)
     study, kept = run_trials(kind, params, space, train, vali, metric=metric, metric_options=metric_options,
-                             settings=settings, storage=storage, name=name, seed=seed, progress=progress)
+                             settings=settings, storage=storage, name=name, seed=seed, base=base,
+                             progress=progress)
     trials = study.get_trials(deepcopy=False)
     counted = _counted(trials, settings.trials)
     complete = [t for t in counted if t.user_attrs.get("state") == COMPLETE and t.value is not None]
@@ -321,7 +365,7 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
         fitted = Candidate({}, None, float(t.value) if t.value is not None else float("nan"),
                            float(t.user_attrs.get("seconds", 0.0)), float(t.user_attrs.get("cpu_seconds", 0.0)), state)
         rows.append({**candidate_row(t.number + 1, fitted, _values(t), metric), "worker": t.user_attrs.get("worker"),
-                     "counted": t in counted})
+                     "counted": t in counted, "untuned": "base" in t.user_attrs})
     if not complete:
         message = diverged_message(kind, rows, [t.user_attrs.get("problem", "") for t in counted] or ["no trial"])
         if not counted:
