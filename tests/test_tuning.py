@@ -5,6 +5,7 @@ constraints are refused."""
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -296,3 +297,34 @@ def test_tuning_never_ends_below_the_untuned_selection_on_validation(kind, tmp_p
     assert first["untuned"] and {k: first[f"param.{k}"] for k in space} == {k: {**declared, **chosen}[k] for k in space}
     assert first[f"vali.{METRIC}"] == untuned
     assert out.summary["best_value"] >= untuned
+
+
+def test_the_spent_cpu_is_said_as_spent_and_a_new_study_reaches_the_terminal(tmp_path):
+    """"the CPU budget is spent (0 of 0.01 CPU-s)" after 0.43 CPU-s; a changed space was said only
+    in a worker's log (issue 45)."""
+    import re
+
+    lines, shown = [], []
+    out = tune(tmp_path, TuneSettings(sampler="random", trials=5, cpu_seconds=1e-9), lines=lines)
+    spent = [re.search(r"the CPU budget is spent \(([0-9.e+-]+) CPU-s of 1e-09\)", line) for line in lines]
+    spent = [float(m.group(1)) for m in spent if m]
+    assert spent and spent[0] > 0 and math.isclose(spent[0], out.summary["cpu_seconds"], rel_tol=0.01)
+    tune_and_fit("toy", {"seed": 0}, {"rate": LogUniform(0.1, 10.0)}, TRAIN, VALI, metric=METRIC,
+                 metric_options=OPTIONS, settings=TuneSettings(sampler="random", trials=2),
+                 storage=str(tmp_path / "fold1.journal"), name="s/d/f/toy/fold1#other", progress=lambda _: None,
+                 notice=shown.append)
+    assert any("the search space or settings changed since study s/d/f/toy/fold1#" in line for line in shown)
+
+
+def test_a_password_in_tune_storage_is_refused_before_any_job():
+    from rankstudy.pipeline.errors import ConfigError
+    from rankstudy.pipeline.tuned import expand_tuned_methods
+
+    for url in ("postgresql://u:pw@h/optuna", "postgresql://h/optuna?user=u&password=pw"):
+        config = {"methods": {"a": {"kind": "toy"}}, "tune": {"storage": url, "variants": ["tuned"]}}
+        with pytest.raises(ConfigError, match=r"^config key tune.storage: holds a password") as caught:
+            expand_tuned_methods(config)
+        assert "pw" not in str(caught.value).replace("password", "")
+    expand_tuned_methods({"methods": {"a": {"kind": "toy"}},
+                          "tune": {"storage": "postgresql://u@h/optuna", "variants": ["tuned"], "sampler": "tpe",
+                                   "trials": 2, "cpu_seconds": None, "workers": 1}})

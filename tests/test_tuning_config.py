@@ -86,3 +86,22 @@ def test_tuning_problems_name_the_method_key():
         resolved({**BASE, "methods": methods, "tune": {"variants": ["default", "tuned"]}})
     with pytest.raises(ConfigError, match=r"config key tune.methods: 'nope' is not defined"):
         resolved({**BASE, "tune": {"methods": ["nope"]}})
+
+
+def test_values_from_the_command_line_and_the_files_are_read_as_yaml_1_2():
+    """`--config 'tune={trials: 3, cpu_seconds: null}'` was refused ("'null' is not of type
+    'number', 'null'"), and an unsigned 1.0e300 (a string to PyYAML's YAML 1.1) was a number in one
+    place and a string in another (issue 45)."""
+    from rankstudy.pipeline.config import prepare_cli_values
+    from rankstudy.pipeline.configfiles import yaml12_scalar, yaml_values
+
+    config = copy.deepcopy(BASE)
+    config["tune"] = {"trials": "3", "cpu_seconds": "null"}  # as Snakemake's BaseLoader gives them
+    prepare_cli_values(config, SCHEMA)
+    assert config["tune"] == {"trials": 3, "cpu_seconds": None} and schema_problem(config, SCHEMA) is None
+    config["tune"]["cpu_seconds"] = "1.0e300"  # a config file's unsigned exponent, as PyYAML leaves it
+    prepare_cli_values(config, SCHEMA)
+    assert config["tune"]["cpu_seconds"] == 1e300
+    assert yaml_values({"a": ["1.0e300", "1e-2", ".5", "~", "true", "0x1f", "l2", "-.inf"]}) == \
+        {"a": [1e300, 0.01, 0.5, None, True, 31, "l2", float("-inf")]}
+    assert yaml12_scalar("1.0e300") == float("1.0e300") == 1e300

@@ -5,6 +5,10 @@ larger budget resumes the study instead of starting again."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -42,8 +46,12 @@ def test_two_workers_share_a_study_and_a_larger_budget_resumes_it(tmp_path):
     (workdir / "test.yaml").write_text((workdir / "test.yaml").read_text().replace("trials: 6", "trials: 8"))
     snakemake(workdir, fit_target())
     fit = json.loads((fold / "fit.json").read_text())
-    runs = [json.loads((fold / "tuning" / f"worker{k}.json").read_text())["trials"] for k in (1, 2)]
-    assert fit["tuning"]["trials"] == 8 and sorted(runs[0] + runs[1]) == [7, 8]
+    again = [json.loads((fold / "tuning" / f"worker{k}.json").read_text()) for k in (1, 2)]
+    # each worker's record keeps every trial it ran, the first run's too; only 7 and 8 are new
+    first_pids = {r["pid"] for w in workers for r in w["ran"]}
+    assert sorted(again[0]["trials"] + again[1]["trials"]) == list(range(1, 9))
+    assert sorted(r["trial"] for w in again for r in w["ran"] if r["pid"] not in first_pids) == [7, 8]
+    assert fit["tuning"]["trials"] == 8
 
 
 def test_a_tuned_twin_opens_with_what_its_default_twin_selected_on_the_fold(tmp_path):
@@ -72,8 +80,6 @@ def test_a_tuned_twin_opens_with_what_its_default_twin_selected_on_the_fold(tmp_
 
 def test_a_bad_tuning_space_is_refused_before_any_job_naming_its_key(tmp_path):
     """The Snakemake CLI's own refusal (the budget and sampler keys: tests/test_tuning_config.py)."""
-    import subprocess
-
     from pipeline_runs import SNAKEMAKE
 
     workdir = make_workdir(tmp_path, TUNED)
@@ -86,3 +92,61 @@ def test_a_bad_tuning_space_is_refused_before_any_job_naming_its_key(tmp_path):
     assert ("config key methods.lambdamart.tune.space.num_leaves: search space an integer in [1, 8] leaves the "
             "parameter's range: 1 is not an integer >= 2") in out.stdout + out.stderr
     assert not (workdir / "results").exists()
+
+
+def _job_pids(workdir: Path, script: str) -> list[int]:
+    """The processes of ``script``'s jobs running in ``workdir`` (from /proc)."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if any(a.endswith(script.encode()) for a in argv[:3]) and Path(cwd) == workdir:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_a_killed_snakemake_takes_its_tuning_workers_with_it_and_a_rerun_keeps_their_logs(tmp_path):
+    """kill -9 of Snakemake orphaned the tune_trials workers, which went on beside the rerun's two
+    (4 on one study), and the rerun truncated their logs (issue 45)."""
+    workdir = make_workdir(tmp_path, {**TUNED, "tune": {**TUNED["tune"], "trials": 500}})
+    from pipeline_runs import SNAKEMAKE
+
+    proc = subprocess.Popen([SNAKEMAKE, fit_target(), "--cores", "2", "--configfile", "test.yaml"], cwd=workdir,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    logs = lambda: sorted(workdir.glob("results/logs/tune_trials/**/worker?.log"))  # noqa: E731
+    deadline = time.monotonic() + 300
+    while not (len(logs()) == 2 and all("vali ndcg@10" in p.read_text() for p in logs())):
+        assert time.monotonic() < deadline and proc.poll() is None, "the workers never started a trial"
+        time.sleep(0.5)
+    assert len(_job_pids(workdir, "tune_trials.py")) == 2
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 20
+    while _job_pids(workdir, "tune_trials.py"):
+        assert time.monotonic() < deadline, "the workers outlived their Snakemake"
+        time.sleep(0.5)
+    every = [p.with_name(p.stem + ".attempts.log") for p in logs()]
+    first = {p: p.read_text() for p in every}
+    assert all("is gone: the job stops" in text for text in first.values())
+    # the rerun: the killed workers' running trials are lost; Snakemake replaces a job's log, and
+    # the log of every attempt goes on
+    (workdir / "test.yaml").write_text((workdir / "test.yaml").read_text().replace("trials: 500", "trials: 4"))
+    snakemake(workdir, "--unlock")  # as `bootstrap.py run` does when no Snakemake runs here
+    snakemake(workdir, fit_target(), "--rerun-incomplete")
+    for path, before in first.items():
+        text = path.read_text()
+        assert text.startswith(before) and text.count("[tune_trials] attempt at") == 2
+    fit = json.loads((run_dir(workdir, "lambdamart", 1, study="tuned") / "fit.json").read_text())
+    assert fit["tuning"]["trials"] == 4 and fit["tuning"]["lost"] >= 1
+
+
+def test_a_null_cap_on_the_command_line_is_taken(tmp_path):
+    """The Snakemake CLI's --config reading: `tune={trials: 3, cpu_seconds: null}` was refused."""
+    workdir = make_workdir(tmp_path, TUNED)
+    out = snakemake(workdir, fit_target(), "-n", "--config", "tune={trials: 3, cpu_seconds: null, workers: 1}")
+    assert "tune_trials" not in out.stdout and "train" in out.stdout

@@ -87,7 +87,8 @@ with job_logging(snakemake, "aggregate"):
                   "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0])}
         if fit.tuning:  # what the tuning budget bought, on the fold run beside its scores
             chosen.update({"tune.trials": fit.tuning["trials"], "tune.cpu_seconds": fit.tuning["cpu_seconds"],
-                           "tune.best_trial": fit.tuning["best_trial"], "tune.diverged": fit.tuning["diverged"]})
+                           "tune.best_trial": fit.tuning["best_trial"], "tune.diverged": fit.tuning["diverged"],
+                           "tune.lost": fit.tuning.get("lost", 0)})
         fold_plans.append(dict(
             fold=fold,
             params={"method": fit.params, "kind": fit.kind, "featureset": w.featureset, "fold": fold,

@@ -18,7 +18,7 @@ from rankstudy.tracking.provenance import git_commit
 from rankstudy.util import atomic
 
 job = from_argv()  # run by `shell:` (rankstudy.pipeline.stepjob)
-with job_logging(job, "train"):
+with job_logging(job, "train", keep_attempts=bool(job.params.spec.get("tune"))):
     started_ms = int(time.time() * 1000)
     w, spec, selection = job.wildcards, job.params.spec, job.params.selection
     out = job.output
@@ -46,7 +46,8 @@ with job_logging(job, "train"):
         if spec.get("tune"):
             outcome = tune_and_fit(spec["kind"], fit.params, tuned.space, fit.train, fit.vali, metric=metric,
                                    metric_options=fit.metric_options, settings=settings, storage=tuned.storage,
-                                   name=tuned.name, seed=job.params.seed, base=tuned.base)
+                                   name=tuned.name, seed=job.params.seed, base=tuned.base,
+                                   notice=lambda line: (print(line), print(f"rankstudy {line}", file=sys.__stderr__)))
             ranker, chosen, table, tuning = outcome.ranker, outcome.params, outcome.rows, outcome.summary
         else:
             ranker, chosen, table = select_and_fit(spec["kind"], fit.params, spec.get("grid"), fit.train, fit.vali,

@@ -20,7 +20,7 @@ from rankstudy.data import sources, splitfiles
 from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.features.pairs import pair_correlations_bytes
-from rankstudy.pipeline.configfiles import check_cli_values, check_config_files, yaml_values
+from rankstudy.pipeline.configfiles import check_cli_values, check_config_files, yaml12_scalar, yaml_values
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import path_name_problem, system_label
 from rankstudy.reporting.paper_cells import paper_systems
@@ -105,7 +105,8 @@ _SCALARS = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
 
 
 def _coerce(value, schema: dict):
-    """``value`` with the strings the schema wants as numbers or booleans read as YAML."""
+    """``value`` with the strings the schema wants as numbers, booleans or null read as YAML 1.2
+    does (``1.0e300`` a number, ``null`` a null: :func:`yaml12_scalar`)."""
     if isinstance(value, dict):
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
@@ -120,11 +121,8 @@ def _coerce(value, schema: dict):
     types = [types] if isinstance(types, str) else (types or [])
     wanted = [_SCALARS[t] for t in types if t in _SCALARS]
     if isinstance(value, str) and wanted:
-        try:
-            read = yaml.safe_load(value)
-        except yaml.YAMLError:
-            return value
-        if any(check(read) for check in wanted):
+        read = yaml12_scalar(value)
+        if any(check(read) for check in wanted) or (read is None and "null" in types):
             return read
     return value
 

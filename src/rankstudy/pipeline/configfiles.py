@@ -9,6 +9,8 @@ Snakemake, which parses those itself before the Snakefile can say anything."""
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -72,26 +74,42 @@ def check_cli_values(given: Mapping) -> None:
             raise ConfigError(f"--config {key}={value}: not valid YAML{at}: {_problem(exc)}") from None
 
 
-_PLAIN_SCALAR = yaml.resolver.Resolver()
+# YAML 1.2's core schema for plain scalars (PyYAML resolves YAML 1.1's, where an unsigned exponent
+# makes 1.0e300 and 1e-2 strings): one reading for every value, from the files and --config alike
+_NULL = re.compile(r"^(?:null|Null|NULL|~|)$")
+_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_INT = re.compile(r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$")
+_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+_SPECIAL = {".inf": math.inf, ".Inf": math.inf, ".INF": math.inf, "+.inf": math.inf, "+.Inf": math.inf,
+            "+.INF": math.inf, "-.inf": -math.inf, "-.Inf": -math.inf, "-.INF": -math.inf,
+            ".nan": math.nan, ".NaN": math.nan, ".NAN": math.nan}
+
+
+def yaml12_scalar(text: str):
+    """A plain scalar as YAML 1.2's core schema reads it: null, a boolean, an integer, a number
+    (``1.0e300``, ``1e-2``, ``.5``, ``.inf``) or else the string itself."""
+    if _NULL.match(text):
+        return None
+    if _BOOL.match(text):
+        return text.lower() == "true"
+    if _INT.match(text):
+        return int(text, 0) if text[:2] in ("0o", "0x") else int(text)
+    if _FLOAT.match(text):
+        return float(text)
+    return _SPECIAL.get(text, text)
 
 
 def yaml_values(value):
     """``value`` (a ``--config`` value's lists and mappings) with every string in it read as the
-    YAML scalar it was written as: Snakemake reads them with YAML's BaseLoader, which keeps every
-    scalar a string (``hidden: [64, 32]`` arrives as ``['64', '32']``), while the same text in a
-    config file gives numbers, booleans and nulls. A quoted number cannot be told apart (the
-    quotes are gone) and becomes the number."""
+    YAML scalar it was written as (:func:`yaml12_scalar`): Snakemake reads them with YAML's
+    BaseLoader, which keeps every scalar a string (``hidden: [64, 32]`` arrives as ``['64',
+    '32']``), while the same text in a config file gives numbers, booleans and nulls. A quoted
+    number cannot be told apart (the quotes are gone) and becomes the number."""
     if isinstance(value, dict):
         return {key: yaml_values(item) for key, item in value.items()}
     if isinstance(value, list):
         return [yaml_values(item) for item in value]
-    if not isinstance(value, str):
-        return value
-    tag = _PLAIN_SCALAR.resolve(yaml.ScalarNode, value, (True, False))
-    if tag == "tag:yaml.org,2002:str":
-        return value
-    read = yaml.safe_load(value)  # a plain int, float, bool or null: no structure can come of it
-    return read if read is None or isinstance(read, (bool, int, float)) else value
+    return yaml12_scalar(value) if isinstance(value, str) else value
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,7 @@ instead of a traceback. Snakemake removes a failed job's outputs, so the next ru
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 import sys
 import time
@@ -13,19 +14,49 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from rankstudy.pipeline.errors import user_errors
+from rankstudy.util.lifeline import end_with_snakemake
 from rankstudy.util.memory import memory_symptom, out_of_memory_message
 from rankstudy.util.threads import use_job_threads
 
 
+class _Tee:
+    """A text stream writing to several files (the attempt's log and the log of every attempt)."""
+
+    def __init__(self, *files) -> None:
+        self.files = files
+
+    def write(self, text: str) -> int:
+        for f in self.files:
+            f.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        for f in self.files:
+            f.flush()
+
+
+def attempts_log(log_path: Path) -> Path:
+    """Where a job's every attempt is logged, beside its log (``X.log`` -> ``X.attempts.log``)."""
+    return log_path.with_name(f"{log_path.stem}.attempts.log")
+
+
 @contextmanager
-def job_logging(snakemake, name: str):
+def job_logging(snakemake, name: str, keep_attempts: bool = False):
+    """The job's output into its log, and its errors a user can fix as one console line. Snakemake
+    deletes a job's log before running it again; with ``keep_attempts`` (the tuning jobs, whose
+    study outlives an attempt killed midway) every attempt is also appended to
+    :func:`attempts_log`, which Snakemake does not own."""
     console = sys.stderr
     log_path = Path(snakemake.log[0]) if snakemake.log else None
     if log_path:
         log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w", buffering=1) if log_path else None
+    attempts = open(attempts_log(log_path), "a", buffering=1) if log and keep_attempts else None
     if log:
-        sys.stdout = sys.stderr = log
+        sys.stdout = sys.stderr = _Tee(log, attempts) if attempts else log
+    if attempts:
+        print(f"[{name}] attempt at {time.strftime('%Y-%m-%d %H:%M:%S')}, pid {os.getpid()}")
+    end_with_snakemake()  # killed with SIGKILL, Snakemake cannot stop its jobs: they stop themselves
     start = time.perf_counter()
     threads = use_job_threads(getattr(snakemake, "threads", 1))
     print(f"[{name}] wildcards: {dict(snakemake.wildcards)}, threads: {threads}")
@@ -51,9 +82,10 @@ def job_logging(snakemake, name: str):
         raise SystemExit(1) from None
     finally:
         sys.stdout, sys.stderr = sys.__stdout__, console
-        if log:
-            with suppress(OSError):  # flushing onto a full disk
-                log.close()
+        for f in (log, attempts):
+            if f:
+                with suppress(OSError):  # flushing onto a full disk
+                    f.close()
 
 
 def resource_message(exc: Exception, snakemake, name: str) -> str | None:

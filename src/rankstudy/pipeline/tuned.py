@@ -18,6 +18,7 @@ import sys
 
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.rankers.registry import RANKERS
+from rankstudy.rankers.tuning_storage import passwords
 
 TUNED_SUFFIX = "-tuned"
 # the study-wide settings a method's own tune mapping may override (workers and storage are the run's)
@@ -55,6 +56,12 @@ def expand_tuned_methods(config: dict) -> None:
             if isinstance(spec, dict):
                 spec.pop("tune", None)
         return
+    if tune.get("storage") and passwords(tune["storage"]):
+        # Snakemake keeps config values in .snakemake/log and .snakemake/metadata, and the URL goes on
+        # the jobs' command lines: a password has no place there
+        raise ConfigError("config key tune.storage: holds a password, which would be written into .snakemake/ and "
+                          "onto the jobs' command lines; give the URL without it and keep the password in "
+                          "~/.pgpass, or export the whole URL as RANKSTUDY_TUNE_STORAGE instead (docs/tuning.md)")
     run = list(config.get("run_methods") or methods)
     chosen = tune.get("methods") or run
     for name in chosen:

@@ -27,6 +27,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from rankstudy.data.rankdata import RankData
@@ -34,13 +35,14 @@ from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.selection import (COMPLETE, DIVERGED, AllDiverged, Candidate, candidate_row,
                                          diverged_message, fit_candidate)
 from rankstudy.rankers.spec import grid_candidates
+from rankstudy.rankers.tuning_storage import (JournalWatch, StorageError, is_journal, open_storage,  # noqa: F401
+                                              shown_storage)
 from rankstudy.util.params import ParamError, Space, space_from_config, space_problem
 
 SAMPLERS = ("tpe", "random")
 LOST = "lost"
 HEARTBEAT_SECONDS = 20.0  # a running trial says it is alive this often ...
 STALE_SECONDS = 120.0  # ... and counts as lost when it has not for this long (another host's worker)
-STORAGE_ATTEMPTS = 3  # opening the storage: tries, 1 s then 2 s apart, before one line names it
 
 
 class TuningError(ValueError):
@@ -49,10 +51,6 @@ class TuningError(ValueError):
     def __init__(self, key: str, problem: str) -> None:
         self.key, self.problem = key, problem
         super().__init__(f"{key}: {problem}")
-
-
-class StorageError(RuntimeError):
-    """The tuning storage could not be opened (unreachable, locked): one line naming it."""
 
 
 @dataclass(frozen=True)
@@ -155,38 +153,6 @@ def _optuna():
     return optuna
 
 
-def shown_storage(storage: str) -> str:
-    """A storage URL without its password, for messages."""
-    if "://" in storage and "@" in storage:
-        scheme, rest = storage.split("://", 1)
-        credentials, host = rest.rsplit("@", 1)
-        return f"{scheme}://{credentials.split(':')[0]}:***@{host}"
-    return storage
-
-
-def open_storage(storage: str):
-    """An Optuna storage: a database URL (``postgresql://...``, ``sqlite:///...``) or a journal
-    file's path. Tried :data:`STORAGE_ATTEMPTS` times; then StorageError names it."""
-    optuna = _optuna()
-    problem = None
-    for attempt in range(STORAGE_ATTEMPTS):
-        try:
-            if "://" in storage:
-                return optuna.storages.RDBStorage(storage, engine_kwargs={"pool_pre_ping": True})
-            from optuna.storages.journal import JournalFileBackend
-
-            os.makedirs(os.path.dirname(os.path.abspath(storage)), exist_ok=True)
-            journal = optuna.storages.JournalStorage(JournalFileBackend(storage))
-            journal.get_all_studies()  # reads the file now: a locked or unreadable one fails here
-            return journal
-        except Exception as exc:  # SQLAlchemy's, the OS's: said in one line below
-            problem = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            if attempt + 1 < STORAGE_ATTEMPTS:
-                time.sleep(2 ** attempt)
-    raise StorageError(f"tuning storage {shown_storage(storage)} could not be opened after {STORAGE_ATTEMPTS} "
-                       f"attempts ({problem}); check the tune.storage setting or the file's folder")
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -279,84 +245,146 @@ def sampler_seed(seed: int, name: str, worker: int) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
+def _mark_lost(study, store, study_id: int, progress: Callable[[str], None]) -> list:
+    """Mark the running trials whose worker is gone as lost (failed, not waited for); returns the
+    study's trials as they are then."""
+    optuna = _optuna()
+    now, trials = time.time(), study.get_trials(deepcopy=False)
+    gone = [t for t in trials if t.state == optuna.trial.TrialState.RUNNING and _is_lost(t, now)]
+    for t in gone:
+        trial_id = store.get_trial_id_from_study_id_trial_number(study_id, t.number)
+        try:
+            store.set_trial_user_attr(trial_id, "state", LOST)
+            store.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
+        except optuna.exceptions.UpdateFinishedTrialError:
+            continue  # another worker found it lost first
+        progress(f"tuning: trial {t.number + 1} was lost (its worker {t.user_attrs.get('worker')} stopped)")
+    return study.get_trials(deepcopy=False) if gone else trials
+
+
+@contextmanager
+def _storage_faults(storage: str, watch: JournalWatch | None):
+    """Optuna's errors from a damaged or vanished journal, and a full disk under it, said in one
+    line naming the journal (a failed write there names no file: the job would name its output)."""
+    try:
+        yield
+    except OSError as exc:
+        if watch is not None and exc.filename is None and exc.errno is not None:
+            raise OSError(exc.errno, exc.strerror, watch.path) from exc
+        raise
+    except Exception as exc:
+        if watch is not None:
+            watch.explain(exc)
+        raise
+
+
 def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData, vali: RankData, *,
                metric: str, metric_options: dict, settings: TuneSettings, storage: str, name: str,
                worker: int = 0, seed: int = 0, base: list[dict] | None = None,
-               progress: Callable[[str], None] = print):
+               progress: Callable[[str], None] = print, notice: Callable[[str], None] | None = None):
     """Run trials of the study ``name`` in this process until the budget is spent (counting
     every worker's trials), the untuned method's candidates ``base`` first (default: its grid's,
-    :func:`base_candidates`). Returns (study, {trial number: Candidate} of this process's best)."""
+    :func:`base_candidates`). ``notice`` also gets what the person at the terminal should see (a
+    new study for a changed space). Returns (study, {trial number: Candidate} of this process's
+    best, the opened storage)."""
     optuna = _optuna()
-    store = open_storage(storage)
-    prefix = name.split("#")[0]
-    older = [s for s in store.get_all_studies() if s.study_name.split("#")[0] == prefix and s.study_name != name]
-    drawn = sampler_seed(seed, name, worker)
-    sampler = (optuna.samplers.TPESampler(seed=drawn, n_startup_trials=max(3, min(10, settings.trials // 4)))
-               if settings.sampler == "tpe" else optuna.samplers.RandomSampler(seed=drawn))
-    study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="maximize",
-                                load_if_exists=True)
-    if older and not study.trials:
-        progress(f"tuning: the search space or settings changed since study {older[-1].study_name} "
-                 f"({len(store.get_all_trials(older[-1]._study_id, deepcopy=False))} trials): starting a new study")
-    if base is None:
-        base = base_candidates(kind, params, space, settings.grid)
-    _enqueue_base(study, space, base)
-    kept: dict[int, Candidate] = {}
+    store = open_storage(storage, say=notice or progress)
+    watch = JournalWatch(storage) if is_journal(storage) else None
+    with _storage_faults(storage, watch):
+        prefix = name.split("#")[0]
+        older = [s for s in store.get_all_studies() if s.study_name.split("#")[0] == prefix and s.study_name != name]
+        drawn = sampler_seed(seed, name, worker)
+        sampler = (optuna.samplers.TPESampler(seed=drawn, n_startup_trials=max(3, min(10, settings.trials // 4)))
+                   if settings.sampler == "tpe" else optuna.samplers.RandomSampler(seed=drawn))
+        study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="maximize",
+                                    load_if_exists=True)
+        study_id = store.get_study_id_from_name(name)
+        if older and not study.trials:
+            before = len(store.get_all_trials(store.get_study_id_from_name(older[-1].study_name), deepcopy=False))
+            (notice or progress)(f"tuning {prefix}: the search space or settings changed since study "
+                                 f"{older[-1].study_name} ({before} trials): starting a new study")
+        if base is None:
+            base = base_candidates(kind, params, space, settings.grid)
+        _enqueue_base(study, space, base)
+        kept: dict[int, Candidate] = {}
+        while True:
+            if watch is not None:
+                watch.check()
+            trials = _mark_lost(study, store, study_id, progress)
+            counted = _counted(trials, settings.trials)
+            running = [t for t in trials if t.state == optuna.trial.TrialState.RUNNING]
+            spent = sum(float(t.user_attrs.get("cpu_seconds", 0.0)) for t in counted)
+            if len(counted) + len(running) >= settings.trials:
+                break
+            if settings.cpu_seconds is not None and spent >= settings.cpu_seconds:
+                progress(f"tuning: the CPU budget is spent ({spent:.3g} CPU-s of {settings.cpu_seconds:g}) "
+                         f"after {len(counted)} trials")
+                break
+            trial = study.ask()
+            for key, value in (("host", socket.gethostname()), ("pid", os.getpid()), ("worker", worker),
+                               ("heartbeat", time.time())):
+                trial.set_user_attr(key, value)
+            values = _trial_values(trial, space)
+            trial.set_user_attr("values", json.dumps(values))
+            with _Heartbeat(store, store.get_trial_id_from_study_id_trial_number(study_id, trial.number)):
+                fitted = fit_candidate(kind, {**params, **values}, train, vali, metric, metric_options)
+            if watch is not None:
+                watch.check()
+            trial.set_user_attr("seconds", round(fitted.seconds, 3))
+            trial.set_user_attr("cpu_seconds", round(fitted.cpu_seconds, 3))
+            trial.set_user_attr("state", fitted.state)
+            shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+            if fitted.state == COMPLETE and math.isfinite(fitted.value):
+                study.tell(trial, fitted.value)
+                progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: "
+                         f"vali {metric} = {fitted.value:.5f} ({fitted.seconds:.1f} s)")
+                best = max(kept.values(), key=lambda c: c.value, default=None)
+                if best is None or fitted.value > best.value:
+                    kept = {trial.number: fitted}
+            else:
+                trial.set_user_attr("problem", fitted.problem[:500] or f"vali {metric} is NaN")
+                study.tell(trial, state=optuna.trial.TrialState.FAIL)
+                progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: "
+                         f"{fitted.state} ({fitted.problem or f'vali {metric} is NaN'})")
+    return study, kept, store
+
+
+def settled_trials(study, store, settings: TuneSettings, progress: Callable[[str], None] = print,
+                   poll: float = 1.0) -> list:
+    """The study's trials once no running trial could still change which are counted: one
+    numbered before the last counted trial (or any, while fewer than the budget are counted) is
+    waited for, or marked lost when its worker is gone. So the choice does not depend on when it
+    is made (two runs sharing a journal chose differently, one taking a running trial as absent)."""
+    optuna = _optuna()
+    study_id = store.get_study_id_from_name(study.study_name)
+    said = set()
     while True:
-        now, trials = time.time(), study.get_trials(deepcopy=False)
-        for t in trials:  # a worker killed mid-trial: its trial is lost, not waited for
-            if t.state == optuna.trial.TrialState.RUNNING and _is_lost(t, now):
-                store.set_trial_user_attr(t._trial_id, "state", LOST)
-                store.set_trial_state_values(t._trial_id, optuna.trial.TrialState.FAIL)
-                progress(f"tuning: trial {t.number + 1} was lost (its worker {t.user_attrs.get('worker')} stopped)")
-        trials = study.get_trials(deepcopy=False)
+        trials = _mark_lost(study, store, study_id, progress)
         counted = _counted(trials, settings.trials)
-        running = [t for t in trials if t.state == optuna.trial.TrialState.RUNNING]
-        spent = sum(float(t.user_attrs.get("cpu_seconds", 0.0)) for t in counted)
-        if len(counted) + len(running) >= settings.trials:
-            break
-        if settings.cpu_seconds is not None and spent >= settings.cpu_seconds:
-            progress(f"tuning: the CPU budget is spent ({spent:.0f} of {settings.cpu_seconds:g} CPU-s) "
-                     f"after {len(counted)} trials")
-            break
-        trial = study.ask()
-        for key, value in (("host", socket.gethostname()), ("pid", os.getpid()), ("worker", worker),
-                           ("heartbeat", time.time())):
-            trial.set_user_attr(key, value)
-        values = _trial_values(trial, space)
-        trial.set_user_attr("values", json.dumps(values))
-        with _Heartbeat(store, trial._trial_id):
-            fitted = fit_candidate(kind, {**params, **values}, train, vali, metric, metric_options)
-        trial.set_user_attr("seconds", round(fitted.seconds, 3))
-        trial.set_user_attr("cpu_seconds", round(fitted.cpu_seconds, 3))
-        trial.set_user_attr("state", fitted.state)
-        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
-        if fitted.state == COMPLETE and math.isfinite(fitted.value):
-            study.tell(trial, fitted.value)
-            progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: vali {metric} = {fitted.value:.5f} "
-                     f"({fitted.seconds:.1f} s)")
-            best = max(kept.values(), key=lambda c: c.value, default=None)
-            if best is None or fitted.value > best.value:
-                kept = {trial.number: fitted}
-        else:
-            trial.set_user_attr("problem", fitted.problem[:500] or f"vali {metric} is NaN")
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
-            progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: {fitted.state} "
-                     f"({fitted.problem or f'vali {metric} is NaN'})")
-    return study, kept
+        limit = counted[-1].number if len(counted) >= settings.trials else math.inf
+        waiting = [t for t in trials if t.state == optuna.trial.TrialState.RUNNING and t.number < limit]
+        if not waiting:
+            return trials
+        for t in waiting:
+            if t.number not in said:
+                progress(f"tuning: waiting for trial {t.number + 1} (worker {t.user_attrs.get('worker')}, pid "
+                         f"{t.user_attrs.get('pid')} on {t.user_attrs.get('host')}) before choosing")
+                said.add(t.number)
+        time.sleep(poll)
 
 
 def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankData, vali: RankData, *,
                  metric: str, metric_options: dict, settings: TuneSettings, storage: str, name: str,
-                 seed: int = 0, base: list[dict] | None = None, progress: Callable[[str], None] = print) -> Outcome:
+                 seed: int = 0, base: list[dict] | None = None, progress: Callable[[str], None] = print,
+                 notice: Callable[[str], None] | None = None) -> Outcome:
     """Run the study's remaining trials here (none when workers ran them all), then return the
     best counted trial's model: the one fitted here, or fitted again from its parameters (the
     same seed gives the same model; ``summary["refit"]`` says so)."""
     check_settings(settings)
-    study, kept = run_trials(kind, params, space, train, vali, metric=metric, metric_options=metric_options,
+    study, kept, store = run_trials(kind, params, space, train, vali, metric=metric, metric_options=metric_options,
                              settings=settings, storage=storage, name=name, seed=seed, base=base,
-                             progress=progress)
-    trials = study.get_trials(deepcopy=False)
+                             progress=progress, notice=notice)
+    trials = settled_trials(study, store, settings, progress)
     counted = _counted(trials, settings.trials)
     complete = [t for t in counted if t.user_attrs.get("state") == COMPLETE and t.value is not None]
     rows = []
