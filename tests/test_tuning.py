@@ -328,3 +328,40 @@ def test_a_password_in_tune_storage_is_refused_before_any_job():
     expand_tuned_methods({"methods": {"a": {"kind": "toy"}},
                           "tune": {"storage": "postgresql://u@h/optuna", "variants": ["tuned"], "sampler": "tpe",
                                    "trials": 2, "cpu_seconds": None, "workers": 1}})
+
+
+def test_the_choice_waits_for_a_running_trial_that_the_budget_would_count(tmp_path):
+    """Two runs sharing one journal chose different models: one took a trial still running as
+    absent and counted a later one instead (issue 45). Trials 1-3 complete, 4 running in another
+    (live) worker, 5 complete and better: with a budget of 4 the choice is among 1-4, once 4 ends."""
+    import json
+    import socket
+    import threading
+
+    import optuna
+    from optuna.storages.journal import JournalFileBackend
+
+    name = "s/d/f/toy/fold1#shared"
+    tune(tmp_path, TuneSettings(sampler="random", trials=3), name=name)
+    storage = optuna.storages.JournalStorage(JournalFileBackend(str(tmp_path / "fold1.journal")))
+    study = optuna.load_study(study_name=name, storage=storage)
+    other = study.ask()
+    for key, value in (("host", socket.gethostname()), ("pid", os.getppid()), ("worker", 2),
+                       ("heartbeat", time.time()), ("values", json.dumps({"rate": 2.0}))):
+        other.set_user_attr(key, value)
+    later = study.ask()
+    for key, value in (("worker", 3), ("values", json.dumps({"rate": 1.0})), ("state", "complete")):
+        later.set_user_attr(key, value)
+    study.tell(later, 0.999)
+
+    def finish_other():
+        time.sleep(1.5)
+        other.set_user_attr("state", "complete")
+        study.tell(other, 0.001)
+
+    threading.Thread(target=finish_other, daemon=True).start()
+    lines = []
+    out = tune(tmp_path, TuneSettings(sampler="random", trials=4), name=name, lines=lines)
+    assert any(line.startswith("tuning: waiting for trial 4 (worker 2") for line in lines), lines
+    assert [r["counted"] for r in out.rows] == [True, True, True, True, False]
+    assert out.summary["best_trial"] != 5
