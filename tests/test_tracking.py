@@ -703,6 +703,26 @@ def test_a_fold_run_page_opens_on_its_training_curves(sqlite_uri):
                      "usage/train.wall_s"]
 
 
+def test_a_pruned_trial_is_a_nested_run_with_its_curve(sqlite_uri):
+    """A tuning trial's validation curve while it trained is the history of its nested run's
+    vali.curve; a pruned one's ends where the pruner stopped it (issue 43)."""
+    from rankstudy.tracking.nested import nested_runs
+
+    rows = [{"candidate": 1, "param.lr": 0.1, "vali.ndcg@10": 0.5, "fit_seconds": 1.0, "cpu_seconds": 1.0,
+             "state": "complete", "selected": True, "worker": 0, "curve": "[[1, 0.3], [2, 0.4], [3, 0.5]]"},
+            {"candidate": 2, "param.lr": 0.01, "vali.ndcg@10": float("nan"), "fit_seconds": 0.2, "cpu_seconds": 0.2,
+             "state": "pruned", "selected": False, "worker": 0, "curve": "[[1, 0.1], [2, 0.12]]"}]
+    run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, uid="p", nested=nested_runs(rows, level="trial",
+                                                                                               number="candidate")))
+    client = MlflowClient(sqlite_uri)
+    trials = {r.info.run_name.rsplit(" ", 1)[1]: r for r in live_runs(client, "trial")
+              if r.data.tags["mlflow.parentRunId"] == run_id}
+    assert trials["trial2"].data.tags["state"] == "pruned"
+    history = client.get_metric_history(trials["trial2"].info.run_id, "vali.curve")
+    assert [(m.step, m.value) for m in sorted(history, key=lambda m: m.step)] == [(1, 0.1), (2, 0.12)]
+    assert len(client.get_metric_history(trials["trial1"].info.run_id, "vali.curve")) == 3
+
+
 def test_a_fold_s_candidates_are_runs_nested_under_it_and_replaced_with_it(sqlite_uri):
     from rankstudy.tracking.nested import nested_runs
 

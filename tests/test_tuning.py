@@ -365,3 +365,32 @@ def test_the_choice_waits_for_a_running_trial_that_the_budget_would_count(tmp_pa
     assert any(line.startswith("tuning: waiting for trial 4 (worker 2") for line in lines), lines
     assert [r["counted"] for r in out.rows] == [True, True, True, True, False]
     assert out.summary["best_trial"] != 5
+
+
+def test_a_pruner_stops_trials_whose_curve_falls_behind_and_they_count_as_spent(tmp_path):
+    """Optuna's pruner through the boosting rounds LightGBM reports (issue 43): pruned trials are a
+    state of their own with their curve, count toward the budget, are never chosen; a method that
+    reports nothing (L-BFGS) runs unpruned and says so."""
+    import json
+
+    params = {"n_estimators": 60, "early_stopping_rounds": 60, "seed": 0}
+    space = tuning_space("lambdamart", params)
+    lines = []
+    out = tune_and_fit("lambdamart", params, space, TRAIN, VALI, metric=METRIC, metric_options=OPTIONS,
+                       settings=TuneSettings(sampler="random", trials=10, pruner={"kind": "median", "startup_trials": 2}),
+                       storage=str(tmp_path / "lm.journal"), name="s/d/f/lambdamart/fold1#p", progress=lines.append)
+    states = [r["state"] for r in out.rows]
+    assert "pruned" in states and "complete" in states and out.summary["pruned"] == states.count("pruned")
+    assert out.summary["trials"] == 10 and out.summary["reports"] and out.summary["pruner"] == "median"
+    for row in out.rows:
+        curve = json.loads(row["curve"])
+        assert curve and [s for s, _ in curve] == list(range(1, len(curve) + 1))
+        if row["state"] == "pruned":
+            assert len(curve) < 60 and not row["selected"]
+    assert any(line.startswith("trial ") and "pruned at step" in line for line in lines)
+    lines = []
+    out = tune_and_fit("linear", {"loss": "ranknet", "seed": 0}, tuning_space("linear", {}), TRAIN, VALI, metric=METRIC,
+                       metric_options=OPTIONS, settings=TuneSettings(sampler="random", trials=3, pruner="hyperband"),
+                       storage=str(tmp_path / "lin.journal"), name="s/d/f/linear/fold1#p", progress=lines.append)
+    assert not out.summary["reports"] and out.summary["pruned"] == 0
+    assert "tuning: linear reports no validation score while it trains: its trials run unpruned" in lines

@@ -105,3 +105,31 @@ def test_values_from_the_command_line_and_the_files_are_read_as_yaml_1_2():
     assert yaml_values({"a": ["1.0e300", "1e-2", ".5", "~", "true", "0x1f", "l2", "-.inf"]}) == \
         {"a": [1e300, 0.01, 0.5, None, True, 31, "l2", float("-inf")]}
     assert yaml12_scalar("1.0e300") == float("1.0e300") == 1e300
+
+
+@pytest.mark.parametrize("pruner, key", [
+    ("asha", "config key tune.pruner: unknown pruner 'asha'; valid: none, median, successive_halving, hyperband"),
+    ({"kind": "hyperband", "min_resource": 50, "max_resource": 10},
+     "config key tune.pruner.min_resource: is 50, above max_resource 10"),
+    ({"kind": "hyperband", "reduction_factor": 1}, "config key tune.pruner.reduction_factor: must be an integer >= 2"),
+    ({"kind": "successive_halving", "reduction_factor": 1}, "config key tune.pruner.reduction_factor: must be"),
+    ({"kind": "median", "min_resource": 3}, "config key tune.pruner.min_resource: is not a setting of the median pruner"),
+    ({"kind": "median", "warmup_steps": -1}, "config key tune.pruner.warmup_steps: must be an integer >= 0"),
+])
+def test_a_bad_pruner_is_refused_before_any_job_naming_its_key(pruner, key):
+    with pytest.raises(ConfigError) as caught:
+        resolved({**BASE, "tune": {"pruner": pruner}})
+    assert str(caught.value).startswith(key)
+
+
+def test_a_pruner_is_resolved_with_its_defaults_and_a_method_may_set_its_own():
+    methods = copy.deepcopy(BASE["methods"])
+    methods["lambdamart"]["tune"] = {"pruner": {"kind": "hyperband", "min_resource": 10, "reduction_factor": 2}}
+    methods["ranknet"]["tune"] = {"pruner": {"kind": "hyperband", "reduction_factor": 1}}
+    config = resolved({**BASE, "methods": methods, "tune": {"pruner": "median"}})
+    assert config["methods"]["pointwise"]["tune"]["pruner"] == {"kind": "median", "startup_trials": 5,
+                                                                 "warmup_steps": 0, "interval_steps": 1}
+    check_method("lambdamart", config["methods"]["lambdamart"])
+    with pytest.raises(ConfigError, match=r"^config key methods.ranknet.tune.pruner.reduction_factor: must be"):
+        check_method("ranknet", config["methods"]["ranknet"])
+    assert "pruner" not in resolved({**BASE, "tune": {}})["methods"]["pointwise"]["tune"]

@@ -30,6 +30,8 @@ def chosen_settings(fit: FitRecord, model_path: str, selection: pd.DataFrame) ->
     shown = [*fit.grid, *tuned.get("space", {})]
     spent = ({"tune.trials": tuned["trials"], "tune.cpu_s": tuned["cpu_seconds"], "tune.best_trial": tuned["best_trial"]}
              if tuned else {})
+    if tuned.get("pruner", "none") != "none":  # how many trials the pruner stopped (or why it could not)
+        spent["tune.pruned"] = tuned["pruned"] if tuned.get("reports") else "unpruned (no curve)"
     diverged = int((selection["state"] == "diverged").sum()) if "state" in selection else 0
     return {**{k: fit.params[k] for k in shown}, **{k: state[k] for k in SETTLED if k in state}, **spent,
             **({"diverged": diverged} if diverged else {}), "selection_score": fit.selection_score}
@@ -88,7 +90,7 @@ with job_logging(snakemake, "aggregate"):
         if fit.tuning:  # what the tuning budget bought, on the fold run beside its scores
             chosen.update({"tune.trials": fit.tuning["trials"], "tune.cpu_seconds": fit.tuning["cpu_seconds"],
                            "tune.best_trial": fit.tuning["best_trial"], "tune.diverged": fit.tuning["diverged"],
-                           "tune.lost": fit.tuning.get("lost", 0)})
+                           "tune.lost": fit.tuning.get("lost", 0), "tune.pruned": fit.tuning.get("pruned", 0)})
         fold_plans.append(dict(
             fold=fold,
             params={"method": fit.params, "kind": fit.kind, "featureset": w.featureset, "fold": fold,

@@ -17,18 +17,23 @@ import copy
 import sys
 
 from rankstudy.pipeline.errors import ConfigError
+from rankstudy.rankers.pruning import PrunerError, pruner_settings
 from rankstudy.rankers.registry import RANKERS
 from rankstudy.rankers.tuning_storage import passwords
 
 TUNED_SUFFIX = "-tuned"
 # the study-wide settings a method's own tune mapping may override (workers and storage are the run's)
-METHOD_KEYS = ("trials", "cpu_seconds", "sampler", "space")
+METHOD_KEYS = ("trials", "cpu_seconds", "sampler", "space", "pruner")
 
 
 def tuned_spec(spec: dict, tune: dict, own: dict) -> dict:
     """The spec a tuned method trains with: its kind and params, and ``tune`` resolved."""
     settings = {k: tune[k] for k in ("sampler", "trials", "cpu_seconds", "workers")}
-    settings.update({k: v for k, v in own.items() if k in METHOD_KEYS and k != "space"})
+    if (pruner := pruner_settings(tune.get("pruner")))["kind"] != "none":  # an unpruned spec stays as it was
+        settings["pruner"] = pruner
+    settings.update({k: v for k, v in own.items() if k in METHOD_KEYS and k not in ("space", "pruner")})
+    if "pruner" in own:  # checked by the method check, named under the method's key
+        settings["pruner"] = own["pruner"]
     declared = RANKERS[spec["kind"]].search_space(spec.get("params")) if spec.get("kind") in RANKERS else {}
     space = {name: {"choices": list(values)} for name, values in (spec.get("grid") or {}).items()
              if name not in declared}
@@ -62,6 +67,10 @@ def expand_tuned_methods(config: dict) -> None:
         raise ConfigError("config key tune.storage: holds a password, which would be written into .snakemake/ and "
                           "onto the jobs' command lines; give the URL without it and keep the password in "
                           "~/.pgpass, or export the whole URL as RANKSTUDY_TUNE_STORAGE instead (docs/tuning.md)")
+    try:
+        pruner_settings(tune.get("pruner"))
+    except PrunerError as exc:
+        raise ConfigError(f"config key tune.{exc.key}: {exc.problem}") from None
     run = list(config.get("run_methods") or methods)
     chosen = tune.get("methods") or run
     for name in chosen:

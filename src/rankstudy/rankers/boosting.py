@@ -11,6 +11,7 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
+from rankstudy.util import intermediate
 from rankstudy.util.params import Integer, IntRange, LogUniform, Param, Real
 from rankstudy.util.progress import Progress
 from rankstudy.util.threads import job_threads
@@ -113,6 +114,9 @@ class BoostedTrees(Ranker):
         def report(env) -> None:
             info = {f"{name}_{metric}": value for name, metric, value, _ in env.evaluation_result_list}
             progress.update(env.iteration + 1, **info)
+            for name, metric, value, higher_better in env.evaluation_result_list:
+                if name == "vali" and metric == self.metric:  # what early stopping watches, for tuning's pruner
+                    intermediate.report(env.iteration + 1, value if higher_better else -value)
 
         callbacks = [lgb.record_evaluation(evals), report]
         if vali is not None and self.early_stopping_rounds:

@@ -14,6 +14,7 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.boosting import gbdt_library
+from rankstudy.util import intermediate
 from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Param, Real
 from rankstudy.util.progress import Progress
 from rankstudy.util.threads import job_threads
@@ -88,10 +89,21 @@ class CatBoostRanker(Ranker):
             def after_iteration(self, info) -> bool:
                 progress.update(info.iteration, **{f"{name}_{metric}": values[-1] for name, log in info.metrics.items()
                                                    for metric, values in log.items()})
+                vali = info.metrics.get("validation", {})
+                watched = next((values for metric, values in vali.items() if metric.startswith(EVAL_METRIC)), None)
+                if watched:  # the NDCG@10 early stopping watches, for tuning's pruner
+                    try:
+                        intermediate.report(info.iteration, watched[-1])
+                    except intermediate.Pruned as exc:  # raised after CatBoost's loop, which a callback stops
+                        pruned.append(exc)
+                        return False
                 return True  # go on
 
+        pruned: list = []
         model = cb.CatBoost(params)
         model.fit(self.pool(train), eval_set=self.pool(vali) if vali is not None else None, callbacks=[Report()])
+        if pruned:
+            raise pruned[0]
         self.model_, self.best_iteration_ = model, int(model.tree_count_)
         names = {"learn": "train", "validation": "vali"}
         record = {names[split]: {(self.metric if metric.startswith(EVAL_METRIC) else metric): values

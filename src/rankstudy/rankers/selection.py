@@ -17,8 +17,9 @@ from rankstudy.evaluation import metrics
 from rankstudy.rankers.base import Ranker
 from rankstudy.rankers.registry import make_ranker
 from rankstudy.rankers.spec import grid_candidates
+from rankstudy.util.intermediate import Pruned
 
-COMPLETE, DIVERGED = "complete", "diverged"
+COMPLETE, DIVERGED, PRUNED = "complete", "diverged", "pruned"
 
 
 class AllDiverged(RuntimeError):
@@ -69,7 +70,7 @@ def fit_candidate(kind: str, params: dict, train: RankData, vali: RankData, metr
                   metric_options: dict | None = None) -> Candidate:
     """Fit ``params`` on ``train`` (``vali`` for early stopping) and score it on ``vali``."""
     start, cpu = time.perf_counter(), time.process_time()
-    ranker, problem, value = None, "", float("nan")
+    ranker, problem, value, state = None, "", float("nan"), COMPLETE
     try:
         ranker = make_ranker(kind, params)
         with np.errstate(over="ignore", invalid="ignore"):  # a diverging fit says so below, once
@@ -79,12 +80,16 @@ def fit_candidate(kind: str, params: dict, train: RankData, vali: RankData, metr
         if not problem:
             value = metrics.mean_metrics(metrics.per_query(scores, vali.y, vali.offsets, [metric],
                                                            **(metric_options or {})))[metric]
+    except Pruned as exc:  # tuning's pruner stopped it (rankstudy.rankers.pruning)
+        problem, state = str(exc), PRUNED
     except Exception as exc:
         if ranker is None or not _numeric_failure(exc):
             raise
         problem = f"{type(exc).__name__}: {exc}"
+    if problem and state == COMPLETE:
+        state = DIVERGED
     return Candidate(params, ranker, float(value), time.perf_counter() - start, time.process_time() - cpu,
-                     DIVERGED if problem else COMPLETE, problem)
+                     state, problem)
 
 
 def candidate_row(number: int, candidate: Candidate, shown: dict, metric: str) -> dict:

@@ -32,8 +32,10 @@ from dataclasses import dataclass, field
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.registry import ranker_class
-from rankstudy.rankers.selection import (COMPLETE, DIVERGED, AllDiverged, Candidate, candidate_row,
+from rankstudy.rankers.pruning import PrunerError, make_pruner, pruner_settings, reported_step
+from rankstudy.rankers.selection import (COMPLETE, DIVERGED, PRUNED, AllDiverged, Candidate, candidate_row,
                                          diverged_message, fit_candidate)
+from rankstudy.util import intermediate
 from rankstudy.rankers.spec import grid_candidates
 from rankstudy.rankers.tuning_storage import (JournalWatch, StorageError, is_journal, open_storage,  # noqa: F401
                                               shown_storage)
@@ -64,6 +66,7 @@ class TuneSettings:
     space: dict = field(default_factory=dict)  # {param: space config data, or None: not tuned}
     base_method: str | None = None  # the default twin whose selection on the fold is the first trial
     grid: dict = field(default_factory=dict)  # the untuned method's grid: its candidates open the study
+    pruner: object = None  # tune.pruner as written: a name, a mapping with kind, or None (rankers.pruning)
 
     @classmethod
     def from_config(cls, data: dict) -> "TuneSettings":
@@ -109,6 +112,10 @@ def check_settings(settings: TuneSettings) -> None:
         raise TuningError("tune.cpu_seconds", f"must be a number > 0 or null, got {settings.cpu_seconds!r}")
     if not (isinstance(settings.workers, int) and settings.workers >= 1):
         raise TuningError("tune.workers", f"must be an integer >= 1, got {settings.workers!r}")
+    try:
+        pruner_settings(settings.pruner)
+    except PrunerError as exc:
+        raise TuningError(f"tune.{exc.key}", exc.problem) from None
 
 
 def check_tuned_spec(spec: dict) -> None:
@@ -142,6 +149,8 @@ def study_name(prefix: str, kind: str, params: dict, space: dict[str, Space], se
     same storage. The budget is not in it: a larger budget continues the study."""
     what = {"kind": kind, "params": params, "space": {k: s.to_config() for k, s in sorted(space.items())},
             "sampler": settings.sampler, "metric": metric, "options": metric_options, "base": base or []}
+    if (pruner := pruner_settings(settings.pruner))["kind"] != "none":  # unpruned studies keep their names
+        what["pruner"] = pruner
     digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return f"{prefix}#{digest}"
 
@@ -211,8 +220,9 @@ def _values(trial) -> dict:
 
 
 def _counted(trials, budget: int) -> list:
-    """The trials the budget counts (complete or diverged), the first ``budget`` by number."""
-    done = [t for t in trials if t.user_attrs.get("state") in (COMPLETE, DIVERGED) and t.state.is_finished()]
+    """The trials the budget counts (complete, diverged or pruned: a pruned trial's CPU-seconds
+    count toward the cap as spent), the first ``budget`` by number."""
+    done = [t for t in trials if t.user_attrs.get("state") in (COMPLETE, DIVERGED, PRUNED) and t.state.is_finished()]
     return sorted(done, key=lambda t: t.number)[:budget]
 
 
@@ -278,6 +288,22 @@ def _storage_faults(storage: str, watch: JournalWatch | None):
         raise
 
 
+def _pruning_listener(trial, curve: list, prune: bool):
+    """What a trial's fit reports while it trains (:mod:`rankstudy.util.intermediate`): every
+    step kept in ``curve``; with ``prune``, some given to Optuna
+    (:func:`rankstudy.rankers.pruning.reported_step`) and the fit stopped (Pruned) when the
+    study's pruner says so."""
+
+    def listener(step: int, value: float) -> None:
+        curve.append([step, value])
+        if prune and reported_step(step):
+            trial.report(value, step)
+            if trial.should_prune():
+                raise intermediate.Pruned(step)
+
+    return listener
+
+
 def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData, vali: RankData, *,
                metric: str, metric_options: dict, settings: TuneSettings, storage: str, name: str,
                worker: int = 0, seed: int = 0, base: list[dict] | None = None,
@@ -296,8 +322,10 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
         drawn = sampler_seed(seed, name, worker)
         sampler = (optuna.samplers.TPESampler(seed=drawn, n_startup_trials=max(3, min(10, settings.trials // 4)))
                    if settings.sampler == "tpe" else optuna.samplers.RandomSampler(seed=drawn))
+        # the pruner sees every worker's intermediate values through the storage
+        pruner = pruner_settings(settings.pruner)
         study = optuna.create_study(study_name=name, storage=store, sampler=sampler, direction="maximize",
-                                    load_if_exists=True)
+                                    pruner=make_pruner(pruner), load_if_exists=True)
         study_id = store.get_study_id_from_name(name)
         if older and not study.trials:
             before = len(store.get_all_trials(store.get_study_id_from_name(older[-1].study_name), deepcopy=False))
@@ -307,6 +335,7 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
             base = base_candidates(kind, params, space, settings.grid)
         _enqueue_base(study, space, base)
         kept: dict[int, Candidate] = {}
+        said_unpruned = False
         while True:
             if watch is not None:
                 watch.check()
@@ -326,13 +355,19 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
                 trial.set_user_attr(key, value)
             values = _trial_values(trial, space)
             trial.set_user_attr("values", json.dumps(values))
-            with _Heartbeat(store, store.get_trial_id_from_study_id_trial_number(study_id, trial.number)):
+            curve: list[list] = []
+            with _Heartbeat(store, store.get_trial_id_from_study_id_trial_number(study_id, trial.number)), \
+                    intermediate.listened(_pruning_listener(trial, curve, pruner["kind"] != "none")):
                 fitted = fit_candidate(kind, {**params, **values}, train, vali, metric, metric_options)
             if watch is not None:
                 watch.check()
             trial.set_user_attr("seconds", round(fitted.seconds, 3))
             trial.set_user_attr("cpu_seconds", round(fitted.cpu_seconds, 3))
             trial.set_user_attr("state", fitted.state)
+            trial.set_user_attr("curve", json.dumps(curve))
+            if pruner["kind"] != "none" and not curve and not said_unpruned:
+                progress(f"tuning: {kind} reports no validation score while it trains: its trials run unpruned")
+                said_unpruned = True
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
             if fitted.state == COMPLETE and math.isfinite(fitted.value):
                 study.tell(trial, fitted.value)
@@ -341,6 +376,10 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
                 best = max(kept.values(), key=lambda c: c.value, default=None)
                 if best is None or fitted.value > best.value:
                     kept = {trial.number: fitted}
+            elif fitted.state == PRUNED:
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+                progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: "
+                         f"{fitted.problem}, vali score there {curve[-1][1]:.5f} ({fitted.seconds:.1f} s)")
             else:
                 trial.set_user_attr("problem", fitted.problem[:500] or f"vali {metric} is NaN")
                 study.tell(trial, state=optuna.trial.TrialState.FAIL)
@@ -393,7 +432,9 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
         fitted = Candidate({}, None, float(t.value) if t.value is not None else float("nan"),
                            float(t.user_attrs.get("seconds", 0.0)), float(t.user_attrs.get("cpu_seconds", 0.0)), state)
         rows.append({**candidate_row(t.number + 1, fitted, _values(t), metric), "worker": t.user_attrs.get("worker"),
-                     "counted": t in counted, "untuned": "base" in t.user_attrs})
+                     "counted": t in counted, "untuned": "base" in t.user_attrs,
+                     # the validation curve the trial reported while it trained ([[step, score], ...])
+                     "curve": t.user_attrs.get("curve", "[]")})
     if not complete:
         message = diverged_message(kind, rows, [t.user_attrs.get("problem", "") for t in counted] or ["no trial"])
         if not counted:
@@ -428,6 +469,10 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
         "best_trial": best.number + 1, "best_value": float(best.value), "refit": refit,
         "workers": sorted({t.user_attrs.get("worker") for t in counted}), "study": name,
         "space": {k: s.to_config() for k, s in space.items()},
+        "pruner": pruner_settings(settings.pruner)["kind"],
+        "pruned": sum(t.user_attrs.get("state") == PRUNED for t in counted),
+        # whether the method reports a validation score while it trains (else a pruner cannot stop it)
+        "reports": any(json.loads(t.user_attrs.get("curve", "[]")) for t in counted),
     }
     return Outcome(ranker, chosen, rows, summary)
 

@@ -12,6 +12,7 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.boosting import gbdt_library, integer_labels
+from rankstudy.util import intermediate
 from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Param, Real, Uniform
 from rankstudy.util.progress import Progress
 from rankstudy.util.threads import job_threads
@@ -82,10 +83,14 @@ class XGBoostRanker(Ranker):
         evals = [(dtrain, "train")] + ([(self.dmatrix(vali), "vali")] if vali is not None else [])
         progress = Progress(f"xgboost {self.objective}", total=int(self.n_estimators), unit="round")
 
+        metric_name = self.metric
+
         class Report(xgb.callback.TrainingCallback):
             def after_iteration(self, model, epoch, evals_log) -> bool:
                 progress.update(epoch + 1, **{f"{name}_{metric}": values[-1] for name, log in evals_log.items()
                                               for metric, values in log.items()})
+                if "vali" in evals_log:  # what early stopping watches (an NDCG or MAP), for tuning's pruner
+                    intermediate.report(epoch + 1, evals_log["vali"][metric_name][-1])
                 return False  # go on
 
         record: dict = {}

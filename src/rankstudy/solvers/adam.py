@@ -38,6 +38,7 @@ import numpy as np
 
 from rankstudy.evaluation.metrics import parse_metric, per_query
 from rankstudy.solvers.base import Solution
+from rankstudy.util import intermediate
 from rankstudy.util.params import Choice, Choices, Integer, LogUniform, Param, Real, Text
 from rankstudy.util.progress import Progress
 
@@ -169,6 +170,8 @@ class Adam:
                 best = (score, epoch, theta.copy())
             epochs.update(epoch, train_loss=entry["train_loss"],
                           **({f"vali_{self.metric}": score, "best_epoch": best[1]} if vali is not None else {}))
+            if vali is not None and np.isfinite(score):  # for tuning's pruner
+                intermediate.report(epoch, score)
             if self.patience is not None and vali is not None and epoch - best[1] >= self.patience:
                 converged = True  # the validation metric stopped improving
                 break

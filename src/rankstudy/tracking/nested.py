@@ -5,6 +5,7 @@ logs them under their fold run."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
 
@@ -22,8 +23,9 @@ def _number(value) -> float | None:
 
 def nested_runs(rows: Iterable[Mapping], level: str = "candidate", number: str = "candidate") -> list[dict]:
     """One nested run per row (a candidate or a trial): its ``param.*`` values as params, its
-    ``vali.*`` scores and seconds as metrics, its ``state`` (complete, diverged, ...) and whether it
-    was ``selected`` as tags; named ``<level><row[number]>``."""
+    ``vali.*`` scores and seconds as metrics, its ``state`` (complete, diverged, pruned, ...) and
+    whether it was ``selected`` as tags, a tuning trial's validation ``curve`` as the history of
+    ``vali.curve``; named ``<level><row[number]>``."""
     runs = []
     for row in rows:
         params = {k.removeprefix("param."): v for k, v in row.items() if k.startswith("param.")}
@@ -33,8 +35,12 @@ def nested_runs(rows: Iterable[Mapping], level: str = "candidate", number: str =
             tags["selected"] = str(row["selected"]).lower()
         if row.get("worker") is not None and row.get("worker") == row.get("worker"):  # a tuning trial's (NaN: none)
             tags["worker"] = str(int(row["worker"]))
-        runs.append({"name": f"{level}{int(row[number])}", "level": level, "params": params,
-                     "metrics": {k: v for k, v in metrics.items() if v is not None}, "tags": tags})
+        run = {"name": f"{level}{int(row[number])}", "level": level, "params": params,
+               "metrics": {k: v for k, v in metrics.items() if v is not None}, "tags": tags}
+        if isinstance(row.get("curve"), str) and row["curve"].strip():  # a tuning trial's [[step, score], ...]
+            run["curve"] = [(int(step), v) for step, value in json.loads(row["curve"])
+                            if (v := _number(value)) is not None]
+        runs.append(run)
     return runs
 
 

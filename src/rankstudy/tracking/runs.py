@@ -308,8 +308,11 @@ def _complete_nested(client, uri: str, experiment_id: str, fold_run_id: str, fol
                                    run_name=run_name(identity["study"], identity["dataset"], identity["featureset"],
                                                      identity["method"], identity["fold"], run["name"])).info.run_id
         with new_run_or_nothing(client, uri, run_id, end_time=end_time):
+            now = store.now_ms()
+            # a tuning trial's validation curve while it trained (a pruned one's ends where it stopped)
+            curve = [Metric("vali.curve", float(value), now, int(step)) for step, value in run.get("curve") or ()]
             _log_payload(client, run_id, params=_param_entities(run.get("params")),
-                         metrics=_metric_entities(run.get("metrics") or {}, 0, store.now_ms()),
+                         metrics=_metric_entities(run.get("metrics") or {}, 0, now) + curve,
                          tags=_tag_entities(run.get("tags")))
 
 
