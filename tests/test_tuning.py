@@ -394,3 +394,26 @@ def test_a_pruner_stops_trials_whose_curve_falls_behind_and_they_count_as_spent(
                        storage=str(tmp_path / "lin.journal"), name="s/d/f/linear/fold1#p", progress=lines.append)
     assert not out.summary["reports"] and out.summary["pruned"] == 0
     assert "tuning: linear reports no validation score while it trains: its trials run unpruned" in lines
+
+
+def test_trials_fit_on_a_seeded_share_of_the_training_queries_and_the_model_on_all(tmp_path):
+    """tune.train_fraction (issue 43): the trials see a subsample drawn once per study (each fold
+    its own), the chosen trial is fitted again on the whole training split."""
+    from rankstudy.rankers.tuning import tuning_subsample
+
+    half = tuning_subsample(TRAIN, 0.5, 0, "s/d/f/toy/fold1#h")
+    assert half.n_queries == 30 and set(half.qid) < set(TRAIN.qid)
+    assert np.array_equal(tuning_subsample(TRAIN, 0.5, 0, "s/d/f/toy/fold1#other").qid, half.qid)  # per study
+    assert not np.array_equal(tuning_subsample(TRAIN, 0.5, 0, "s/d/f/toy/fold2#h").qid, half.qid)  # per fold
+    assert tuning_subsample(TRAIN, 1.0, 0, "x") is TRAIN
+    lines = []
+    out = tune(tmp_path, TuneSettings(sampler="random", trials=3, train_fraction=0.5), lines=lines,
+               params={"seed": 0, "noise": 0.0})
+    assert out.summary["train_fraction"] == 0.5 and out.summary["refit"]
+    assert any("on the whole training split (the trials fit on 0.5 of its queries)" in line for line in lines)
+    full = out.ranker.predict(VALI)
+    assert out.summary["full_fold_value"] == metrics.mean_metrics(metrics.per_query(full, VALI.y, VALI.offsets,
+                                                                                    [METRIC], **OPTIONS))[METRIC]
+    for bad in (0, -0.5, 1.5):
+        with pytest.raises(TuningError, match=r"^tune.train_fraction: must be a number > 0 and <= 1"):
+            tune(tmp_path, TuneSettings(trials=2, train_fraction=bad))

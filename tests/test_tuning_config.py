@@ -26,6 +26,8 @@ BASE = yaml.safe_load((REPO / "config/config.yaml").read_text())
     ({"workers": 0}, "config key tune.workers"),
     ({"variants": ["best"]}, "config key tune.variants"),
     ({"budget": 3}, "config key tune: Additional properties are not allowed ('budget' was unexpected)"),
+    ({"train_fraction": 0}, "config key tune.train_fraction: 0 is less than or equal to the minimum of 0"),
+    ({"train_fraction": 1.5}, "config key tune.train_fraction: 1.5 is greater than the maximum of 1"),
 ])
 def test_a_bad_budget_or_sampler_is_refused_naming_its_key(tune, key):
     config = copy.deepcopy(BASE)

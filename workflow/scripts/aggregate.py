@@ -30,6 +30,8 @@ def chosen_settings(fit: FitRecord, model_path: str, selection: pd.DataFrame) ->
     shown = [*fit.grid, *tuned.get("space", {})]
     spent = ({"tune.trials": tuned["trials"], "tune.cpu_s": tuned["cpu_seconds"], "tune.best_trial": tuned["best_trial"]}
              if tuned else {})
+    if tuned.get("train_fraction", 1) < 1:  # the trials saw this share of the training queries
+        spent["tune.train_fraction"] = tuned["train_fraction"]
     if tuned.get("pruner", "none") != "none":  # how many trials the pruner stopped (or why it could not)
         spent["tune.pruned"] = tuned["pruned"] if tuned.get("reports") else "unpruned (no curve)"
     diverged = int((selection["state"] == "diverged").sum()) if "state" in selection else 0

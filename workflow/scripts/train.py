@@ -64,6 +64,8 @@ with job_logging(job, "train", keep_attempts=bool(job.params.spec.get("tune"))):
         print(f"training objective: {trace['start']} at the start, {trace['final']} at the end")
     picked = ", ".join(f"{k}={chosen[k]:.4g}" if isinstance(chosen[k], float) else f"{k}={chosen[k]}" for k in shown)
     score = next(row[f"vali.{metric}"] for row in table if row["selected"])
+    if tuning and "full_fold_value" in tuning:  # the trials fit on a subsample: the model's own score
+        score = tuning["full_fold_value"]
     spent = (f", {tuning['trials']} trials in {tuning['cpu_seconds']:.0f} CPU-s" if tuning else "")
     print(f"summary: {picked + ', ' if picked else ''}vali {metric} {score:.4f}{spent}"
           + (f", objective {trace['start']:.4g} -> {trace['final']:.4g}" if trace and trace["start"] is not None else ""))

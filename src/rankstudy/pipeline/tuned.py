@@ -23,7 +23,7 @@ from rankstudy.rankers.tuning_storage import passwords
 
 TUNED_SUFFIX = "-tuned"
 # the study-wide settings a method's own tune mapping may override (workers and storage are the run's)
-METHOD_KEYS = ("trials", "cpu_seconds", "sampler", "space", "pruner")
+METHOD_KEYS = ("trials", "cpu_seconds", "sampler", "space", "pruner", "train_fraction")
 
 
 def tuned_spec(spec: dict, tune: dict, own: dict) -> dict:
@@ -31,6 +31,8 @@ def tuned_spec(spec: dict, tune: dict, own: dict) -> dict:
     settings = {k: tune[k] for k in ("sampler", "trials", "cpu_seconds", "workers")}
     if (pruner := pruner_settings(tune.get("pruner")))["kind"] != "none":  # an unpruned spec stays as it was
         settings["pruner"] = pruner
+    if tune.get("train_fraction", 1) != 1:
+        settings["train_fraction"] = tune["train_fraction"]
     settings.update({k: v for k, v in own.items() if k in METHOD_KEYS and k not in ("space", "pruner")})
     if "pruner" in own:  # checked by the method check, named under the method's key
         settings["pruner"] = own["pruner"]

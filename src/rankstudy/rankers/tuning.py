@@ -30,6 +30,8 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.rankers.pruning import PrunerError, make_pruner, pruner_settings, reported_step
@@ -67,6 +69,7 @@ class TuneSettings:
     base_method: str | None = None  # the default twin whose selection on the fold is the first trial
     grid: dict = field(default_factory=dict)  # the untuned method's grid: its candidates open the study
     pruner: object = None  # tune.pruner as written: a name, a mapping with kind, or None (rankers.pruning)
+    train_fraction: float = 1.0  # the share of the training queries the trials fit on (seeded; the model: all)
 
     @classmethod
     def from_config(cls, data: dict) -> "TuneSettings":
@@ -116,6 +119,10 @@ def check_settings(settings: TuneSettings) -> None:
         pruner_settings(settings.pruner)
     except PrunerError as exc:
         raise TuningError(f"tune.{exc.key}", exc.problem) from None
+    fraction = settings.train_fraction
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
+        raise TuningError("tune.train_fraction", f"must be a number > 0 and <= 1 (the share of the training "
+                                                 f"queries trials fit on), got {fraction!r}")
 
 
 def check_tuned_spec(spec: dict) -> None:
@@ -151,6 +158,8 @@ def study_name(prefix: str, kind: str, params: dict, space: dict[str, Space], se
             "sampler": settings.sampler, "metric": metric, "options": metric_options, "base": base or []}
     if (pruner := pruner_settings(settings.pruner))["kind"] != "none":  # unpruned studies keep their names
         what["pruner"] = pruner
+    if settings.train_fraction < 1:
+        what["train_fraction"] = settings.train_fraction
     digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:12]
     return f"{prefix}#{digest}"
 
@@ -248,6 +257,17 @@ def _trial_values(trial, space: dict[str, Space]) -> dict:
     return {n: s.suggest(trial, n) if n not in base or s.holds(base[n]) else base[n] for n, s in space.items()}
 
 
+def tuning_subsample(train: RankData, fraction: float, seed: int, name: str) -> RankData:
+    """The training queries a study's trials fit on: all of them, or a ``fraction`` drawn once
+    per study (the run's seed mixed with the method and fold: every worker draws the same)."""
+    if fraction >= 1:
+        return train
+    rng = np.random.default_rng(sampler_seed(seed, name, -1))
+    keep = np.zeros(train.n_queries, dtype=bool)
+    keep[rng.choice(train.n_queries, max(1, round(fraction * train.n_queries)), replace=False)] = True
+    return train.select_queries(keep)
+
+
 def sampler_seed(seed: int, name: str, worker: int) -> int:
     """The sampler's seed for one study and worker: the run's seed mixed with the method and fold
     (the study name's prefix), so two folds (or methods) draw different trials."""
@@ -316,6 +336,7 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
     optuna = _optuna()
     store = open_storage(storage, say=notice or progress)
     watch = JournalWatch(storage) if is_journal(storage) else None
+    train = tuning_subsample(train, settings.train_fraction, seed, name)
     with _storage_faults(storage, watch):
         prefix = name.split("#")[0]
         older = [s for s in store.get_all_studies() if s.study_name.split("#")[0] == prefix and s.study_name != name]
@@ -450,8 +471,14 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
     for row in rows:
         row["selected"] = row["candidate"] == best.number + 1
     chosen = {**params, **_values(best)}
-    refit = best.number not in kept
-    if refit:
+    refit = best.number not in kept or settings.train_fraction < 1
+    full_fold = None
+    if settings.train_fraction < 1:  # the trials saw a subsample: the model is fitted on the whole fold
+        progress(f"tuning: fitting the best trial ({best.number + 1}) on the whole training split "
+                 f"(the trials fit on {settings.train_fraction:g} of its queries)")
+        fitted = fit_candidate(kind, chosen, train, vali, metric, metric_options)
+        ranker, full_fold = fitted.ranker, fitted.value
+    elif refit:
         progress(f"tuning: fitting the best trial ({best.number + 1}, run by worker {best.user_attrs.get('worker')}) "
                  f"again")
         fitted = fit_candidate(kind, chosen, train, vali, metric, metric_options)
@@ -473,6 +500,9 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
         "pruned": sum(t.user_attrs.get("state") == PRUNED for t in counted),
         # whether the method reports a validation score while it trains (else a pruner cannot stop it)
         "reports": any(json.loads(t.user_attrs.get("curve", "[]")) for t in counted),
+        "train_fraction": settings.train_fraction,
     }
+    if full_fold is not None:  # the model's own validation score (the trials' were on a subsample)
+        summary["full_fold_value"] = float(full_fold)
     return Outcome(ranker, chosen, rows, summary)
 
