@@ -417,3 +417,12 @@ def test_trials_fit_on_a_seeded_share_of_the_training_queries_and_the_model_on_a
     for bad in (0, -0.5, 1.5):
         with pytest.raises(TuningError, match=r"^tune.train_fraction: must be a number > 0 and <= 1"):
             tune(tmp_path, TuneSettings(trials=2, train_fraction=bad))
+
+
+def test_the_steps_given_to_optuna_are_about_two_per_doubling_whatever_a_loop_reports():
+    from rankstudy.rankers.pruning import ReportSchedule
+
+    every = ReportSchedule()
+    assert [s for s in range(1, 70) if every(s)] == [1, 2, 4, 5, 8, 11, 16, 22, 32, 45, 64]
+    tenth = ReportSchedule()
+    assert [s for s in range(10, 300, 10) if tenth(s)] == [10, 20, 30, 40, 50, 70, 90, 130, 190, 260]

@@ -87,13 +87,23 @@ def make_pruner(settings: dict):
     return optuna.pruners.NopPruner()
 
 
-_REPORTED = frozenset(int(2 ** (k / 2)) for k in range(128))
+_MARKS = sorted(frozenset(int(2 ** (k / 2)) for k in range(128)))
 
 
-def reported_step(step: int) -> bool:
-    """Whether a trial's score at ``step`` goes to Optuna: about two steps per doubling (1, 2, 4,
-    5, 8, 11, 16, 22, 32, 45, 64, ...), the same for every trial. Optuna's journal writes (and
-    syncs) each value: all 300 rounds of a LightGBM fit would cost a second a trial; the pruners
-    compare trials at the steps both reported, and a rung is checked at the first reported step
-    past it."""
-    return step in _REPORTED
+class ReportSchedule:
+    """Which of a trial's steps go to Optuna: the first step reported at or past each mark of about
+    two per doubling (1, 2, 4, 5, 8, 11, 16, 22, 32, 45, 64, ...): every step of a loop that reports
+    each round, steps 10, 20, 30, 40, 50, 70, 90, ... of one that reports every tenth (RankBoost),
+    the same steps for every trial of a method. Optuna's journal writes (and syncs) each value: all
+    300 rounds of a LightGBM fit would cost a second a trial; the pruners compare trials at the
+    steps both reported, and a rung is checked at the first reported step past it."""
+
+    def __init__(self) -> None:
+        self.next = 0  # index of the next mark
+
+    def __call__(self, step: int) -> bool:
+        if self.next >= len(_MARKS) or step < _MARKS[self.next]:
+            return False
+        while self.next < len(_MARKS) and _MARKS[self.next] <= step:
+            self.next += 1
+        return True

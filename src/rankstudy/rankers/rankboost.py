@@ -18,6 +18,7 @@ from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.pair_potentials import CrucialPairs
 from rankstudy.rankers.threshold_bins import all_r, bin_features
+from rankstudy.util import intermediate
 from rankstudy.util.params import Choice, Integer, IntRange, Param, Real
 from rankstudy.util.progress import Progress
 
@@ -93,6 +94,7 @@ class RankBoost(Ranker):
                 if t % VALI_EVERY == 0 or t == self.n_rounds:
                     ndcg = float(per_query(vali_scores, vali.y, vali.offsets, ["ndcg@10"])["ndcg@10"].mean())
                     entry["vali_ndcg@10"] = ndcg
+                    intermediate.report(t, ndcg)  # for tuning's pruner
                     if ndcg > best_ndcg:
                         best_ndcg, best_round = ndcg, t
             history.append(entry)

@@ -34,7 +34,7 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.registry import ranker_class
-from rankstudy.rankers.pruning import PrunerError, make_pruner, pruner_settings, reported_step
+from rankstudy.rankers.pruning import PrunerError, ReportSchedule, make_pruner, pruner_settings
 from rankstudy.rankers.selection import (COMPLETE, DIVERGED, PRUNED, AllDiverged, Candidate, candidate_row,
                                          diverged_message, fit_candidate)
 from rankstudy.util import intermediate
@@ -311,12 +311,14 @@ def _storage_faults(storage: str, watch: JournalWatch | None):
 def _pruning_listener(trial, curve: list, prune: bool):
     """What a trial's fit reports while it trains (:mod:`rankstudy.util.intermediate`): every
     step kept in ``curve``; with ``prune``, some given to Optuna
-    (:func:`rankstudy.rankers.pruning.reported_step`) and the fit stopped (Pruned) when the
+    (:class:`rankstudy.rankers.pruning.ReportSchedule`) and the fit stopped (Pruned) when the
     study's pruner says so."""
+
+    reported = ReportSchedule()
 
     def listener(step: int, value: float) -> None:
         curve.append([step, value])
-        if prune and reported_step(step):
+        if prune and reported(step):
             trial.report(value, step)
             if trial.should_prune():
                 raise intermediate.Pruned(step)
