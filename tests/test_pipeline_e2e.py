@@ -470,6 +470,7 @@ def test_chakrabarti_studies_render(tmp_path):
     assert (timing.loc["SVMndcg [first]", ["argmax_seconds", "qp_seconds"]] > 0).all()
     assert np.isnan(timing.loc["McRank [first]", "argmax_seconds"])  # LightGBM records no argmax
     assert (timing["train_job_seconds"] >= timing["fit_seconds"]).all()
+    assert (timing["train_job_cpu_seconds"] > 0).all()  # wall and CPU both stated (issue 43)
 
 
 def test_chakrabarti_fig9_on_mq2008_every_method_beats_random(tmp_path, shared_data):

@@ -112,7 +112,8 @@ with job_logging(snakemake, "aggregate"):
         ties[fold] = summary.score_ties
         chosen_per_fold[fold] = chosen_settings(fit, inputs.model[i], selection)
         per_query.append(pd.read_csv(inputs.per_query_test[i]).assign(fold=fold))
-        timing.append(fold_timing(fit, history, selection))
+        train_bench = pd.read_csv(inputs["bench_train"][i], sep="\t").iloc[-1]  # the job's CPU beside its wall time
+        timing.append({**fold_timing(fit, history, selection), "train_job_cpu_seconds": float(train_bench["cpu_time"])})
     # a metric some folds lack (an extra metric dropped, then a new fold) is left out, not averaged over a few
     names = sorted(set.intersection(*(set(f.metrics) for f in folds)))
     values = {k: np.array([f.metrics[k] for f in folds], dtype=float) for k in names}
