@@ -58,12 +58,22 @@ SAMPLED_OPTIONS = {"rel_threshold": [Real()], "normalize": [Boolean()], "sample_
                    "walk_length": [Integer(0)], "restart_states": [Integer(2)], "restart_skew": [Real()],
                    "seed": [Integer()], "restart_spread": [Choice(SPREADS, "restart_spread")]}
 GAINED_OPTIONS = {"gain": [Choice(GAINS, "gain")], "k": [Integer(1)], **SAMPLED_OPTIONS}
+# (query, state, document) entries of one chunk of a split's sample: 32 MB of coefficients, and
+# about ten arrays of that size while the chunk is built (walks, deduplication keys, gathers)
+SAMPLE_BLOCK_ELEMENTS = 1 << 22
+# a chunk's documents are padded to a multiple of this (or to the split's width): numpy's einsum
+# kernel for float64 (x86-64 baseline, two SSE2 lanes) sums a row in blocks of 8 products and
+# the rest in pairs, so such a width puts every document in the block and lane it has in one
+# (Q, S, L) array, and the potentials come out the same to the bit
+WIDTH_ALIGN = 8
 
 
 class RankingSample(NamedTuple):
     """The rankings of every query: phi_po differences as per-document coefficients ``coef``
-    (Q, S, L), w'(phi(y*) - phi(y_j)) = s . coef[q, j]; ``delta`` (Q, S); ``support`` (Q, S) bool
-    (real entries; entry 0 is y*); ``active`` (Q,) queries with a good and a bad document."""
+    (Q, S', L), w'(phi(y*) - phi(y_j)) = s . coef[q, j]; ``delta`` (Q, S); ``support`` (Q, S) bool
+    (real entries; entry 0 is y*); ``active`` (Q,) queries with a good and a bad document.
+    ``coef`` holds the first S' <= S states (a chunk of :class:`ChunkedSample` may need fewer
+    states than the split's widest query; the others are outside its support)."""
 
     coef: np.ndarray
     delta: np.ndarray
@@ -75,6 +85,44 @@ class RankingSample(NamedTuple):
         return self.support.sum(axis=1)
 
 
+class SampleChunk(NamedTuple):
+    """The sample of the split's queries ``rows``, on their first ``sample.coef.shape[2]`` columns."""
+
+    rows: np.ndarray
+    sample: RankingSample
+
+
+class ChunkedSample(NamedTuple):
+    """A split's sample in chunks of queries of similar length, each padded to its own widest
+    query and number of states, so that its memory grows with the sum over queries of states x
+    documents, not with queries x the most states x the longest query (MSLR-WEB30K: about 1.8 GB
+    instead of 19 GB of coefficients). ``active`` (Q,) and ``shape`` (Q, L) are the split's;
+    ``states`` is S, the most states of any query (the state axis every chunk is evaluated on)."""
+
+    chunks: tuple[SampleChunk, ...]
+    active: np.ndarray
+    shape: tuple[int, int]
+    states: int
+
+    @property
+    def sizes(self) -> np.ndarray:
+        sizes = np.zeros(self.shape[0], dtype=np.int64)
+        for chunk in self.chunks:
+            sizes[chunk.rows] = chunk.sample.sizes
+        return sizes
+
+    def dense(self) -> RankingSample:
+        """The whole split as one (Q, S, L) sample (small data: tests, studies)."""
+        Q, L = self.shape
+        coef, delta = np.zeros((Q, self.states, L)), np.zeros((Q, self.states))
+        support = np.zeros((Q, self.states), dtype=bool)
+        for rows, part in self.chunks:
+            S, width = part.coef.shape[1:]
+            coef[rows, :S, :width] = part.coef
+            delta[rows], support[rows] = part.delta, part.support
+        return RankingSample(coef, delta, support, self.active)
+
+
 def _goods(labels, mask, rel_threshold):
     good = mask & (labels >= rel_threshold)
     bad = mask & ~good
@@ -82,11 +130,30 @@ def _goods(labels, mask, rel_threshold):
     return good, bad, P, N, (P > 0) & (N > 0)
 
 
+def _deltas_in_blocks(beats, n_good, n_bad, gain, k, width, block_elements):
+    """:func:`deltas` of the rows of ``beats`` padded (-1) to ``width`` goods, in blocks of rows
+    of at most ``block_elements`` entries. Delta_MAP and Delta_NDCG are float sums over the
+    padded goods, whose rounding depends on the padded width: a chunk's states are padded to
+    the split's widest goods, as when the whole split was one array, so its Deltas are the same
+    to the bit (Delta_AUC sums integers: any width gives the same)."""
+    if gain == "auc":
+        return deltas(beats, n_good, n_bad, gain, k)
+    out = np.empty(len(beats))
+    step = max(1, block_elements // max(width, 1))
+    for start in range(0, len(beats), step):
+        block = beats[start:start + step]
+        block = np.pad(block, ((0, 0), (0, width - block.shape[1])), constant_values=-1)
+        out[start:start + step] = deltas(block, n_good[start:start + step], n_bad[start:start + step], gain, k)
+    return out
+
+
 def support_from_states(labels, mask, beats, beaten, queries, *, rel_threshold: float = 1.0, gain: str = "auc",
-                        k: int = 10, normalize: bool = False) -> RankingSample:
+                        k: int = 10, normalize: bool = False, delta_width: int = 1,
+                        block_elements: int | None = None) -> RankingSample:
     """The sample of the states (``beats`` (M, Pmax), ``beaten`` (M, Nmax), -1 / 0 padded) of
     queries ``queries`` (M,) (rows of ``labels``), goods and bads in document order, with y*
-    added and duplicates removed (order of first appearance kept)."""
+    added and duplicates removed (order of first appearance kept). Deltas are computed on the
+    goods padded to at least ``delta_width`` (:func:`_deltas_in_blocks`)."""
     _, labels, mask = clean(np.zeros(np.shape(labels)), labels, mask)
     good, bad, P, N, active = _goods(labels, mask, rel_threshold)
     Q, L = mask.shape
@@ -111,6 +178,7 @@ def support_from_states(labels, mask, beats, beaten, queries, *, rel_threshold: 
     key = np.ascontiguousarray(np.concatenate([all_queries[:, None], all_beats, all_beaten], axis=1))
     _, first = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel(),
                          return_index=True)
+    del key
     keep = np.sort(first)
     kq, kb, kn = all_queries[keep], all_beats[keep], all_beaten[keep]
     order = np.argsort(kq, kind="stable")  # group by query, first appearance within
@@ -121,7 +189,8 @@ def support_from_states(labels, mask, beats, beaten, queries, *, rel_threshold: 
     support = np.zeros((Q, S), dtype=bool)
     support[kq, slot] = True
     delta = np.zeros((Q, S))
-    delta[kq, slot] = deltas(kb, P[kq], N[kq], gain, k)
+    delta[kq, slot] = _deltas_in_blocks(kb, P[kq], N[kq], gain, k, max(p_max, int(delta_width)),
+                                        block_elements or SAMPLE_BLOCK_ELEMENTS)
     # per document: its index among the goods (or bads) of its query
     g_pos = np.clip(np.cumsum(good, axis=1) - 1, 0, None)
     b_pos = np.clip(np.cumsum(bad, axis=1) - 1, 0, None)
@@ -136,23 +205,69 @@ def support_from_states(labels, mask, beats, beaten, queries, *, rel_threshold: 
     return RankingSample(coef, delta, support, active)
 
 
-def draw_sample(labels, mask, *, rel_threshold: float = 1.0, gain: str = "auc", k: int = 10,
-                normalize: bool = False, settings: SamplerSettings = SamplerSettings(),
-                backend: str | None = None) -> RankingSample:
-    """Every active query's swap-sampler sample (``settings.sample_size`` states, restarts by
-    Delta of ``gain``), deduplicated, with y*."""
-    _, labels, mask = clean(np.zeros(np.shape(labels)), labels, mask)
-    _, _, P, N, active = _goods(labels, mask, rel_threshold)
-    rows = np.flatnonzero(active)
-    walks = draw_walks(P[rows], N[rows], rows, settings, gain, k, backend)
+def _aligned(width, split_width: int):
+    """A chunk's padded width: its widest query rounded up to a multiple of :data:`WIDTH_ALIGN`
+    columns, at most the split's."""
+    return np.minimum(-(-np.asarray(width) // WIDTH_ALIGN) * WIDTH_ALIGN, split_width)
+
+
+def _draw_chunk(labels, mask, rows, P, N, delta_width, *, rel_threshold, gain, k, normalize, settings, backend,
+                block_elements) -> RankingSample:
+    """The sample of the split's queries ``rows`` (every one active; ``labels``, ``mask`` their
+    rows; ``P``, ``N`` their goods and bads). The walks are keyed by the split's rows, so each
+    query's states are the ones it gets in any chunk."""
+    walks = draw_walks(P, N, rows, settings, gain, k, backend)
     # the first sample_size states of each query's walks (walks of a query are consecutive)
-    W, T1 = walks.beats.shape[:2]
-    per_query = settings.n_walks * T1
+    per_query = settings.n_walks * walks.beats.shape[1]
     beats = walks.beats.reshape(-1, per_query, walks.beats.shape[2])[:, :settings.sample_size]
     beaten = walks.beaten.reshape(-1, per_query, walks.beaten.shape[2])[:, :settings.sample_size]
-    queries = np.repeat(walks.query[::settings.n_walks], beats.shape[1])
+    order = np.argsort(rows)
+    local = order[np.searchsorted(rows, walks.query[::settings.n_walks], sorter=order)]
+    queries = np.repeat(local, beats.shape[1])
     return support_from_states(labels, mask, beats.reshape(-1, beats.shape[2]), beaten.reshape(-1, beaten.shape[2]),
-                               queries, rel_threshold=rel_threshold, gain=gain, k=k, normalize=normalize)
+                               queries, rel_threshold=rel_threshold, gain=gain, k=k, normalize=normalize,
+                               delta_width=delta_width, block_elements=block_elements)
+
+
+def draw_chunks(labels, mask, *, rel_threshold: float = 1.0, gain: str = "auc", k: int = 10,
+                normalize: bool = False, settings: SamplerSettings = SamplerSettings(),
+                backend: str | None = None, block_elements: int | None = None) -> ChunkedSample:
+    """Every active query's swap-sampler sample (``settings.sample_size`` states, restarts by
+    Delta of ``gain``), deduplicated, with y*, drawn and stored in chunks of queries of
+    similar length holding at most ``block_elements`` (query, state, document) entries (at
+    least one query each; default :data:`SAMPLE_BLOCK_ELEMENTS`). Any ``block_elements`` gives
+    the same states, coefficients and Deltas (the walks are keyed by the query's row, the Deltas
+    padded as for one array)."""
+    block_elements = int(block_elements or SAMPLE_BLOCK_ELEMENTS)
+    _, labels, mask = clean(np.zeros(np.shape(labels)), labels, mask)
+    _, _, P, N, active = _goods(labels, mask, rel_threshold)
+    Q, L = mask.shape
+    delta_width = max(int(P.max(initial=0)), 1)  # the goods of the widest query, as in one array
+    states_per_query = settings.sample_size + 1  # at most: the sample and y*
+    chunks = []
+    for rows, width in query_chunks(mask, np.flatnonzero(active), block_elements,
+                                    lambda widths: states_per_query * _aligned(widths, L)):
+        width = int(_aligned(width, L))
+        part = _draw_chunk(labels[rows, :width], mask[rows, :width], rows, P[rows], N[rows], delta_width,
+                           rel_threshold=rel_threshold, gain=gain, k=k, normalize=normalize, settings=settings,
+                           backend=backend, block_elements=block_elements)
+        chunks.append(SampleChunk(rows, part))
+    S = max((part.delta.shape[1] for _, part in chunks), default=1)
+
+    def widen(a, fill):
+        return np.pad(a, ((0, 0), (0, S - a.shape[1])), constant_values=fill)
+
+    chunks = tuple(SampleChunk(rows, RankingSample(part.coef, widen(part.delta, 0.0), widen(part.support, False),
+                                                   part.active)) for rows, part in chunks)
+    return ChunkedSample(chunks, active, (Q, L), S)
+
+
+def draw_sample(labels, mask, *, rel_threshold: float = 1.0, gain: str = "auc", k: int = 10,
+                normalize: bool = False, settings: SamplerSettings = SamplerSettings(),
+                backend: str | None = None, block_elements: int | None = None) -> RankingSample:
+    """:func:`draw_chunks` as one (Q, S, L) sample (small data: tests, studies)."""
+    return draw_chunks(labels, mask, rel_threshold=rel_threshold, gain=gain, k=k, normalize=normalize,
+                       settings=settings, backend=backend, block_elements=block_elements).dense()
 
 
 # --------------------------------------------------------------------------- the sample, once per split
@@ -161,8 +276,8 @@ _CACHE: OrderedDict = OrderedDict()
 _CACHE_SIZE = 8  # a train and a validation split per grid candidate, with room to spare
 
 
-def cached_sample(labels, mask, **options) -> RankingSample:
-    """:func:`draw_sample`, remembered for the last few (labels, mask, options): the objective
+def cached_sample(labels, mask, **options) -> ChunkedSample:
+    """:func:`draw_chunks`, remembered for the last few (labels, mask, options): the objective
     calls its loss with the same split many times, and the sample must not change between them."""
     labels = np.ascontiguousarray(labels, dtype=np.float64)
     mask = np.ascontiguousarray(mask, dtype=bool)
@@ -173,7 +288,7 @@ def cached_sample(labels, mask, **options) -> RankingSample:
     if key in _CACHE:
         _CACHE.move_to_end(key)
         return _CACHE[key]
-    sample = draw_sample(labels, mask, **options)
+    sample = draw_chunks(labels, mask, **options)
     _CACHE[key] = sample
     while len(_CACHE) > _CACHE_SIZE:
         _CACHE.popitem(last=False)
@@ -185,12 +300,13 @@ def cached_sample(labels, mask, **options) -> RankingSample:
 def _potentials(scores, sample: RankingSample) -> np.ndarray:
     """v (Q, S) = w'phi(y_j) - w'phi(y*), -inf outside the support."""
     v = -np.einsum("qsl,ql->qs", sample.coef, scores)
+    v = np.pad(v, ((0, 0), (0, sample.support.shape[1] - v.shape[1])))  # states without coefficients
     return np.where(sample.support, v, -np.inf)
 
 
 def _expectation_grad(p: np.ndarray, sample: RankingSample) -> np.ndarray:
     """d/ds of sum_j p_j v_j for fixed weights p (Q, S): -sum_j p_j coef_j."""
-    return -np.einsum("qs,qsl->ql", p, sample.coef)
+    return -np.einsum("qs,qsl->ql", p[:, :sample.coef.shape[1]], sample.coef)
 
 
 def _lse(a: np.ndarray):
@@ -229,11 +345,22 @@ def sample_objective(name: str, scores, sample: RankingSample) -> tuple[np.ndarr
     raise ValueError(f"unknown sampled objective {name!r}")
 
 
+def chunked_objective(name: str, scores, sample: ChunkedSample) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sample_objective` over a split's chunks: values (Q,) and d value / d scores (Q, L);
+    each chunk sees its queries' scores on its columns and the split's S states, so every
+    query's value and gradient are the ones of one (Q, S, L) sample, to the bit."""
+    values, grad = np.zeros(sample.shape[0]), np.zeros(sample.shape)
+    for rows, part in sample.chunks:
+        width = part.coef.shape[2]
+        values[rows], grad[rows, :width] = sample_objective(name, scores[rows, :width], part)
+    return values, grad
+
+
 def _sampled(name: str, scores, labels, mask, rel_threshold, gain, k, normalize, settings):
     s, y, mask = clean(scores, labels, mask)
     sample = cached_sample(y, mask, rel_threshold=rel_threshold, gain=gain, k=k, normalize=normalize,
                            settings=settings)
-    values, grad = sample_objective(name, s, sample)
+    values, grad = chunked_objective(name, s, sample)
     weights = query_weights(sample.active)
     values = np.where(sample.active, values, 0.0)
     return float((values * weights).sum()), np.where(mask, grad * weights[:, None], 0.0)
