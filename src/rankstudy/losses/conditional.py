@@ -81,8 +81,8 @@ class RankingSample(NamedTuple):
     """The rankings of every query: phi_po differences as per-document coefficients ``coef``
     (Q, S', L), w'(phi(y*) - phi(y_j)) = s . coef[q, j]; ``delta`` (Q, S); ``support`` (Q, S) bool
     (real entries; entry 0 is y*); ``active`` (Q,) queries with a good and a bad document.
-    ``coef`` holds the first S' <= S states (a chunk of :class:`ChunkedSample` may need fewer
-    states than the split's widest query; the others are outside its support)."""
+    ``coef`` holds the first S' <= S states (a chunk of :class:`ChunkedSample` may have fewer
+    states than the split's S; the others are outside its support)."""
 
     coef: np.ndarray
     delta: np.ndarray
