@@ -318,6 +318,54 @@ def reference_points(fits: list[dict], shape: str, method: str) -> list[dict]:
                    and f["status"] in ("ok", "capped", "memory")), key=lambda f: f["train_docs"])
 
 
+def _growth(points: list[dict], value: str) -> dict | None:
+    """A footprint's growth (rankstudy.rankers.footprint.Growth as data) of ``value`` over the
+    training documents: the power law through the fits that ended, and the floor of the largest
+    one stopped at a cap (it took at least that, and grows at least linearly)."""
+    ok = [p for p in points if p["status"] == "ok" and p.get(value) is not None]
+    stopped = [p for p in points if p["status"] in ("capped", "memory") and p.get(value) is not None]
+    if not ok and not stopped:
+        return None
+    out = {"a": None, "b": None}
+    if ok:
+        a, b = power_law([p["train_docs"] for p in ok], [max(p[value], 1e-3) for p in ok])
+        out.update(a=float(a), b=None if b is None else float(b))
+    if stopped:
+        worst = max(stopped, key=lambda p: p[value] / p["train_docs"])
+        out.update(floor_n=int(worst["train_docs"]), floor_y=float(worst[value]))
+    return out
+
+
+def footprints(fits: list[dict], methods: dict[str, dict], shape: str, measured: str) -> dict:
+    """config/footprints.yaml's entries for ``shape``: each method's CPU-seconds and RSS growth of
+    one fit (its reference candidate) as they grow with the training documents."""
+    out = {}
+    for name, spec in methods.items():
+        points = reference_points(fits, shape, name)
+        cpu = _growth([{**p, "cpu_s": p.get("cpu_s", p["wall_s"])} for p in points], "cpu_s")
+        if cpu is None:
+            continue
+        out[name] = {"kind": spec["kind"], "params": spec.get("params") or {}, "shape": shape, "measured": measured,
+                     "sizes": [int(p["train_docs"]) for p in points], "cpu_seconds": cpu,
+                     "rss_growth_mb": _growth(points, "rss_growth_mb")}
+    return out
+
+
+def write_footprints(path: Path, entries: dict) -> None:
+    """Merge ``entries`` into the footprints file (other shapes' entries of a method stay)."""
+    data = yaml.safe_load(path.read_text()) if path.exists() else None
+    data = data or {}
+    methods = data.setdefault("methods", {})
+    for name, entry in entries.items():
+        key = name if entry["shape"] == "mslr30k" else f"{name}@{entry['shape']}"
+        methods[key] = entry
+    header = ("# One fit's CPU-seconds and peak RSS growth of each leaderboard method as they grow with the\n"
+              "# training documents, measured on synthetic folds shaped like MSLR-WEB30K, Yahoo or Istella:\n"
+              "# written by `python benchmarks/bench_board_cost.py --write-footprints config/footprints.yaml`,\n"
+              "# read by the config check that refuses a method one node cannot hold (rankstudy.rankers.footprint).\n")
+    path.write_text(header + yaml.safe_dump(data, sort_keys=False))
+
+
 def draws(kind: str, params: dict, count: int, seed: int) -> list[dict]:
     """``count`` parameter sets drawn at random from the method's declared search space."""
     if count <= 0:
@@ -620,6 +668,8 @@ def main() -> None:
     parser.add_argument("--full-docs", type=float, help="training documents of the full fold (default: the shape's)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "board-cost")
     parser.add_argument("--report-only", action="store_true", help="tabulate the workdir's fits.jsonl")
+    parser.add_argument("--write-footprints", type=Path, metavar="FILE",
+                        help="also write each method's measured growth there (config/footprints.yaml)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--kind", help=argparse.SUPPRESS)
     parser.add_argument("--params", help=argparse.SUPPRESS)
@@ -636,6 +686,14 @@ def main() -> None:
               flush=True)
         run(args, methods)
     print(report(args, methods))
+    if args.write_footprints:
+        import subprocess
+
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+        measured = f"{time.strftime('%Y-%m-%d')}, code {commit.stdout.strip() or 'unknown'}"
+        write_footprints(args.write_footprints, footprints(load_fits(args.workdir / "fits.jsonl"), methods,
+                                                           args.shape, measured))
+        print(f"footprints of {args.shape} written to {args.write_footprints}")
 
 
 if __name__ == "__main__":

@@ -144,3 +144,22 @@ def test_an_exponent_from_fits_stopped_at_a_larger_size_is_not_lent(workdir: Pat
     assert out.returncode == 0, out.stderr[-3000:]
     row = pd.read_csv(workdir / "board-cost.csv").set_index("method").loc["xgb_pairwise"]
     assert row["fit_s"] == pytest.approx(100.0 * 473_134 / DOCS[16]) and bool(row["lower_bound"])
+
+
+def test_footprints_written_from_the_fits_predict_what_the_report_predicts(workdir: Path, tmp_path: Path):
+    """--write-footprints: each method's growth as config/footprints.yaml holds it, read back by the
+    config check's arithmetic (rankstudy.rankers.footprint) to the report's own full-size figures."""
+    from rankstudy.rankers.footprint import load_footprints, node_problem
+
+    path = tmp_path / "footprints.yaml"
+    out = report(workdir, "--write-footprints", str(path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    prints = {f.method: f for f in load_footprints(path)}
+    rows = pd.read_csv(workdir / "board-cost.csv").set_index("method")
+    for name in ("ranknet", "lambdamart", "structrank"):
+        assert prints[name].cpu_seconds.at(FULL) == pytest.approx(rows.loc[name, "fit_s"], rel=1e-9), name
+    assert prints["structrank"].cpu_seconds.bound and not prints["lambdamart"].cpu_seconds.bound
+    assert prints["ranknet"].shape == "mslr30k" and "ranknet" in {f.method for f in prints.values()}
+    problem = node_problem(prints["structrank"], FULL, 136, memory_gb=16, fit_cpu_hours=2)
+    assert problem.startswith("predicted at least 3.8 h of CPU a fit")  # 600 s at 100k documents, linearly
+    assert f"up to about {2 * 3600 / 600 * DOCS[16]:,.0f}" in problem

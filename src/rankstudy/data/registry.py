@@ -74,6 +74,12 @@ def validate_entry(name: str, entry: object, path: Path | str = "<registry>") ->
         n = out["n_features"]
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise _fail(path, name, "n_features", f"must be a positive integer, got {n!r}")
+    if out.get("train_documents") is not None:  # a fold's training documents: what a method must hold
+        n = out["train_documents"]
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise _fail(path, name, "train_documents", f"must be a positive integer, got {n!r}")
+    if out.get("footprint_shape") is not None and out["footprint_shape"] not in ("mslr30k", "yahoo", "istella"):
+        raise _fail(path, name, "footprint_shape", f"must be mslr30k, yahoo or istella, got {out['footprint_shape']!r}")
     if "labels" in out and out["labels"] is not None:
         labels = out["labels"]
         if (not isinstance(labels, list) or len(labels) != 2

@@ -26,6 +26,7 @@ from rankstudy.pipeline.layout import path_name_problem, system_label
 from rankstudy.reporting.paper_cells import paper_systems
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.pipeline.tuned import expand_tuned_methods
+from rankstudy.rankers.footprint import FOOTPRINTS, load_footprints, node_problem
 from rankstudy.rankers.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
 from rankstudy.rankers.tuning import TuningError, check_tuned_spec
 
@@ -436,6 +437,7 @@ def check_config(config: dict, workdir: Path) -> Settings:
     check_data_kinds(config, registry, methods, names)
     if any(f.second_order for f in sets):
         check_rho_memory(config, registry)
+    check_node_fits(config, registry, methods, workdir)
     check_local_files(config, registry, config_folds)
     baseline = check_baseline(config["report"].get("baseline", methods[0]), methods, names)
     systems = {system_label(m, f) for m in methods for f in names}
@@ -556,6 +558,30 @@ def check_rho_memory(config: dict, registry: dict) -> None:
                               f"{m * (m + 1) // 2:,} pair correlations need about {need / 2**30:,.0f} GiB, more than "
                               f"this machine's {machine_memory_bytes() / 2**30:,.0f} GiB; set features.rho: [] (and "
                               f"quadratic_rho: []) for it")
+
+
+def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: Path) -> None:
+    """ConfigError naming the first method run that one node cannot hold at a data set's size (the
+    registry's train_documents), from its measured footprint (:mod:`rankstudy.rankers.footprint`),
+    with the prediction, the limit and the size where it stops fitting."""
+    sized = [d for d in config["datasets"] if registry[d].get("train_documents")]
+    if not sized:
+        return
+    node = config.get("node") or {}
+    memory_gb, cpu_hours = node.get("memory_gb", 16), node.get("fit_cpu_hours", 2)
+    prints = load_footprints(resolve_path(FOOTPRINTS, workdir))
+    for dataset in sized:
+        entry = registry[dataset]
+        shape = entry.get("footprint_shape", "mslr30k")
+        for name in methods:
+            spec = config["methods"][name]
+            found = next((f for f in prints if f.shape == shape and f.matches(spec)), None)
+            if found is None:
+                continue
+            problem = node_problem(found, entry["train_documents"], entry.get("n_features") or 136, memory_gb, cpu_hours)
+            if problem:
+                raise ConfigError(f"config key methods.{name}: does not fit one node on {dataset}: {problem}; leave "
+                                  f"it out (run_methods) or raise the node's limit (--config 'node={{...}}')")
 
 
 def check_data_kinds(config: dict, registry: dict, methods: list[str], featuresets: list[str]) -> None:

@@ -1,0 +1,120 @@
+"""Whether a method fits one node at a data set's size, known before any job: its CPU-seconds and
+peak memory for one fit, predicted from fits measured on synthetic folds shaped like the large
+benchmarks (``benchmarks/bench_board_cost.py --write-footprints``, kept in
+``config/footprints.yaml``) as t = a n^b over the training documents n. A fit stopped at a cap
+gives a floor (it took at least that, and grows at least linearly). A method the node cannot hold
+(``node.memory_gb``, ``node.fit_cpu_hours``) is refused by the config check with the prediction,
+the limit and the size where it stops fitting, instead of failing (or running for days) in a job.
+
+Only methods whose kind and parameters are those measured (the leaderboard's) have a footprint;
+others are not checked. Pure arithmetic: nothing is imported or fitted here."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+FOOTPRINTS = "config/footprints.yaml"
+BYTES_PER_VALUE = 8  # the features as float64, as the train job holds them
+VALI_SHARE = 1 / 3  # a LETOR fold's validation split beside its training split (3:1:1 parts)
+
+
+@dataclass(frozen=True)
+class Growth:
+    """y = a n^b (b None: linear through the point), and at least ``floor_y`` n / ``floor_n``
+    (a fit stopped at a cap: a lower bound)."""
+
+    a: float | None
+    b: float | None
+    floor_n: float | None = None
+    floor_y: float | None = None
+
+    def at(self, n: float) -> float:
+        value = 0.0 if self.a is None else self.a * n ** (1.0 if self.b is None else self.b)
+        if self.floor_n:
+            value = max(value, self.floor_y * n / self.floor_n)
+        return value
+
+    @property
+    def bound(self) -> bool:
+        """Whether a prediction is a lower bound (a fit was stopped, or one point only)."""
+        return self.floor_n is not None or self.b is None
+
+    @classmethod
+    def from_data(cls, data: dict | None) -> "Growth | None":
+        if not data:
+            return None
+        return cls(data.get("a"), data.get("b"), data.get("floor_n"), data.get("floor_y"))
+
+
+@dataclass(frozen=True)
+class Footprint:
+    method: str
+    kind: str
+    params: dict
+    shape: str  # the benchmark's shape it was measured on (mslr30k, yahoo, istella)
+    cpu_seconds: Growth
+    rss_growth_mb: Growth | None  # above the splits in memory
+    measured: str  # when and with which code
+
+    def matches(self, spec: dict) -> bool:
+        return spec.get("kind") == self.kind and (spec.get("params") or {}) == self.params
+
+
+def load_footprints(path: str | Path) -> list[Footprint]:
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = yaml.safe_load(path.read_text()) or {}
+    return [Footprint(method=name.split("@")[0], kind=entry["kind"], params=entry.get("params") or {}, shape=entry["shape"],
+                      cpu_seconds=Growth.from_data(entry["cpu_seconds"]),
+                      rss_growth_mb=Growth.from_data(entry.get("rss_growth_mb")), measured=entry.get("measured", ""))
+            for name, entry in (data.get("methods") or {}).items()]
+
+
+def peak_gb(footprint: Footprint, train_documents: float, n_features: int) -> float | None:
+    """A fit's peak resident memory: the training and validation features, and the fit's growth."""
+    if footprint.rss_growth_mb is None:
+        return None
+    data = train_documents * (1 + VALI_SHARE) * n_features * BYTES_PER_VALUE / 2**30
+    return data + footprint.rss_growth_mb.at(train_documents) / 1024
+
+
+def largest_documents(fits, low: float = 1e3, high: float = 1e9) -> float:
+    """The most training documents for which ``fits(n)`` holds (predictions grow with n)."""
+    if not fits(low):
+        return 0.0
+    if fits(high):
+        return math.inf
+    for _ in range(60):  # bisection on log n
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
+def node_problem(footprint: Footprint, train_documents: float, n_features: int, memory_gb: float,
+                 fit_cpu_hours: float) -> str | None:
+    """Why one fit of the method does not fit the node at this size (None when it does)."""
+    cpu = footprint.cpu_seconds.at(train_documents)
+    memory = peak_gb(footprint, train_documents, n_features)
+    over = []
+    if cpu > fit_cpu_hours * 3600:
+        over.append(f"{'at least ' if footprint.cpu_seconds.bound else ''}{cpu / 3600:.1f} h of CPU a fit "
+                    f"(node.fit_cpu_hours: {fit_cpu_hours:g})")
+    if memory is not None and memory > memory_gb:
+        over.append(f"{'at least ' if footprint.rss_growth_mb.bound else ''}{memory:.1f} GB of memory "
+                    f"(node.memory_gb: {memory_gb:g})")
+    if not over:
+        return None
+
+    def fits(n: float) -> bool:
+        peak = peak_gb(footprint, n, n_features)
+        return footprint.cpu_seconds.at(n) <= fit_cpu_hours * 3600 and (peak is None or peak <= memory_gb)
+
+    stops = largest_documents(fits)
+    return (f"predicted {' and '.join(over)} at {train_documents:,.0f} training documents (measured on "
+            f"{footprint.shape}-shaped folds, {footprint.measured}); it fits the node up to about "
+            f"{stops:,.0f} training documents")

@@ -1,0 +1,78 @@
+"""Whether a method fits one node at a data set's size, before any job (issue 43): the predicted
+CPU and memory of one fit from measured footprints, the size where it stops fitting, and the
+config check's one line naming the method and the limit."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rankstudy.pipeline.config import check_node_fits
+from rankstudy.pipeline.errors import ConfigError
+from rankstudy.rankers.footprint import Footprint, Growth, largest_documents, load_footprints, node_problem, peak_gb
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def footprint(cpu: Growth, mem: Growth | None = None) -> Footprint:
+    return Footprint("m", "catboost", {"loss": "YetiRank"}, "mslr30k", cpu, mem, "2026-11-28")
+
+
+def test_a_power_law_with_a_floor_from_a_stopped_fit():
+    grows = Growth(a=2e-4, b=1.1)
+    assert grows.at(1e6) == pytest.approx(2e-4 * 1e6 ** 1.1) and not grows.bound
+    stopped = Growth(a=None, b=None, floor_n=140_400, floor_y=630.0)  # over a 630 s cap at 1/16
+    assert stopped.at(2_270_296) == pytest.approx(630.0 * 2_270_296 / 140_400) and stopped.bound
+    assert Growth(a=1e-3, b=None).at(1e6) == pytest.approx(1e3)  # one point: linear, a bound
+
+
+def test_the_size_where_a_method_stops_fitting():
+    fp = footprint(Growth(a=None, b=None, floor_n=140_400, floor_y=630.0))
+    problem = node_problem(fp, 2_270_296, 136, memory_gb=16, fit_cpu_hours=2)
+    stops = 2 * 3600 * 140_400 / 630.0  # where the linear floor reaches 2 h
+    assert problem.startswith("predicted at least 2.8 h of CPU a fit (node.fit_cpu_hours: 2) at 2,270,296 training "
+                              "documents (measured on mslr30k-shaped folds, 2026-11-28)")
+    assert f"up to about {stops:,.0f}"[:-4] in problem
+    assert node_problem(fp, 500_000, 136, memory_gb=16, fit_cpu_hours=2) is None
+    assert largest_documents(lambda n: True) == math.inf and largest_documents(lambda n: False) == 0.0
+
+
+def test_memory_counts_the_features_held_beside_the_fit():
+    fp = footprint(Growth(a=1e-4, b=1.0), Growth(a=5e-3, b=1.0))  # 5 KB of growth a document
+    data = 2_270_296 * (4 / 3) * 136 * 8 / 2**30
+    assert peak_gb(fp, 2_270_296, 136) == pytest.approx(data + 5e-3 * 2_270_296 / 1024)
+    problem = node_problem(fp, 2_270_296, 136, memory_gb=8, fit_cpu_hours=2)
+    assert "GB of memory (node.memory_gb: 8)" in problem and "h of CPU" not in problem
+
+
+def write_footprints(workdir: Path, entry: dict) -> None:
+    (workdir / "config").mkdir(parents=True, exist_ok=True)
+    (workdir / "config" / "footprints.yaml").write_text(yaml.safe_dump({"methods": {"catboost_yetirank": entry}}))
+
+
+def test_the_config_check_refuses_a_method_too_large_for_the_node_naming_it(tmp_path):
+    entry = {"kind": "catboost", "params": {"loss": "YetiRank"}, "shape": "mslr30k", "measured": "test",
+             "cpu_seconds": {"a": None, "b": None, "floor_n": 140400, "floor_y": 630.0}}
+    write_footprints(tmp_path, entry)
+    registry = {"MSLR-WEB30K": {"train_documents": 2270296, "n_features": 136, "footprint_shape": "mslr30k"},
+                "MQ2008": {"n_features": 46}}
+    config = {"datasets": ["MSLR-WEB30K"], "node": {"memory_gb": 16, "fit_cpu_hours": 2},
+              "methods": {"yeti": {"kind": "catboost", "params": {"loss": "YetiRank"}},
+                          "other": {"kind": "catboost", "params": {"loss": "QueryRMSE"}}}}
+    with pytest.raises(ConfigError, match=r"^config key methods.yeti: does not fit one node on MSLR-WEB30K: "
+                                          r"predicted at least 2.8 h of CPU a fit \(node.fit_cpu_hours: 2\)"):
+        check_node_fits(config, registry, ["yeti", "other"], tmp_path)
+    check_node_fits({**config, "node": {"fit_cpu_hours": 4}}, registry, ["yeti"], tmp_path)  # a larger node
+    check_node_fits(config, registry, ["other"], tmp_path)  # no footprint: not checked
+    check_node_fits({**config, "datasets": ["MQ2008"]}, registry, ["yeti"], tmp_path)  # no size known
+
+
+def test_the_shipped_footprints_load_and_every_entry_names_a_leaderboard_method():
+    prints = load_footprints(REPO / "config" / "footprints.yaml")
+    board = yaml.safe_load((REPO / "config" / "studies" / "leaderboard.yaml").read_text())["methods"]
+    for fp in prints:
+        assert fp.method in board and fp.matches(board[fp.method]), fp.method
+        assert fp.cpu_seconds.at(1e5) > 0
