@@ -9,11 +9,16 @@ PostgreSQL URL under SLURM), so:
 * a rerun after a kill resumes from the finished trials (a killed worker loses its running
   trial only: it is marked ``lost`` when its process is found dead, or its heartbeat stale);
 * several workers (Snakemake jobs) can share one study, each running trials in its own process;
-* a changed search space, sampler, objective or base setting is a new study, said so.
+* a changed search space, sampler, pruner, objective or base setting is a new study, said so.
 
-The budget is a number of trials (those ``complete`` or ``diverged``) and an optional cap on
-their CPU-seconds; the best trial is chosen among the first ``trials`` by number, so a worker
-that started one trial too many (two workers racing for the last one) changes nothing.
+The study opens with what the untuned method selects (:func:`base_candidates`), so the tuned
+model is never below it on validation. The budget is a number of trials (those ``complete``,
+``diverged`` or ``pruned``: Optuna's pruner, :mod:`rankstudy.rankers.pruning`, may stop a trial
+whose validation curve falls behind) and an optional cap on their CPU-seconds; the best trial is
+chosen among the first ``trials`` by number, once no running trial could change which those are,
+so a worker that started one trial too many (two workers racing for the last one) changes
+nothing. ``train_fraction`` fits the trials on a seeded share of the training queries and the
+chosen one on all of them.
 """
 
 from __future__ import annotations
