@@ -96,15 +96,20 @@ def run(args: argparse.Namespace) -> None:
             for name, spec in methods.items():
                 params = {**spec["params"], "seed": 0}
                 for pruner in ("none", args.pruner):
-                    if (label, name, pruner) in done:
+                    if (label, name, shown(pruner)) in done:
                         continue
                     journal = Path(tmp) / f"{name}-{label.replace(' ', '')}-{pruner}.journal"
                     row = study(spec["kind"], params, spec.get("grid") or {}, train, vali, max_label, args.trials,
                                 args.sampler, pruner, journal, f"bench/{label}/{name}")
-                    row.update(fold=label, method=name, pruner=pruner, trials=args.trials, sampler=args.sampler)
+                    row.update(fold=label, method=name, pruner=shown(pruner), trials=args.trials, sampler=args.sampler)
                     print(json.dumps(row), flush=True)
                     with open(args.out, "a") as f:
                         f.write(json.dumps(row) + "\n")
+
+
+def shown(pruner) -> str:
+    """A pruner setting as one string (the rows' key)."""
+    return pruner if isinstance(pruner, str) else json.dumps(pruner, sort_keys=True)
 
 
 def load(path: Path) -> list[dict]:
@@ -113,15 +118,16 @@ def load(path: Path) -> list[dict]:
 
 def report(args: argparse.Namespace) -> str:
     rows = load(args.out)
-    lines = [f"Pruner {args.pruner} against none, {args.trials} trials ({args.sampler}), from {args.out}:", "",
+    pruner = shown(args.pruner)
+    lines = [f"Pruner {pruner} against none, {args.trials} trials ({args.sampler}), from {args.out}:", "",
              "| method | folds | median best gap (none - pruned) | worst gap | median CPU pruned / none | "
              "trials pruned (mean) | within target (gap <= .002, CPU <= 35%) |", "|---|---|---|---|---|---|---|"]
     for method in dict.fromkeys(r["method"] for r in rows):
         pairs = []
         for fold in dict.fromkeys(r["fold"] for r in rows if r["method"] == method):
             got = {r["pruner"]: r for r in rows if r["method"] == method and r["fold"] == fold}
-            if "none" in got and args.pruner in got:
-                pairs.append((got["none"], got[args.pruner]))
+            if "none" in got and pruner in got:
+                pairs.append((got["none"], got[pruner]))
         if not pairs:
             continue
         gaps = [a["best"] - b["best"] for a, b in pairs]
@@ -140,7 +146,8 @@ def main() -> None:
     parser.add_argument("--folds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--methods", nargs="+", default=["lambdamart", "xgb_ndcg", "mlp_softmax"])
     parser.add_argument("--trials", type=int, default=20)
-    parser.add_argument("--pruner", default="hyperband")
+    parser.add_argument("--pruner", default="hyperband", type=yaml.safe_load,
+                        help="a tune.pruner value: a name, or YAML ('{kind: successive_halving, reduction_factor: 4}')")
     parser.add_argument("--sampler", default="tpe", choices=["tpe", "random"])
     parser.add_argument("--shape", help="a synthetic fold shaped like this data set (bench_board_cost.py's)")
     parser.add_argument("--size", type=int, default=16, help="with --shape: 1/size of a fold")
