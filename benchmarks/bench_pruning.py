@@ -1,11 +1,14 @@
 """Pruned against unpruned tuning at the same budget (issue 43): for each method and fold, the same
 study twice in this process, once with ``tune.pruner: none`` and once with the pruner asked for
-(same trials budget, same sampler and seed, no CPU cap, journal storage in a temporary folder):
-the best validation score each study reached and the CPU-seconds its trials spent.
+(same sampler and seed, journal storage in a temporary folder; the same trials budget, or with
+``--pruned-trials N --cpu-share 0.35`` N trials for the pruned study under a CPU cap of 35% of what
+the unpruned one spent on that fold): the best validation score each study reached and the
+CPU-seconds its trials spent.
 
     python benchmarks/bench_pruning.py [--data-root ../shared/data] [--datasets MQ2008 OHSUMED]
         [--folds 1 2 3 4 5] [--methods lambdamart xgb_ndcg mlp_softmax] [--trials 20]
-        [--pruner hyperband] [--sampler tpe] [--shape mslr30k --size 16] [--out results.jsonl]
+        [--pruner hyperband] [--pruned-trials 60 --cpu-share 0.35] [--sampler tpe]
+        [--shape mslr30k --size 16] [--out results.jsonl]
 
 ``--shape mslr30k --size 16`` uses bench_board_cost.py's synthetic fold shaped like MSLR-WEB30K at
 1/16 of a fold instead of LETOR folds. The methods are the leaderboard's (their params and the
@@ -69,11 +72,11 @@ def folds(args: argparse.Namespace):
 
 
 def study(kind: str, params: dict, grid: dict, train, vali, max_label: float, trials: int, sampler: str,
-          pruner, journal: Path, name: str) -> dict:
+          pruner, journal: Path, name: str, cpu_seconds: float | None = None) -> dict:
     from rankstudy.rankers.tuning import TuneSettings, base_candidates, study_name, tune_and_fit, tuning_space
 
     options = {"rel_threshold": 1, "no_relevant": "zero", "max_label": max_label}
-    settings = TuneSettings(sampler=sampler, trials=trials, pruner=pruner, grid=grid)
+    settings = TuneSettings(sampler=sampler, trials=trials, pruner=pruner, grid=grid, cpu_seconds=cpu_seconds)
     space = tuning_space(kind, params)
     base = base_candidates(kind, params, space, grid)
     full = study_name(name, kind, params, space, settings, "ndcg@10", options, base)
@@ -90,18 +93,27 @@ def run(args: argparse.Namespace) -> None:
 
     use_job_threads(1)
     methods = leaderboard_methods(args.methods)
-    done = {(r["fold"], r["method"], r["pruner"]) for r in load(args.out)}
+    done = {(r["fold"], r["method"], r["pruner"]): r for r in load(args.out)}
     with tempfile.TemporaryDirectory() as tmp:
         for label, train, vali, max_label in folds(args):
             for name, spec in methods.items():
                 params = {**spec["params"], "seed": 0}
+                unpruned = None
                 for pruner in ("none", args.pruner):
-                    if (label, name, shown(pruner)) in done:
+                    key = (label, name, shown(pruner))
+                    if key in done:
+                        unpruned = unpruned or done[key]
                         continue
-                    journal = Path(tmp) / f"{name}-{label.replace(' ', '')}-{pruner}.journal"
-                    row = study(spec["kind"], params, spec.get("grid") or {}, train, vali, max_label, args.trials,
-                                args.sampler, pruner, journal, f"bench/{label}/{name}")
-                    row.update(fold=label, method=name, pruner=shown(pruner), trials=args.trials, sampler=args.sampler)
+                    # the pruned study: more trials, under a CPU cap of --cpu-share of the unpruned one's
+                    trials, cap = (args.trials, None) if pruner == "none" else (
+                        args.pruned_trials or args.trials,
+                        args.cpu_share * unpruned["cpu_seconds"] if args.cpu_share and unpruned else None)
+                    journal = Path(tmp) / f"{name}-{label.replace(' ', '')}-{shown(pruner)[:40]}.journal"
+                    row = study(spec["kind"], params, spec.get("grid") or {}, train, vali, max_label, trials,
+                                args.sampler, pruner, journal, f"bench/{label}/{name}", cap)
+                    row.update(fold=label, method=name, pruner=shown(pruner), trials=trials, sampler=args.sampler,
+                               cpu_cap=cap)
+                    unpruned = unpruned or row
                     print(json.dumps(row), flush=True)
                     with open(args.out, "a") as f:
                         f.write(json.dumps(row) + "\n")
@@ -149,6 +161,10 @@ def main() -> None:
     parser.add_argument("--pruner", default="hyperband", type=yaml.safe_load,
                         help="a tune.pruner value: a name, or YAML ('{kind: successive_halving, reduction_factor: 4}')")
     parser.add_argument("--sampler", default="tpe", choices=["tpe", "random"])
+    parser.add_argument("--pruned-trials", type=int,
+                        help="the pruned study's trials (default --trials): with --cpu-share, more trials for less CPU")
+    parser.add_argument("--cpu-share", type=float,
+                        help="cap the pruned study's CPU at this share of the unpruned study's on the same fold")
     parser.add_argument("--shape", help="a synthetic fold shaped like this data set (bench_board_cost.py's)")
     parser.add_argument("--size", type=int, default=16, help="with --shape: 1/size of a fold")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-pruning.jsonl")
