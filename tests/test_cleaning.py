@@ -208,3 +208,36 @@ def test_near_duplicates_across_queries_and_on_one_side_match_brute_force(monkey
         check_structure(cleaned)
     with pytest.raises(ValueError, match="side"):
         drop_near_duplicate_pairs(data, side="good")
+
+
+# --------------------------------------------------------------------------- values near float64's limit
+# (issue 45.4: a finite value of 1.7e308 overflowed the row's norm, with a RuntimeWarning; the row became a
+# zero vector and its clashes were silently lost: "dropped 0" where the same queries drop 9)
+
+@pytest.mark.parametrize("scope", ["query", "split"])
+def test_near_duplicates_do_not_change_when_rows_are_scaled_up_to_float64s_limit(scope):
+    """A cosine ignores the length of each vector: rows scaled so that their largest value reaches
+    1.7e308 (or falls to 1e-300) clash exactly as before, and nothing overflows."""
+    data = near_duplicate_data(7)
+    expected, dropped = drop_near_duplicate_pairs(data, scope=scope)
+    assert dropped > 20
+    peak = np.abs(data.X).max(axis=1)
+    target = np.random.default_rng(0).choice([1.7e308, 1e300, 1.0, 1e-300], size=len(peak))
+    factor = np.divide(target, peak, out=np.ones_like(peak), where=peak > 0)
+    huge = RankData(X=data.X * factor[:, None], y=data.y, qid=data.qid, docid=data.docid, offsets=data.offsets)
+    assert np.isfinite(huge.X).all() and np.abs(huge.X).max() > 1.6e308
+    with np.errstate(over="raise", invalid="raise"):  # underflow is harmless: a tiny share of a row
+        cleaned, n = drop_near_duplicate_pairs(huge, scope=scope)
+    assert n == dropped and rows_of(cleaned) == brute_keep_rows(huge, np.isin(huge.docid, expected.docid))
+
+
+def test_a_clash_whose_documents_hold_1_7e308_is_still_dropped():
+    """The relevant and the non-relevant document both hold about 1.7e308 in feature 3: the same
+    direction, so both go (before, each became a zero vector and neither went)."""
+    X = np.array([[1.0, 2.0, 1.7e308, 0.5], [1.0, 2.0, 1.69e308, 0.5], [3.0, 0.0, 1.0, 1.0], [0.0, 1.0, 0.0, 2.0]])
+    data = RankData(X=X, y=np.array([1.0, 0.0, 0.0, 2.0]), qid=np.array([1, 1, 1, 1]),
+                    docid=np.array(["a", "b", "c", "d"]), offsets=np.array([0, 4]))
+    for scope in ("query", "split"):
+        with np.errstate(over="raise", invalid="raise"):  # underflow is harmless: a tiny share of a row
+            cleaned, dropped = drop_near_duplicate_pairs(data, scope=scope)
+        assert dropped == 2 and cleaned.docid.tolist() == ["c", "d"]

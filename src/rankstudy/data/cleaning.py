@@ -77,8 +77,7 @@ def clash_mask(X: np.ndarray, good: np.ndarray, offsets: np.ndarray, cosine: flo
     (``"all"``: the data set before it is split, when X holds every split)."""
     if side not in NEAR_DUPLICATE_SIDES:
         raise ValueError(f"near-duplicate side {side!r}: one of {NEAR_DUPLICATE_SIDES}")
-    norms = np.linalg.norm(X, axis=1, keepdims=True)
-    unit = np.divide(X, norms, out=np.zeros_like(X, dtype=np.float64), where=norms > 0)
+    unit = unit_rows(X)
     if scope == "query":
         good_hit, bad_hit = _clashes_within_queries(unit, good, offsets, cosine)
     elif scope == "all":
@@ -86,6 +85,18 @@ def clash_mask(X: np.ndarray, good: np.ndarray, offsets: np.ndarray, cosine: flo
     else:
         raise ValueError(f"near-duplicate scope {scope!r}: 'query' or 'all'")
     return bad_hit | good_hit if side == "both" else bad_hit
+
+
+def unit_rows(X: np.ndarray) -> np.ndarray:
+    """Each row of ``X`` scaled to length 1 (all-zero rows stay zero), for any finite values: the
+    row is first divided by its largest absolute value, since the sum of squares of a row holding
+    1.7e308 overflows to inf (the row then became a zero vector, and its clashes were lost). A
+    cosine does not change when a row is scaled, so this is the same direction."""
+    X = np.asarray(X, dtype=np.float64)
+    peak = np.abs(X).max(axis=1, keepdims=True) if X.shape[1] else np.zeros((len(X), 1))
+    scaled = np.divide(X, peak, out=np.zeros_like(X), where=peak > 0)  # entries in [-1, 1]
+    norms = np.sqrt(np.einsum("ij,ij->i", scaled, scaled))[:, None]  # in [1, sqrt(m)] for a non-zero row
+    return np.divide(scaled, norms, out=np.zeros_like(X), where=norms > 0)
 
 
 def _clashes_within_queries(unit: np.ndarray, good: np.ndarray, offsets: np.ndarray, cosine: float):
