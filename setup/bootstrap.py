@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import os
 import signal
 import sqlite3
@@ -107,29 +108,103 @@ def ui_command(args: list[str], db: Path = REPO / "results" / "mlflow.db") -> li
         sys.exit(f"{db} does not exist yet: run the pipeline first (python3 workflow/bootstrap.py run)")
     # MLflow recorded the artifacts' absolute folder: after results/ moved, point it at the new one
     subprocess.run([str(BIN / "python"), "-m", "rankstudy.tracking.relocate", str(db)], check=True)
-    port = args[args.index("--port") + 1] if "--port" in args[:-1] else "5000"
+    return [str(BIN / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}", *args]
+
+
+def ui_address(args: list[str]) -> tuple[str, str]:
+    """The host to ask and the port `mlflow ui` listens on, read from its arguments (``--port N``,
+    ``--port=N``, ``-p N``; ``--host``/``-h`` likewise; MLflow's defaults 127.0.0.1 and 5000); a
+    server bound to every interface is asked on the loopback."""
+    def option(long: str, short: str, default: str) -> str:
+        value = default
+        for i, arg in enumerate(args):
+            if arg in (long, short) and i + 1 < len(args):
+                value = args[i + 1]
+            elif arg.startswith(long + "="):
+                value = arg.split("=", 1)[1]
+        return value
+
+    host = option("--host", "-h", "127.0.0.1")
+    return {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host), option("--port", "-p", "5000")
+
+
+def announce_ui(db: Path, port: str) -> None:
+    """The addresses to open: the runs page, and one per study (its saved view)."""
     say(f"open {runs_url(db, port)}")
     for study in study_views(db)[1]:  # every study shares the experiment: one view each shows its runs
         say(f"  study {study}: {runs_url(db, port, study=study)}")
     # MLflow 3.17 keeps the mode per browser and starts in GenAI mode (docs/mlflow.md, "Model training, not GenAI")
     say("a run page showing Traces, Judges and Evaluation runs: pick 'Model training' at the top left once")
-    return [str(BIN / "mlflow"), "ui", "--backend-store-uri", f"sqlite:///{db}", *args]
 
 
-def serve_until_stopped(cmd: list[str], env: dict | None = None, grace: float = 10.0) -> int:
+def ui(args: list[str], env: dict, db: Path = REPO / "results" / "mlflow.db") -> int:
+    """``bootstrap.py ui``: serve the runs with `mlflow ui` and print their addresses once the
+    server answers (it takes 35-40 s to start here, and an address printed at once was refused)."""
+    cmd = ui_command(args, db)
+    say(" ".join(cmd))
+    host, port = ui_address(args)
+    return serve_until_stopped(cmd, env, ready=(host, port, lambda: announce_ui(db, port)))
+
+
+def answers(host: str, port: str, timeout: float = 2.0) -> bool:
+    """Whether an HTTP server answers on ``host:port``: any response counts (a 403 of MLflow's
+    host check, a 404 under a --static-prefix), a refused or silent connection does not.
+    http.client, not urllib: a proxy set in the environment must not answer for it."""
+    connection = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        connection.request("GET", "/health")
+        connection.getresponse().read()
+        return True
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
+
+
+def wait_until_answering(proc: subprocess.Popen, host: str, port: str, stopping, every: float = 10.0) -> int | None:
+    """Until the server ``proc`` answers on ``port`` (None), or its exit code when it ends first
+    (said in one line, unless it was stopped from here); a line every ``every`` seconds meanwhile."""
+    say(f"waiting for the MLflow server to answer on port {port} ...")
+    start = time.monotonic()
+    next_line = start + every
+    while (code := proc.poll()) is None:
+        if answers(host, port):
+            return None
+        if time.monotonic() >= next_line:
+            say(f"  still waiting for the MLflow server on port {port} ({time.monotonic() - start:.0f} s)")
+            next_line += every
+        time.sleep(0.5)
+    if not stopping():
+        how = f"exit code {code}" if code >= 0 else f"exit code {code}: killed by {signal.Signals(-code).name}"
+        say(f"the MLflow server stopped before it answered on port {port} ({how}); its output is above")
+    return code
+
+
+def serve_until_stopped(cmd: list[str], env: dict | None = None, grace: float = 10.0,
+                        ready: tuple[str, str, object] | None = None) -> int:
     """Run ``cmd`` (``mlflow ui``, which starts a server and its workers) in a process group of its
     own, and end the whole group when this process is stopped (SIGTERM, SIGHUP, or Ctrl-C, which
     no longer reaches the group from the terminal): a plain subprocess.call left `mlflow ui` and
-    its workers running after a SIGTERM. A member still there ``grace`` seconds later is killed."""
+    its workers running after a SIGTERM. A member still there ``grace`` seconds later is killed.
+    ``ready`` = (host, port, announce): ``announce()`` is called once the server answers there."""
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True)
+    stopped = []
 
     def stop(signum, frame):
+        stopped.append(signum)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
 
     previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     try:
-        code = proc.wait()
+        code = None
+        if ready is not None:
+            host, port, announce = ready
+            code = wait_until_answering(proc, host, port, lambda: bool(stopped))
+            if code is None:
+                announce()
+        if code is None:
+            code = proc.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -276,14 +351,12 @@ def main(argv: list[str]) -> int:
     elif argv[0] == "test":
         cmd = [str(BIN / "python"), "-m", "pytest", *argv[1:]]
     elif argv[0] == "ui":
-        cmd = ui_command(argv[1:])
+        return ui(argv[1:], env)
     else:
         return 0
     say(" ".join(cmd))
     if argv[0] == "run":
         return run_snakemake(cmd, env)
-    if argv[0] == "ui":
-        return serve_until_stopped(cmd, env)
     return subprocess.call(cmd, cwd=REPO, env=env)
 
 
