@@ -252,7 +252,7 @@ def run_checks(address: str, picked: dict, out: Path, chromium: str) -> list[Che
         page.screenshot(path=out / "run-fold.png", full_page=True)
         listed = page.locator('a[href*="metric"]').all_inner_texts()
         first = listed[0].strip() if listed else ""
-        step0 = ("test.", "vali.", "random.", "selection.", "std.", "usage/", "system/", "candidate.")
+        step0 = ("test.", "vali.", "random.", "selection.", "std.", "system/", "candidate.")
         system_block = re.search(r"System metrics \(\d+\)", page.inner_text("body"))  # not the tab's label
         checks.append(Check("a fold run's page lists its training curves first",
                             bool(first) and not first.startswith(step0) and not system_block,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import multiprocessing
 import os
 import shutil
@@ -695,12 +696,42 @@ def test_each_study_has_a_saved_view_of_its_runs_and_the_ui_prints_its_address(s
 
 def test_a_fold_run_page_opens_on_its_training_curves(sqlite_uri):
     """MLflow's run page lists `system/` metrics first, then the others in the order the store returns
-    them (the order they were first logged): the curves come first, the jobs' timings last."""
+    them (the order they were first logged): the curves come first, then the test metrics."""
     run_id = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, metrics={
-        "usage/train.wall_s": 2.0, "random.test.map": 0.1, "test.ndcg@10": 0.41, "test.map": 0.3, "vali.map": 0.2}))
+        "random.test.map": 0.1, "test.ndcg@10": 0.41, "test.map": 0.3, "vali.map": 0.2}))
     names = list(MlflowClient(sqlite_uri).get_run(run_id).data.metrics)
-    assert names == ["train.loss", "valid.ndcg10", "test.ndcg10", "test.map", "vali.map", "random.test.map",
-                     "usage/train.wall_s"]
+    assert names == ["train.loss", "valid.ndcg10", "test.ndcg10", "test.map", "vali.map", "random.test.map"]
+
+
+def test_a_fold_runs_usage_is_kept_out_of_its_metric_charts(sqlite_uri, tmp_path):
+    """MLflow 3's run page charts every metric, the prefixed ones (`usage/train.wall_s`) in sections
+    sorted before "Model metrics": the jobs' 15 timings came before the learning curves (issue
+    45.5). The usage is tags and usage.json; the metrics with a history are the learning curves, and
+    no metric name opens a section of its own."""
+    history = [{"step": step, "objective": 1.0 / (step + 1), "vali_metric": 0.1 * step, "seconds": 0.5 + step,
+                "argmax_seconds": 0.25} for step in range(4)]
+    usage = {"train_seconds": 3.5, "fit_seconds": 1.25, "train.wall_s": 4.0, "train.cpu_s": 3.75,
+             "train.max_rss_mb": 312.5, "evaluate.wall_s": 1.5}
+    kwargs = fold_kwargs(1, history=history, usage=usage, uid="u1")
+    run_id = log_fold_run(sqlite_uri, EXPERIMENT, **kwargs)
+    client = MlflowClient(sqlite_uri)
+    run = client.get_run(run_id)
+    with_history = {name for name in run.data.metrics if len(client.get_metric_history(run_id, name)) > 1}
+    assert with_history == {"objective", "vali_metric"}
+    assert not [name for name in run.data.metrics if "/" in name]
+    assert set(run.data.metrics) == {"objective", "vali_metric", "test.ndcg10", "test.map"}
+    assert {k: float(v) for k, v in run.data.tags.items() if k.startswith("usage.")} == {
+        f"usage.{k}": v for k, v in usage.items()}
+    document = json.loads(Path(client.download_artifacts(run_id, "usage.json", str(tmp_path))).read_text())
+    assert document == {"usage": usage, "steps": [{"step": s, "seconds": 0.5 + s, "argmax_seconds": 0.25}
+                                                  for s in range(4)]}
+    # the same training logged again with a job's figures changed (evaluate rerun): the run is kept,
+    # its tags and usage.json updated
+    again = log_fold_run(sqlite_uri, EXPERIMENT, **{**kwargs, "usage": {**usage, "evaluate.wall_s": 2.5}})
+    assert again == run_id
+    assert client.get_run(run_id).data.tags["usage.evaluate.wall_s"] == "2.5"
+    document = json.loads(Path(client.download_artifacts(run_id, "usage.json", str(tmp_path / "b"))).read_text())
+    assert document["usage"]["evaluate.wall_s"] == 2.5
 
 
 def test_a_pruned_trial_is_a_nested_run_with_its_curve(sqlite_uri):

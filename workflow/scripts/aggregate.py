@@ -52,16 +52,13 @@ def fold_timing(fit: FitRecord, history: list[dict], selection: pd.DataFrame) ->
 
 def job_benchmarks(inputs, i: int) -> dict:
     """Wall and CPU seconds and peak memory (MB) of the jobs behind fold ``i``'s run, from the
-    files their `benchmark:` directives wrote. Named ``usage/...``, logged last: MLflow's run page
-    lists ``system/`` metrics before all others, and the others in the order they were logged, so
-    the page opens on the training curves, not on these; its compare view lists metrics
-    alphabetically, where ``usage/`` comes after the curves (``job/`` pushed them out of view)."""
+    files their `benchmark:` directives wrote (``train.wall_s``, ...): the run's usage, which
+    MLflow shows as tags, not as metric charts before the learning curves (rankstudy.tracking.usage)."""
     found = {}
     for rule in JOB_RULES:
         bench = pd.read_csv(inputs[f"bench_{rule}"][i], sep="\t").iloc[-1]
-        found.update({f"usage/{rule}.wall_s": float(bench["s"]),
-                      f"usage/{rule}.cpu_s": float(bench["cpu_time"]),
-                      f"usage/{rule}.max_rss_mb": float(bench["max_rss"])})
+        found.update({f"{rule}.wall_s": float(bench["s"]), f"{rule}.cpu_s": float(bench["cpu_time"]),
+                      f"{rule}.max_rss_mb": float(bench["max_rss"])})
     return found
 
 
@@ -86,9 +83,10 @@ with job_logging(snakemake, "aggregate"):
         # candidate.vali.* (step = candidate); the chosen one's score is selection.vali.* at step 0
         candidates = [{"step": int(row["candidate"]), **{f"candidate.{c}": float(row[c]) for c in scored}}
                       for _, row in selection.iterrows()]
-        chosen = {f"selection.vali.{fit.selection['selection_metric']}": fit.selection_score,
-                  "train_seconds": fit.seconds,
-                  "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0])}
+        chosen = {f"selection.vali.{fit.selection['selection_metric']}": fit.selection_score}
+        usage = {"train_seconds": fit.seconds,
+                 "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0]),
+                 **job_benchmarks(inputs, i)}
         if fit.tuning:  # what the tuning budget bought, on the fold run beside its scores
             chosen.update({"tune.trials": fit.tuning["trials"], "tune.cpu_seconds": fit.tuning["cpu_seconds"],
                            "tune.best_trial": fit.tuning["best_trial"], "tune.diverged": fit.tuning["diverged"],
@@ -97,8 +95,8 @@ with job_logging(snakemake, "aggregate"):
             fold=fold,
             params={"method": fit.params, "kind": fit.kind, "featureset": w.featureset, "fold": fold,
                     "data_fingerprint": summary.fingerprint, "selection": fit.selection},
-            metrics={**summary.metrics, **chosen, **{f"random.{k}": v for k, v in summary.random.items()},
-                     **job_benchmarks(inputs, i)},
+            metrics={**summary.metrics, **chosen, **{f"random.{k}": v for k, v in summary.random.items()}},
+            usage=usage,
             history=history + candidates,
             artifacts=[inputs[name][i] for name in ARTIFACTS],
             tags={"git_commit": fit.git_commit, "data_fingerprint": summary.fingerprint, **learning_tags(summary)},

@@ -29,9 +29,11 @@ metric and param names, so ``@`` is dropped (``test.ndcg@10`` is logged as ``tes
 k shows in a narrow column, where ``test.ndcg_at_10`` showed as ``test.ndcg_at_``) and any other
 disallowed character becomes ``_``; see :func:`mlflow_key`.
 
-Order on a run's page: MLflow's UI lists a run's metrics (its overview table and its chart tab) in
-the order the store returns them, which is the order they were first logged; a fold run logs its
-training curves (the ``history``) first, its jobs' timings and memory (``usage/...``) last.
+Order on a run's page: MLflow's UI lists a run's metrics in its overview table in the order the
+store returns them, which is the order they were first logged: a fold run logs its training curves
+(the ``history``) first. Its chart tab sorts them by name, after the sections of prefixed names
+(``usage/...``): the time and memory behind a fold run are tags and an artifact, not metrics
+(:mod:`rankstudy.tracking.usage`).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ from rankstudy.tracking.convergence import (
     write_to_settled_parent,
 )
 from rankstudy.tracking.store import fails_clearly_without_server, sqlite_path, tracking_lock
+from rankstudy.tracking.usage import ARTIFACT as USAGE_ARTIFACT
+from rankstudy.tracking.usage import split_history, usage_document, usage_tags
 
 import pandas as pd
 from mlflow.entities import Metric, Param, RunTag, ViewType
@@ -126,9 +130,9 @@ def _metric_entities(values: Mapping, step: int, timestamp: int) -> list[Metric]
     ]
 
 
-# A fold run's step-0 metrics in this order on its page (after its curves): the test metrics first,
-# the jobs' timings last (the plan's JSON has its keys sorted, so the order is made here)
-PAGE_ORDER = ("test.", "vali.", "selection.", "", "random.", "std.", "usage/")
+# A fold run's step-0 metrics in this order on its page (after its curves): the test metrics first
+# (the plan's JSON has its keys sorted, so the order is made here)
+PAGE_ORDER = ("test.", "vali.", "selection.", "", "random.", "std.")
 
 
 def page_order(metrics: Mapping) -> dict:
@@ -203,6 +207,7 @@ def log_fold_run(
     start_time: int | None = None,
     end_time: int | None = None,
     nested: Iterable[Mapping] = (),
+    usage: Mapping[str, float | None] | None = None,
 ) -> str:
     """Log one fold as a child run of its (study, dataset, featureset, method) parent; returns its id.
 
@@ -216,8 +221,15 @@ def log_fold_run(
     epoch) are the fold job's, when given. ``nested`` (:func:`rankstudy.tracking.nested.nested_runs`:
     the fold's candidates) become runs nested under the fold run, logged with a new fold run and
     completed under a kept one; a replaced fold run's nested runs go with it.
+    ``usage`` (the seconds and memory of the fold's jobs, ``{"train.wall_s": 2.1, ...}``) and the
+    seconds of each step of ``history`` are tags and the artifact ``usage.json``, not metrics
+    (:mod:`rankstudy.tracking.usage`).
     """
     paths = _check_artifacts(artifacts)
+    history, step_seconds = split_history(history)
+    usage = dict(usage or {})
+    tags = {**(tags or {}), **usage_tags(usage)}
+    document = usage_document(usage, step_seconds) if usage or step_seconds else None
     digest = _content_digest(params, metrics, tags, paths)
     timestamp = store.now_ms()
     key = f"{parent_key(study, dataset, featureset, method)}/fold{fold}"
@@ -237,6 +249,8 @@ def log_fold_run(
             if run.data.tags.get(CONTENT_TAG) != digest:
                 _log_payload(client, run_id, metrics=_metric_entities(page_order(metrics), 0, timestamp),
                              tags=_tag_entities(tags), artifacts=paths)
+                if document is not None:
+                    client.log_dict(run_id, document, USAGE_ARTIFACT)
                 # the digest last: an update that fails halfway is redone by the next run
                 client.set_tag(run_id, CONTENT_TAG, digest)
                 client.set_terminated(run_id, end_time=end_time)
@@ -255,6 +269,8 @@ def log_fold_run(
                 _log_payload(client, run_id, params=_param_entities(params),
                              metrics=curves + _metric_entities(page_order(metrics), 0, timestamp),
                              tags=_tag_entities(tags), artifacts=paths)
+                if document is not None:
+                    client.log_dict(run_id, document, USAGE_ARTIFACT)
             run_id = replace_runs(client, experiment_id, key, "fold", run_id, token, deleted)
         identity = {"study": study, "dataset": dataset, "featureset": featureset, "method": method, "fold": str(fold)}
         _complete_nested(client, uri, experiment_id, run_id, key, identity, list(nested), deleted,
