@@ -29,6 +29,7 @@ try:
     from rankstudy.pipeline.config import load_config
     from rankstudy.pipeline.errors import ConfigError
     from rankstudy.pipeline.snakemake_timers import one_reevaluation_timer
+    from rankstudy.pipeline.code_versions import other_code_lines
     from rankstudy.pipeline.summary import run_summary
     from rankstudy.tracking.errors import check_server_answers
 except Exception as exc:
@@ -70,14 +71,21 @@ rule all:
     default_target: True
 
 
+# fits that other code made, said before anything runs (a run with nothing to do prints no closing
+# summary) by the main process only (not by each SLURM job parsing this file)
+if workflow.is_main_process and not config.get("scorecard"):
+    for line in other_code_lines(study_fits(), config["study"]):
+        print(f"rankstudy: {line}", file=sys.stderr)
+
+
 # a tracking server that does not answer fails the run now, not after its training jobs
 onstart:
     check_server_answers(os.environ.get("MLFLOW_TRACKING_URI", "").strip() or config["mlflow"]["tracking_uri"] or "")
 
 
-# the last lines of a run: where its results are, and what took the time
+# the last lines of a run: where its results are, what took the time, which fits other code made
 onsuccess:
     if not workflow.dryrun:
         print(run_summary(config["study"], list(config["datasets"]), RUN_STARTED, bool(config.get("scorecard")),
                           os.environ.get("MLFLOW_TRACKING_URI") or config["mlflow"]["tracking_uri"],
-                          leaderboard=bool(config["report"].get("leaderboard"))), file=sys.stderr)
+                          leaderboard=bool(config["report"].get("leaderboard")), fits=study_fits()), file=sys.stderr)

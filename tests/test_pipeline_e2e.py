@@ -8,6 +8,7 @@ config/studies on tiny data, and real LETOR data through the CLI."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -231,6 +232,38 @@ def test_forcing_one_fold_reruns_only_its_jobs_and_keeps_the_other_runs(tiny_cop
     forced = "default/synthetic/first/ranknet/fold2"
     assert after[forced] != before[forced]
     assert after.drop(forced).equals(before.drop(forced))
+
+
+def test_fits_made_by_other_code_are_said_with_the_command_that_retrains_them(tiny_copy):
+    """A change of the package reruns nothing (issue 45.4): every fit records the code that made
+    it, and a run, also one with nothing to do, says which fits other code made and how to redo
+    them; the command it gives retrains those and no other."""
+    from rankstudy.tracking.provenance import code_digest
+
+    workdir = tiny_copy
+    fits = sorted(workdir.glob("results/runs/default/synthetic/*/*/fold*/fit.json"))
+    assert len(fits) == 12 and {json.loads(f.read_text())["code_digest"] for f in fits} == {code_digest()}
+    # fold 2 of ranknet as an older rankstudy left it: no code recorded (its time kept: no input changed)
+    older = run_dir(workdir, "ranknet", 2) / "fit.json"
+    record = json.loads(older.read_text())
+    del record["code_digest"]
+    stat = older.stat()
+    older.write_text(json.dumps(record))
+    os.utime(older, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    out = snakemake(workdir)
+    said = [line for line in out.stderr.splitlines() if line.startswith("rankstudy: ")]
+    target = str((run_dir(workdir, "ranknet", 2) / "model.json").relative_to(workdir))
+    assert said == [f"rankstudy: 1 of 12 fits were made by other code than this rankstudy's ({code_digest()}, "
+                    "fit.json's code_digest), and so their results: synthetic/first/ranknet/fold2",
+                    "rankstudy: to retrain them: snakemake --cores 2 <this run's --configfile/--config> "
+                    f"--forcerun {target}"]
+    assert "Nothing to be done" in out.stdout + out.stderr
+    assert job_counts(snakemake(workdir, "--dry-run", "--forcerun", target).stdout)["train"] == 1
+    retrain = snakemake(workdir, "--forcerun", target)
+    assert json.loads(older.read_text())["code_digest"] == code_digest()
+    before, closing = retrain.stderr.split("rankstudy: study 'default' done", 1)
+    assert "rankstudy: 1 of 12 fits were made by other code" in before  # said as the run starts
+    assert "other code" not in closing and "code:" not in closing  # and no longer once it is done
 
 
 def test_two_studies_of_one_data_set_share_the_data_and_never_overwrite_each_other(tiny_copy):

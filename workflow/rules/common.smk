@@ -291,6 +291,12 @@ def table_page(table, caption, suffix):
     return table_in_report(f"{L.REPORT_PAGES}.{suffix}.html", table, suffix, caption)
 
 
+def study_fits():
+    """fit.json of every fold of every system of the run (its results, and the code that made them)."""
+    return expand(f"{L.FOLD_DIR}/{L.TRAIN_OUTPUTS['fit']}", study=STUDY, dataset=DATASETS, featureset=FEATURESETS,
+                  method=METHODS, fold=FOLDS)
+
+
 def all_targets():
     if config.get("scorecard"):  # the member studies' own targets are theirs to name
         return [f"{L.SCORECARD}.md", f"{L.SCORECARD}.html"]

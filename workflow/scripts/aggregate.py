@@ -99,7 +99,7 @@ with job_logging(snakemake, "aggregate"):
             usage=usage,
             history=history + candidates,
             artifacts=[inputs[name][i] for name in ARTIFACTS],
-            tags={"git_commit": fit.git_commit, "data_fingerprint": summary.fingerprint, **learning_tags(summary)},
+            tags={"git_commit": fit.git_commit, "code_digest": fit.code_digest or "unknown", "data_fingerprint": summary.fingerprint, **learning_tags(summary)},
             uid=fit.uid, start_time=fit.started_ms, end_time=fit.finished_ms,
             # one nested run per grid candidate, or per tuning trial
             nested=nested_runs(selection.to_dict("records"), level="trial" if fit.tuning else "candidate")))

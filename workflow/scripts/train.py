@@ -1,7 +1,7 @@
 """Train one method on one fold: fit every candidate of its grid on the training split (or, for
 a tuned method, run its tuning trials: rankstudy.rankers.tuning), keep the best on the
 validation split's selection metric, and save the chosen model with its training curve, the
-candidates' table and when and from which commit it was trained. Scoring and the report metrics
+candidates' table and when and from which commit and code (its digest) it was trained. Scoring and the report metrics
 are the evaluate job's, so adding a metric retrains nothing."""
 
 import sys
@@ -14,7 +14,7 @@ from rankstudy.pipeline.stepjob import exit_done, from_argv
 from rankstudy.pipeline.training import training_job, tuning_of
 from rankstudy.rankers.base import SAVE_FORMAT, SAVE_VERSION
 from rankstudy.rankers.selection import AllDiverged, select_and_fit
-from rankstudy.tracking.provenance import git_commit
+from rankstudy.tracking.provenance import code_digest, git_commit
 from rankstudy.util import atomic
 
 job = from_argv()  # run by `shell:` (rankstudy.pipeline.stepjob)
@@ -80,5 +80,5 @@ with job_logging(job, "train", keep_attempts=bool(job.params.spec.get("tune"))):
     FitRecord(kind=spec["kind"], params=chosen, grid=spec.get("grid") or {}, seed=job.params.seed,
               selection=selection, uid=uuid.uuid4().hex, git_commit=git_commit(), started_ms=started_ms,
               finished_ms=int(time.time() * 1000), objective=trace,
-              selection_score=float(score), tuning=tuning, diverged=diverged).write(out.fit)
+              selection_score=float(score), tuning=tuning, diverged=diverged, code_digest=code_digest()).write(out.fit)
 exit_done()

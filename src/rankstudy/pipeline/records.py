@@ -5,7 +5,7 @@ directly (from a declared input) instead of having it relayed through files in b
 * :class:`ParsedFold` (``parsed.json``, parse_fold): a fold as parsed, before any cleaning;
 * :class:`FoldMeta` (``meta.json``, clean_fold): the fold as a protocol cleaned it;
 * :class:`FitRecord` (``fit.json``, train): the chosen hyper-parameters, where the training
-  objective started and ended, when and from which commit the fold was trained;
+  objective started and ended, when and from which commit and code the fold was trained;
 * :class:`FoldSummary` (fold ``summary.json``, evaluate): mean metrics of vali and test, a random
   ranking's, and the verdict of the "did it learn" check;
 * :class:`MethodSummary` (method ``summary.json``, aggregate): fold means, standard deviations,
@@ -128,6 +128,9 @@ class FitRecord(Record):
     # every candidate diverged (NaN or infinite scores or objective): why, in one line; the model is the
     # first candidate's, its scores taken as tied, and the fold is reported as not learned
     diverged: str | None = None
+    # the package's code that trained it (rankstudy.tracking.provenance.code_digest); None from a
+    # version that did not record it
+    code_digest: str | None = None
 
     @property
     def seconds(self) -> float:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from rankstudy.pipeline import layout
+from rankstudy.pipeline.code_versions import other_code_lines
 
 
 def jobs_since(started: float, results: Path = Path(layout.RESULTS)) -> pd.DataFrame:
@@ -25,9 +26,11 @@ def jobs_since(started: float, results: Path = Path(layout.RESULTS)) -> pd.DataF
 
 
 def run_summary(study: str, datasets: list[str], started: float, scorecard: bool = False,
-                tracking_uri: str | None = None, leaderboard: bool = False) -> str:
+                tracking_uri: str | None = None, leaderboard: bool = False, fits: list[str] | None = None) -> str:
     """``scorecard``: a scorecard run, whose own outputs are the scorecard (its member studies
-    printed their summaries as they ended); ``leaderboard``: the study writes one (report.leaderboard)."""
+    printed their summaries as they ended); ``leaderboard``: the study writes one (report.leaderboard);
+    ``fits``: the fit.json of every fold the run's results are made of, to say which other code
+    made (rankstudy.pipeline.code_versions)."""
     jobs = jobs_since(started)
     lines = [f"rankstudy: {'scorecard' if scorecard else 'study'} {study!r} done in {time.time() - started:.0f} s; "
              f"{len(jobs)} job(s) ran"]
@@ -35,6 +38,8 @@ def run_summary(study: str, datasets: list[str], started: float, scorecard: bool
         lines.append(f"  scorecard: {layout.SCORECARD}.md (also .csv .html, .conventions.csv)")
         lines.append("  report:    snakemake --report report.html (add the --configfile/--config of this run)")
         return "\n".join(lines)
+    said = other_code_lines(fits or [], study)
+    lines.extend(f"  {'code:' if i == 0 else '':<8} {line}" for i, line in enumerate(said))
     if len(jobs):
         by_rule = jobs.groupby("rule")["seconds"].agg(["count", "sum"]).sort_values("sum", ascending=False)
         lines.append("  slowest rules (job seconds): " + ", ".join(
