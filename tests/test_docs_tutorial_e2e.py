@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from docblocks import blocks
+from pipeline_runs import job_counts
 
 REPO = Path(__file__).resolve().parents[1]
 COPIED = ("Snakefile", "workflow", "config", "environment.yml", "pyproject.toml", "src", "tests")
@@ -55,20 +56,29 @@ def run(command: str, workdir: Path) -> subprocess.CompletedProcess:
     return out
 
 
+def apply(block, workdir: Path) -> bool:
+    """Put an ``append``, ``entry`` or ``write`` block where it says; False for other blocks."""
+    target = workdir / block.args[-1] if block.args else None
+    if block.action == "append":
+        target.write_text(target.read_text().rstrip("\n") + "\n\n\n" + block.code)
+    elif block.action == "entry":
+        insert_entry(target, block.args[0], block.code)
+    elif block.action == "write":
+        assert not target.exists(), f"the tutorial's {block.args[-1]} is already a file of the project"
+        target.write_text(block.code)
+    else:
+        return False
+    return True
+
+
 def test_the_tutorial_runs_as_written_to_the_leaderboard(tmp_path):
     workdir = project_copy(tmp_path / "clone")
     outputs: dict[str, str] = {}
     shown = []
     for block in blocks("tutorial.md"):
-        target = workdir / block.args[-1] if block.args else None
-        if block.action == "append":
-            target.write_text(target.read_text().rstrip("\n") + "\n\n\n" + block.code)
-        elif block.action == "entry":
-            insert_entry(target, block.args[0], block.code)
-        elif block.action == "write":
-            assert not target.exists(), f"the tutorial's {block.args[-1]} is already a file of the project"
-            target.write_text(block.code)
-        elif block.action == "run":
+        if apply(block, workdir):
+            continue
+        if block.action == "run":
             for command in block.code.splitlines():
                 if command.strip() and not command.lstrip().startswith("#"):
                     outputs[command] = run(command, workdir).stdout
@@ -84,3 +94,24 @@ def test_the_tutorial_runs_as_written_to_the_leaderboard(tmp_path):
         systems = re.findall(r"\| (\w+ \[\w+\]) +\|", sample)
         assert systems and all(f" {system} " in made for system in systems), (systems, made)
         assert [line for line in sample.splitlines() if line.startswith("#")][0] in made
+
+
+def test_the_tutorials_job_counts_are_what_snakemake_plans(tmp_path):
+    """The page's count of the study's jobs on its 5 folds (the data and features shared with the
+    default run), and of the jobs that make those in a clone where the default run has not run:
+    Snakemake's plan for the study in such a clone (it said "about 50", 36 ran after the default run)."""
+    workdir = project_copy(tmp_path / "clone")
+    for block in blocks("tutorial.md"):
+        apply(block, workdir)
+    text = " ".join((REPO / "docs" / "tutorial.md").read_text().split())
+    study_jobs = int(re.search(r"then (\d+) jobs: each method trained", text)[1])
+    data_jobs = int(re.search(r"has not run, (\d+) jobs make them first", text)[1])
+    out = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--dry-run", "--cores", "2",
+                          "--configfile", "config/studies/huber.yaml"], cwd=workdir, env=environment(workdir),
+                         capture_output=True, text=True, timeout=1200)
+    assert out.returncode == 0, out.stderr[-4000:]
+    counts = job_counts(out.stdout)
+    data = sum(counts.pop(rule, 0) for rule in ("fetch_dataset", "parse_fold", "clean_fold", "featurize",
+                                                "pair_correlations"))
+    counts.pop("all")  # Snakemake's target, no job of its own
+    assert (sum(counts.values()), data) == (study_jobs, data_jobs), counts
