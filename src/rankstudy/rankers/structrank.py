@@ -33,6 +33,7 @@ from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.kernel import NadarayaWatsonScorer
 from rankstudy.scorers.linear import LinearScorer
+from rankstudy.solvers.objective import Objective
 from rankstudy.solvers.projected_sgd import FEASIBILITY, STEP_RULES, ProjectedSGD
 
 RANKING_FUNCTIONS = ("nadaraya_watson", "linear")
@@ -91,8 +92,11 @@ class StructRank(ScoredRanker):
 
     def fit(self, train, vali=None) -> "StructRank":
         self.reference_X_, self.reference_y_ = train.X, train.y
-        objective = self.objective(train)
-        vali_obj = self.objective(vali) if vali is not None else None
+        # one scorer binds both splits, so they share its squared reference features (a Nadaraya-
+        # Watson scorer's, as large as the training split)
+        scorer, loss = self.make_scorer(), self.make_loss()
+        objective = Objective(scorer.bind(train), loss, train, self.l2)
+        vali_obj = Objective(scorer.bind(vali), loss, vali, self.l2) if vali is not None else None
         solution, self.chosen_restart_, history = best_of_restarts(
             objective, vali_obj, vali, self.restarts,
             start=lambda restart: objective.initial(np.random.default_rng([self.seed, restart])),

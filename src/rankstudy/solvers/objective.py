@@ -75,11 +75,13 @@ class Objective:
         return parts
 
     def for_queries(self, queries: np.ndarray) -> "Objective":
-        """The same objective on a subset of the queries (indices into the split)."""
+        """The same objective on a subset of the queries (indices into the split). It holds
+        their labels and grouping, not a copy of their features (a solver may hold one per
+        query of a large split)."""
         keep = np.zeros(self.data.n_queries, dtype=bool)
         keep[np.asarray(queries)] = True
-        rows, _ = self.data.query_rows(keep)
-        return Objective(self.scorer.rows(np.flatnonzero(rows)), self.loss, self.data.select_queries(keep), self.l2)
+        rows, offsets = self.data.query_rows(keep)
+        return self.batch(np.flatnonzero(rows), offsets)
 
     def batch(self, rows: np.ndarray, offsets: np.ndarray) -> "Objective":
         """The same objective on the rows ``rows`` of the split, grouped into queries by
