@@ -6,6 +6,7 @@ that a change to StructRank leaves its model as it was (issue 43: bounded memory
 
     python benchmarks/check_structrank_same.py --data ../shared/data/MQ2008 --fold 1 --out new.npz \\
         [--study config/studies/leaderboard.yaml] [--method structrank] [--block-elements N] [--threads 1]
+        [--epochs E] [--restarts R]
     python benchmarks/check_structrank_same.py --compare old.npz new.npz [--rtol 1e-9]
 
 ``--block-elements N`` sets ``scorers.kernel.KERNEL_BLOCK_ELEMENTS`` (the Nadaraya-Watson weights'
@@ -48,6 +49,7 @@ def fit(args) -> int:
     if spec["kind"] != "structrank":
         raise SystemExit(f"{args.study}: method {args.method!r} is of kind {spec['kind']!r}, not structrank")
     params = {"seed": config.get("seed", 0), **(spec.get("params") or {})}
+    params.update({k: v for k, v in (("epochs", args.epochs), ("restarts", args.restarts)) if v is not None})
     start = time.process_time()
     model = make_ranker(spec["kind"], params).fit(splits["train"], splits["vali"])
     seconds = time.process_time() - start
@@ -91,6 +93,8 @@ def main() -> int:
     parser.add_argument("--method", default="structrank")
     parser.add_argument("--block-elements", type=int)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--epochs", type=int, help="fewer epochs than the study's (a shorter check)")
+    parser.add_argument("--restarts", type=int, help="fewer restarts than the study's")
     parser.add_argument("--out", type=Path)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/rankstudy-learn-check"))
     args = parser.parse_args()
