@@ -110,7 +110,7 @@ def ndcg_ranked(ranking: Ranking, k: int | None, no_relevant: str = "zero", *, g
         gains = np.where(np.arange(cutoff) < np.diff(ranking.offsets)[:, None], gains, 0.0)
     dcg_values = gains @ discounts  # padding labels are 0: gain 0
     ideal_discounts = dcg.discounts(ranking.width, discount) if ideal == "all" else discounts
-    ideal_values = dcg.ideal_dcg_flat(ranking.flat_labels, ranking.offsets, ideal_discounts, gain, rel_threshold)
+    ideal_values = ranking.ideal_dcg(ideal_discounts, gain, rel_threshold)
     values = _apply_policy(_safe_divide(dcg_values, ideal_values), ~(ideal_values > 0), no_relevant)
     if short_query == "zero" and k is not None:
         values[np.diff(ranking.offsets) < k] = 0.0
@@ -342,9 +342,21 @@ def per_query(scores, labels, offsets, metrics: list[str], *, rel_threshold: flo
     n_queries = len(offsets) - 1
     if n_queries == 0:
         return {name: np.zeros(0) for name in parsed}
-    ranked = RankedQueries(rank_flat(scores, labels, offsets), rel_threshold=rel_threshold,
-                           max_label=max_label, no_relevant=no_relevant)
-    return {name: METRICS[base].compute(ranked, k) for name, (base, k) in parsed.items()}
+    return per_query_ranked(rank_flat(scores, labels, offsets), metrics, rel_threshold=rel_threshold,
+                            max_label=max_label, no_relevant=no_relevant)
+
+
+def per_query_ranked(ranking: Ranking, metrics: list[str], *, rel_threshold: float = 1.0,
+                     max_label: float | None = None, no_relevant: str = "zero") -> dict[str, np.ndarray]:
+    """:func:`per_query` of a ranking already made (one of :mod:`rankstudy.evaluation.top_ranking`'s,
+    for a metric that reads only its top)."""
+    _check_policy(no_relevant)
+    ranked = RankedQueries(ranking, rel_threshold=rel_threshold, max_label=max_label, no_relevant=no_relevant)
+    return {name: METRICS[base].compute(ranked, k) for name, (base, k) in map(_parsed, metrics)}
+
+
+def _parsed(name: str) -> tuple[str, tuple[str, int | None]]:
+    return name, parse_metric(name)
 
 
 def evaluate(data, scores, metrics: list[str], **kw):

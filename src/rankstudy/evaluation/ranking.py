@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rankstudy.data.blocks import segment_ids
+from rankstudy.evaluation import dcg
 
 
 class Ranking:
@@ -37,6 +38,11 @@ class Ranking:
         """L: the largest number of documents of a query (0 without queries)."""
         return int(np.diff(self.offsets).max(initial=0))
 
+    @property
+    def order(self) -> np.ndarray:
+        """(n,) int64 index into the scores given (flattened) of the document at each flat position."""
+        return self._source_index
+
     @cached_property
     def flat_scores(self) -> np.ndarray:
         """(n,) float64 scores, descending within each query."""
@@ -57,6 +63,11 @@ class Ranking:
     def mask(self) -> np.ndarray:
         """(Q, L) bool, True for real documents."""
         return self._padded[1]
+
+    def ideal_dcg(self, discounts: np.ndarray, gain: str, rel_threshold: float) -> np.ndarray:
+        """(Q,) ideal DCG of each query over ``len(discounts)`` positions: a function of its
+        labels as a set, whatever their order (:func:`~rankstudy.evaluation.dcg.ideal_dcg_flat`)."""
+        return dcg.ideal_dcg_flat(self.flat_labels, self.offsets, discounts, gain, rel_threshold)
 
     def top_labels(self, k: int) -> np.ndarray:
         """``labels[:, :k]`` (k <= L) without padding the whole ranking: (Q, k) float64
@@ -82,7 +93,7 @@ def _prefix_mask(offsets: np.ndarray, width: int) -> np.ndarray:
     return np.arange(width) < np.diff(offsets)[:, None]
 
 
-def _sort_key(scores: np.ndarray) -> np.ndarray:
+def sort_key(scores: np.ndarray) -> np.ndarray:
     """Ascending key for a descending-score sort. Capped at float max so that a real
     document scored -inf still sorts before padding, whose key is +inf."""
     key = np.negative(scores)
@@ -110,7 +121,7 @@ def rank(scores: np.ndarray, labels: np.ndarray, mask: np.ndarray) -> Ranking:
     if not (scores.shape == labels.shape == mask.shape) or scores.ndim != 2:
         raise ValueError(f"scores, labels and mask must be (Q, L) arrays of one shape, got "
                          f"{scores.shape}, {labels.shape}, {mask.shape}")
-    key = np.where(mask, _sort_key(np.where(mask, scores, 0.0)), np.inf)
+    key = np.where(mask, sort_key(np.where(mask, scores, 0.0)), np.inf)
     counts = mask.sum(axis=1)
     ranked_offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     index = padded_index(ranked_offsets, scores.shape[1])
@@ -127,7 +138,7 @@ def rank_flat(scores: np.ndarray, labels: np.ndarray, offsets: np.ndarray) -> Ra
     width = int(lengths.max(initial=0))
     index = padded_index(offsets, width)
     key = np.full((len(lengths), width), np.inf)  # padding sorts last
-    key.ravel()[index] = _sort_key(scores)
+    key.ravel()[index] = sort_key(scores)
     source = np.repeat(offsets[:-1], lengths) + _rank_order(key, index)
     return Ranking(offsets, labels[source], scores, source)
 

@@ -6,10 +6,14 @@ A line search on feature j tries w_j + t for t = +-step (2^k - 1), k = 1..``line
 0.001, or 0.05 |w_j| when 0.001 would exceed half of |w_j|), and w_j = 0; it takes the best
 trial that beats the current training metric (the first direction that improves wins, as in
 RankLib). Only w_j changes, so a trial's scores are s + t x_j: one axpy and one evaluation of
-the metric for every training query at once (:func:`rankstudy.evaluation.metrics.per_query`),
-never a matrix product. After a successful search the weights are rescaled to sum |w| = 1
-(the ranking does not change). Scores are recomputed from the weights after every pass so the
-incremental updates cannot drift.
+the metric for every training query at once, never a matrix product. A metric with a cutoff
+(ndcg@k, err@k, mrr@k, p@k) is evaluated on each query's top k alone
+(:mod:`rankstudy.evaluation.top_ranking`: the documents that can reach the top are those at
+least as good as the top k of the trial before, a few times k a query, sorted instead of the
+whole query), with the same values to the last bit as a full sort, so the same steps are taken;
+other metrics sort every query (:func:`rankstudy.evaluation.metrics.per_query`). After a
+successful search the weights are rescaled to sum |w| = 1 (the ranking does not change). Scores
+are recomputed from the weights after every pass so the incremental updates cannot drift.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.data.rankdata import RankData
-from rankstudy.evaluation.metrics import parse_metric, per_query
+from rankstudy.evaluation.metrics import parse_metric, per_query, per_query_ranked
+from rankstudy.evaluation.top_ranking import TOP_METRICS, TopRanker
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.util.params import Integer, IntRange, Param, Real, Text, Uniform
 from rankstudy.util.progress import Progress
@@ -25,6 +30,28 @@ from rankstudy.util.progress import Progress
 STEP = 0.001  # RankLib's first step
 STEP_BASE = 0.05  # RankLib's stepBase: the first step relative to |w_j| when that is small
 STEP_SCALE = 2.0  # RankLib's stepScale: each step doubles
+
+
+class TrainingMetric:
+    """The training metric of the many trial scores of line searches on one split. A metric that
+    reads only each query's top k (ndcg@k, err@k, mrr@k, p@k) ranks only that top
+    (:class:`~rankstudy.evaluation.top_ranking.TopRanker`, bit for bit the values of a full
+    ranking), from a hint: the ranking of the scores evaluated last (``hint``, which the line
+    search sets back to the model's ranking at each direction). Other metrics sort every query."""
+
+    def __init__(self, ranker: "CoordinateAscent", data: RankData) -> None:
+        self.ranker, self.data = ranker, data
+        base, k = parse_metric(ranker.metric)
+        self.top = TopRanker(data.y, data.offsets, k) if base in TOP_METRICS and k is not None else None
+        self.hint = None
+
+    def mean_metric(self, scores: np.ndarray) -> float:
+        if self.top is None:
+            return self.ranker.mean_metric(scores, self.data)
+        ranking = self.top.rank(scores, self.hint)
+        self.hint = ranking
+        values = per_query_ranked(ranking, [self.ranker.metric], rel_threshold=self.ranker.rel_threshold)
+        return float(values[self.ranker.metric].mean())
 
 
 def metric_constraint() -> Text:
@@ -50,6 +77,7 @@ class CoordinateAscent(Ranker):
     ``objective_trace_``: 1 - the training metric at the uniform start and of the model kept."""
 
     kind = "coordinate_ascent"
+    trial_metric = TrainingMetric  # what evaluates the trials (a benchmark counts them)
     parameters = {
         "metric": Param(metric_constraint(), "ndcg@10", help="the training metric"),
         "restarts": Param(Integer(1), 5, space=IntRange(1, 10)),
@@ -88,17 +116,26 @@ class CoordinateAscent(Ranker):
 
     def line_search(self, w: np.ndarray, s: np.ndarray, j: int, score: float, train: RankData):
         """The best change of w_j that beats ``score`` (0.0 if none does) and its score."""
-        x_j, best_t, best = train.X[:, j], 0.0, score
+        trials = self._trials(train)
+        x_j, best_t, best = np.ascontiguousarray(train.X[:, j]), 0.0, score
         trial = w.copy()
+        start, best_ranking = trials.hint, None
         for direction in (1, -1, 0):
+            trials.hint = start  # each direction starts from the model's ranking
             for t in self.trial_steps(float(w[j]), direction):
                 trial[j] = w[j] + t
-                value = self.mean_metric(s + t * x_j, train) - self.penalty(trial)
+                value = trials.mean_metric(s + t * x_j) - self.penalty(trial)
                 if value > best:
-                    best_t, best = float(t), value
+                    best_t, best, best_ranking = float(t), value, trials.hint
             if best_t != 0.0:
                 break
+        trials.hint = best_ranking if best_ranking is not None else start
         return best_t, best
+
+    def _trials(self, train: RankData) -> TrainingMetric:
+        if getattr(self, "_trial_metric", None) is None or self._trial_metric.data is not train:
+            self._trial_metric = self.trial_metric(self, train)
+        return self._trial_metric
 
     # ------------------------------------------------------------------ fit
 
@@ -124,7 +161,7 @@ class CoordinateAscent(Ranker):
                     t, value = self.line_search(w, s, int(j), score, train)
                     if t != 0.0:
                         w[j] += t
-                        s = s + t * train.X[:, j]
+                        s = s + t * np.ascontiguousarray(train.X[:, j])
                         score = value
                         total = np.abs(w).sum()
                         if total > 0:  # rescaling changes no ranking: the scores follow the weights
@@ -144,6 +181,7 @@ class CoordinateAscent(Ranker):
                 kept, kept_key = w.copy(), key
         self.coef_ = kept
         self.history_ = history
+        self._trial_metric = None
         self.objective_trace_ = {"start": 1.0 - start_metric, "final": 1.0 - self.mean_metric(train.X @ kept, train)}
         return self
 
@@ -159,3 +197,4 @@ class CoordinateAscent(Ranker):
 
     def _set_state(self, state: dict) -> None:
         self.coef_ = np.asarray(state["coef"], dtype=np.float64)
+
