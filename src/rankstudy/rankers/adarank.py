@@ -15,7 +15,11 @@ the first phase ends, the queued features return one at a time (the last queued 
 training goes on, now allowing repeats: a feature picked ``max_consecutive`` times in a row
 while the training metric does not change leaves the pool until it changes. Training stops
 (and drops the round) when a round lowers the training metric by ``tolerance`` or more, or
-after ``n_rounds`` rounds in all.
+after ``n_rounds`` rounds in all. ``enqueue=False`` is RankLib's ``-noeq``: no queue, every
+round under the second phase's rules (the paper's rounds: a feature may be picked again). With
+the queue, data with a few informative features and a flat metric on the rest (MAP with half
+the documents relevant) can spend every round in the first phase on noise features, the queued
+informative ones never returning (docs/methods.md); the leaderboard's AdaRank-MAP runs without it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.coordinate_ascent import metric_constraint
-from rankstudy.util.params import Integer, IntRange, LogUniform, Param, Real
+from rankstudy.util.params import Boolean, Integer, IntRange, LogUniform, Param, Real
 from rankstudy.util.progress import Progress
 
 DENOM_FLOOR = 1e-12  # keeps alpha finite when a feature ranks every weighted query perfectly
@@ -45,6 +49,8 @@ class AdaRank(Ranker):
     * ``tolerance``: stop when a round lowers the training metric by this much (0.002);
     * ``max_consecutive``: picks of one feature in a row, with no change in the training metric,
       before it leaves the pool (RankLib's "max consecutive selection count", 5);
+    * ``enqueue``: RankLib's first phase that queues a feature picked twice in a row (its
+      default, true); false: RankLib's ``-noeq``, every round as the second phase's;
     * ``seed``: unused (the algorithm is deterministic), taken like every ranker's.
 
     With a validation split the model is the prefix of rounds with the best validation metric
@@ -62,6 +68,7 @@ class AdaRank(Ranker):
         "n_rounds": Param(Integer(1), 500, space=IntRange(50, 1000, log=True), help="rounds in all"),
         "tolerance": Param(Real(0), 0.002, space=LogUniform(1e-4, 1e-2)),
         "max_consecutive": Param(Integer(1), 5),
+        "enqueue": Param(Boolean(), True, help="RankLib's trainWithEnqueue (false: its -noeq, the paper's rounds)"),
         "rel_threshold": Param(Real(), 1.0),
         "seed": Param(Integer(), 0),
     }
@@ -124,6 +131,9 @@ class _Boosting:
         self.progress = Progress("adarank", total=int(ranker.n_rounds), unit="round")
 
     def train(self) -> None:
+        if not self.ranker.enqueue:  # RankLib's -noeq: every round as the second phase's
+            self.phase(enqueue=False)
+            return
         self.phase(enqueue=True)
         while self.queue:  # the queued features come back, the last queued first
             self.queue.pop()
