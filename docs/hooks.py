@@ -65,19 +65,27 @@ def _joined(lines: list[str]) -> str:
 
 
 def _param(text: str) -> dict | None:
-    """``name = default  (what it may be, ...)`` as its parts, or None."""
+    """``name = default  (what it may be, ...; L's own default: x)`` as its parts, or None."""
     m = re.fullmatch(r"(\w+) = (.*?)(?:  \((.*)\))?", text)
     if not m:
         return None
-    return {"parameter": f"`{m[1]}`", "default": f"`{_text(m[2])}`", "may be": _text(m[3] or "")}
+    library = re.search(r"; (\w+)'s own default: (.*)$", m[3] or "")
+    may_be = (m[3] or "")[:library.start()] if library else (m[3] or "")
+    return {"parameter": f"`{m[1]}`", "default": f"`{_text(m[2])}`", "may be": _text(may_be),
+            "library": f"{library[1]}: {_text(library[2])}" if library else ""}
 
 
 def _param_table(params: list[str]) -> list[str]:
+    """A kind's parameters; with a column of the wrapped library's own defaults where it has any
+    (LightGBM's, XGBoost's, CatBoost's: rankstudy's may differ)."""
     rows = [_param(p) for p in params]
     if not all(rows):
         return ["```text", *params, "```"]
+    if any(r["library"] for r in rows):
+        return (["| parameter | default | the library's own default | what it may be |", "|---|---|---|---|"]
+                + [f"| {r['parameter']} | {r['default']} | {r['library'] or '–'} | {r['may be']} |" for r in rows])
     return (["| parameter | default | what it may be |", "|---|---|---|"]
-            + ["| " + " | ".join(r.values()) + " |" for r in rows])
+            + [f"| {r['parameter']} | {r['default']} | {r['may be']} |" for r in rows])
 
 
 def reference_page(section: str, lines: list[str]) -> str:

@@ -52,7 +52,27 @@ def test_a_method_lists_each_parameter_with_its_default_constraint_and_tuning_sp
             + describe(param.constraints)
         if param.space is not None:  # the space tuning draws it from, where one is declared
             shown += f"; tuned: {param.space.describe()}"
+        if param.library:  # LightGBM's own default, beside rankstudy's
+            shown += f"; LightGBM's own default: {param.library}"
         assert shown + ")" in text
+
+
+@pytest.mark.parametrize("kind, shown", [
+    ("lambdamart", "learning_rate = 0.05 (a number > 0; tuned: log-uniform in [0.01, 0.3]; LightGBM's own "
+                   "default: 0.1)"),
+    ("lambdamart", "n_estimators = 300 (boosting rounds at most: an integer >= 1; LightGBM's own default: 100)"),
+    ("lambdamart", "early_stopping_rounds = 30 (an integer >= 1; LightGBM's own default: none)"),
+    ("xgboost", "learning_rate = 0.05 (a number > 0; tuned: log-uniform in [0.01, 0.3]; XGBoost's own default: 0.3)"),
+    ("catboost", "l2_leaf_reg = 3.0 (a number >= 0; tuned: log-uniform in [0.1, 30]; CatBoost's own default: 3, "
+                 "but 0 (stored as 1e-20) for YetiRank, YetiRankPairwise and LambdaMart)"),
+    ("random_forest", "feature_fraction = 0.3 (a number > 0 and <= 1; tuned: uniform in [0.1, 1]; LightGBM's own "
+                      "default: 1)"),
+])
+def test_a_wrapped_librarys_own_default_is_shown_beside_rankstudys(kind, shown):
+    """The board's defaults are rankstudy's; the list says where the library's own differ."""
+    text = " ".join(" ".join(line.split()) for line in block(catalog.methods(), kind))
+    assert shown in text
+    assert "own default" not in " ".join(block(catalog.methods(), "linear"))  # wraps no library
 
 
 def test_a_class_that_declares_no_parameters_lists_its_init_defaults_and_constraints():
@@ -165,3 +185,19 @@ def test_the_example_of_every_kind_passes_the_config_check(kind, capsys, tmp_pat
 def test_an_unknown_kind_has_no_example(capsys):
     assert main(["list", "--example", "lambdamrt"]) == 2
     assert "unknown method kind 'lambdamrt'; kinds: " in capsys.readouterr().err
+
+
+def test_the_methods_page_lists_every_default_that_is_not_the_librarys_own():
+    """docs/methods.md's "Whose defaults" table has a row for each GBDT parameter whose rankstudy
+    default differs from its library's own (as the rankers declare them), and no other."""
+    from rankstudy.reporting.defaults import differences
+
+    page = (REPO / "docs/methods.md").read_text()
+    table = page[page.index("### Whose defaults"):]
+    rows = {tuple(cell.strip() for cell in line.strip("|").split("|")) for line in table.splitlines()
+            if line.startswith("| `")}
+    kinds = [k for k in RANKERS if getattr(RANKERS[k], "library", "")]
+    found = differences({k: {"kind": k} for k in kinds})
+    expected = {(f"`{kind}`", f"`{name}`", float(default), own)
+                for kind, (_, shown) in found.items() for name, default, own in shown}
+    assert {(kind, name, float(ours), own) for kind, name, ours, own in rows} == expected

@@ -40,6 +40,73 @@ def library_ndcg(scores: np.ndarray, data) -> float:
     return (mean_ndcg_at_10(scores, data) * relevant.sum() + (~relevant).sum()) / len(relevant)
 
 
+# -- the libraries' own defaults, as the rankers declare them (Param.library) ------------------------
+
+
+def declared_library_defaults(kind: str) -> dict[str, float]:
+    """The numeric library defaults a ranker kind declares (its Params' ``library``)."""
+    from rankstudy.rankers.registry import RANKERS
+
+    found = {}
+    for name, param in RANKERS[kind].parameters.items():
+        try:
+            found[name] = float(param.library.split(",")[0])
+        except ValueError:
+            continue
+    return found
+
+
+def test_the_declared_library_defaults_are_lightgbms_and_xgboosts_own(xgb, splits):
+    """What `rankstudy list methods` says each library would use is what it uses when not told."""
+    import json
+    import re
+
+    import lightgbm
+
+    train = splits[0]
+    booster = lightgbm.train({"objective": "lambdarank", "verbosity": -1},
+                             lightgbm.Dataset(train.X, label=train.y.astype(int), group=train.query_lengths))
+    text = booster.model_to_string()
+    used = dict(re.findall(r"\[(\w+): ([^\]]*)\]", text[text.index("parameters:"):text.index("end of parameters")]))
+    lightgbm_names = {"n_estimators": "num_iterations", "learning_rate": "learning_rate", "num_leaves": "num_leaves",
+                      "min_data_in_leaf": "min_data_in_leaf", "lambda_l2": "lambda_l2",
+                      "bagging_fraction": "bagging_fraction", "feature_fraction": "feature_fraction"}
+    for kind in ("lambdamart", "mart", "mcrank", "random_forest"):
+        for name, value in declared_library_defaults(kind).items():
+            assert float(used[lightgbm_names[name]]) == value, (kind, name)
+    assert booster.current_iteration() == declared_library_defaults("lambdamart")["n_estimators"]
+    assert used["early_stopping_round"] == "0"  # LightGBM's "none"
+
+    matrix = xgb.DMatrix(train.X, label=train.y, group=train.query_lengths)
+    model = xgb.train({"objective": "rank:ndcg"}, matrix)
+    config = json.loads(model.save_config())["learner"]["gradient_booster"]["tree_train_param"]
+    xgboost_names = {"learning_rate": "eta", "max_depth": "max_depth", "max_leaves": "max_leaves",
+                     "min_child_weight": "min_child_weight", "reg_lambda": "lambda", "subsample": "subsample",
+                     "colsample_bytree": "colsample_bytree"}
+    declared = declared_library_defaults("xgboost")
+    assert model.num_boosted_rounds() == declared.pop("n_estimators")
+    for name, value in declared.items():
+        assert float(config[xgboost_names[name]]) == pytest.approx(value), name
+
+
+@pytest.mark.parametrize("loss, l2", [("YetiRank", 0.0), ("YetiRankPairwise", 0.0), ("LambdaMart", 0.0),
+                                      ("QuerySoftMax", 3.0), ("PairLogit", 3.0)])
+def test_catboosts_own_l2_leaf_reg_is_not_3_for_yetirank(loss, l2, cb, splits):
+    """rankstudy passes l2_leaf_reg 3 for every loss; CatBoost's own is 3 only for some (its docs
+    say 3.0; for YetiRank, YetiRankPairwise and LambdaMart it sets 0, kept as 1e-20), as the
+    parameter's declaration says."""
+    from rankstudy.rankers.registry import RANKERS
+
+    train = splits[0]
+    model = cb.CatBoost({"loss_function": loss, "iterations": 2, "verbose": False, "allow_writing_files": False,
+                         "thread_count": 1})
+    model.fit(cb.Pool(train.X, label=train.y, group_id=train.qid))
+    assert model.get_all_params()["l2_leaf_reg"] == pytest.approx(l2, abs=1e-12)
+    said = RANKERS["catboost"].parameters["l2_leaf_reg"].library
+    assert said.startswith("3,") and (loss in said) == (l2 == 0.0)
+    assert RANKERS["catboost"].parameters["l2_leaf_reg"].default == 3.0
+
+
 # -- (a) each objective is its library's ---------------------------------------------------------
 
 @pytest.mark.parametrize("objective", XGBOOST_OBJECTIVES)

@@ -92,13 +92,21 @@ def declared(cls) -> dict[str, tuple]:
             for p in signature}
 
 
-def parameter_lines(name: str, default, constraints: list, space, help: str = "") -> list[str]:
+def library_default(cls, name: str) -> str:
+    """"LightGBM's own default: 0.1" for a parameter of a ranker that wraps a library and declares
+    the library's own default (Param.library), which rankstudy's may not be; else ''."""
+    param = (getattr(cls, "parameters", None) or {}).get(name)
+    library = getattr(cls, "library", "")
+    return f"{library}'s own default: {param.library}" if library and param is not None and param.library else ""
+
+
+def parameter_lines(name: str, default, constraints: list, space, help: str = "", library: str = "") -> list[str]:
     from rankstudy.util.params import describe
 
-    # "name = default  (help: what it may be; tuned: its space)": one parenthesis, which the
-    # docs' reference pages read as the "may be" column (docs/hooks.py)
+    # "name = default  (help: what it may be; tuned: its space; L's own default: x)": one
+    # parenthesis, which the docs' reference pages split into their columns (docs/hooks.py)
     about = (f"{help}: " if help else "") + describe(constraints) \
-        + (f"; tuned: {space.describe()}" if space is not None else "")
+        + (f"; tuned: {space.describe()}" if space is not None else "") + (f"; {library}" if library else "")
     line = f"{name} = {default!r}" + (f"  ({about})" if about else "")
     return textwrap.wrap(line, WIDTH, initial_indent="    ", subsequent_indent="        ", break_on_hyphens=False)
 
@@ -112,7 +120,7 @@ def methods(detail: bool = True) -> list[str]:
         lines += entry(kind, summary(_module(cls), cls))  # a ranker's module says what it is
         if detail:
             for name, (default, constraints, space, help) in declared(cls).items():
-                lines += parameter_lines(name, default, constraints, space, help)
+                lines += parameter_lines(name, default, constraints, space, help, library_default(cls, name))
     return lines
 
 

@@ -84,6 +84,8 @@ class Ranker(metaclass=_CheckedParams):
     parameter_constraints: ClassVar[dict[str, list]] = {}
     # {parameter: Param}: the one declaration of each parameter (sets parameter_constraints)
     parameters: ClassVar[dict[str, Param]] = {}
+    # the library it wraps ("LightGBM"), whose own defaults its Params' ``library`` give: rankstudy's differ
+    library: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

@@ -38,14 +38,15 @@ def lightgbm_parameters(*, n_estimators: int, learning_rate: float, num_leaves: 
                         early_stopping_rounds: int) -> dict[str, Param]:
     """The LightGBM settings the boosted rankers share, with LightGBM's own ranges (checked before
     any job: a negative learning rate used to fail inside the train job with LightGBM's
-    traceback) and their tuning spaces; each ranker gives its own defaults."""
+    traceback) and their tuning spaces; each ranker gives its own defaults, and ``library`` says
+    LightGBM's own (``lgb.train``'s, LightGBM 4: 100 rounds, learning rate 0.1, no early stopping)."""
     return {
-        "n_estimators": Param(Integer(1), n_estimators, help="boosting rounds at most"),
-        "learning_rate": Param(Real(0, low_open=True), learning_rate, space=LogUniform(0.01, 0.3)),
-        "num_leaves": Param(Integer(2, 131072), num_leaves, space=IntRange(4, 256, log=True)),
-        "min_data_in_leaf": Param(Integer(0), min_data_in_leaf, space=IntRange(1, 200, log=True)),
-        "lambda_l2": Param(Real(0), 0.0, space=LogUniform(1e-3, 10.0)),
-        "early_stopping_rounds": Param(Integer(1), early_stopping_rounds),
+        "n_estimators": Param(Integer(1), n_estimators, help="boosting rounds at most", library="100"),
+        "learning_rate": Param(Real(0, low_open=True), learning_rate, space=LogUniform(0.01, 0.3), library="0.1"),
+        "num_leaves": Param(Integer(2, 131072), num_leaves, space=IntRange(4, 256, log=True), library="31"),
+        "min_data_in_leaf": Param(Integer(0), min_data_in_leaf, space=IntRange(1, 200, log=True), library="20"),
+        "lambda_l2": Param(Real(0), 0.0, space=LogUniform(1e-3, 10.0), library="0"),
+        "early_stopping_rounds": Param(Integer(1), early_stopping_rounds, library="none"),
         "seed": Param(Integer(), 0),
     }
 
@@ -73,6 +74,7 @@ class BoostedTrees(Ranker):
     step metric every ranker's history has; ``best_iteration_`` is the number of rounds kept."""
 
     metric: ClassVar[str] = ""
+    library = "LightGBM"
     # the evaluation whose training value at the kept rounds is the objective's final value
     # (``metric`` when empty)
     objective_metric: ClassVar[str] = ""

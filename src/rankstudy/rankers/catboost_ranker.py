@@ -31,8 +31,14 @@ def catboost():
 class CatBoostRanker(Ranker):
     """Oblivious trees boosted with one of CatBoost's ranking losses, on the job's threads
     (:func:`~rankstudy.util.threads.job_threads`; the same model on 1 and 2 threads, tested).
-    Defaults are CatBoost's own (1000 iterations, learning rate 0.03, depth 6, l2_leaf_reg 3,
-    random_strength 1); parameters not declared here keep CatBoost's defaults too.
+    The declared defaults are CatBoost's own for 1000 iterations, learning rate 0.03, depth 6 and
+    random_strength 1 (YetiRankPairwise: CatBoost's is 0, where its docs say the parameter is not
+    supported); l2_leaf_reg 3 is rankstudy's, passed for every loss: CatBoost's documented default
+    is 3.0, but CatBoost sets its own to 0 (stored as 1e-20) for YetiRank, YetiRankPairwise and
+    LambdaMart, and keeps 3 for QuerySoftMax and PairLogit (``get_all_params()`` of CatBoost
+    1.2.10; ``SetLeavesEstimationDefault`` in its ``catboost_options.cpp``). Early stopping after 50
+    iterations is rankstudy's too (CatBoost's overfitting detector is off unless set). Parameters
+    not declared here keep CatBoost's defaults.
 
     With ``vali``, training stops when the validation NDCG@10 (gains 2^r - 1) has not improved
     for ``early_stopping_rounds`` iterations (``od_type="Iter"``) and the model keeps the best
@@ -51,14 +57,16 @@ class CatBoostRanker(Ranker):
     eval_at = 10
     metric = f"ndcg@{eval_at}"
 
+    library = "CatBoost"
     parameters = {
         "loss": Param(Choice(LOSSES, "loss"), "YetiRank", help="CatBoost's ranking loss"),
-        "iterations": Param(Integer(1), 1000, help="boosting iterations at most"),
-        "learning_rate": Param(Real(0, low_open=True), 0.03, space=LogUniform(0.01, 0.3)),
-        "depth": Param(Integer(1, 16), 6, space=IntRange(4, 10), help="depth of the oblivious trees"),
-        "l2_leaf_reg": Param(Real(0), 3.0, space=LogUniform(0.1, 30.0)),
-        "random_strength": Param(Real(0), 1.0, space=LogUniform(0.01, 10.0)),
-        "early_stopping_rounds": Param(Integer(1), 50),
+        "iterations": Param(Integer(1), 1000, help="boosting iterations at most", library="1000"),
+        "learning_rate": Param(Real(0, low_open=True), 0.03, space=LogUniform(0.01, 0.3), library="0.03"),
+        "depth": Param(Integer(1, 16), 6, space=IntRange(4, 10), help="depth of the oblivious trees", library="6"),
+        "l2_leaf_reg": Param(Real(0), 3.0, space=LogUniform(0.1, 30.0),
+                             library="3, but 0 (stored as 1e-20) for YetiRank, YetiRankPairwise and LambdaMart"),
+        "random_strength": Param(Real(0), 1.0, space=LogUniform(0.01, 10.0), library="1, but 0 for YetiRankPairwise"),
+        "early_stopping_rounds": Param(Integer(1), 50, library="none"),
         "seed": Param(Integer(0), 0),
     }
 

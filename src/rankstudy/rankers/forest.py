@@ -29,9 +29,10 @@ class RandomForest(MART):
     parameters = {  # no learning rate: rf averages its trees
         **{k: _LIGHTGBM[k] for k in ("n_estimators", "num_leaves", "min_data_in_leaf", "lambda_l2")},
         # LightGBM's rf needs a subsample of the documents (< 1), or every tree is the same
-        "bagging_fraction": Param(Real(0, 1, low_open=True, high_open=True), 0.632, space=Uniform(0.3, 0.9)),
-        "feature_fraction": Param(Real(0, 1, low_open=True), 0.3, space=Uniform(0.1, 1.0)),
-        "early_stopping_rounds": Param([None, Integer(1)], None),
+        "bagging_fraction": Param(Real(0, 1, low_open=True, high_open=True), 0.632, space=Uniform(0.3, 0.9),
+                                  library="1"),
+        "feature_fraction": Param(Real(0, 1, low_open=True), 0.3, space=Uniform(0.1, 1.0), library="1"),
+        "early_stopping_rounds": Param([None, Integer(1)], None, library="none"),
         "seed": _LIGHTGBM["seed"],
     }
 

@@ -27,8 +27,10 @@ def xgboost():
 class XGBoostRanker(Ranker):
     """Gradient-boosted trees with one of XGBoost's ranking objectives, ``tree_method="hist"``,
     on the job's threads (:func:`~rankstudy.util.threads.job_threads`; the same model on 1 and 2
-    threads, tested). Parameters not declared here keep XGBoost's defaults (the lambdarank pair
-    sampling among them).
+    threads, tested). The declared defaults are rankstudy's, not XGBoost's where they differ:
+    learning rate 0.05 (XGBoost's eta: 0.3) and at most 300 rounds (``xgboost.train``: 10) with
+    early stopping after 30 (XGBoost: none); parameters not declared here keep XGBoost's defaults
+    (the lambdarank pair sampling among them).
 
     With ``vali``, training stops when the validation NDCG@10 (XGBoost's ``ndcg@10``: gains
     2^r - 1, a query without a relevant document counts 1) has not improved for
@@ -46,17 +48,21 @@ class XGBoostRanker(Ranker):
     eval_at = 10
     metric = f"ndcg@{eval_at}"
 
+    library = "XGBoost"
+    # ``library``: xgboost.train's own defaults (XGBoost 3: 10 rounds, eta 0.3, no early stopping)
     parameters = {
         "objective": Param(Choice(OBJECTIVES, "objective"), "rank:ndcg", help="XGBoost's ranking objective"),
-        "n_estimators": Param(Integer(1), 300, help="boosting rounds at most"),
-        "learning_rate": Param(Real(0, low_open=True), 0.05, space=LogUniform(0.01, 0.3)),
-        "max_depth": Param(Integer(0), 6, space=IntRange(2, 10), help="tree depth at most, 0 for none"),
-        "max_leaves": Param(Integer(0), 0, space=IntRange(8, 256, log=True), help="leaves per tree at most, 0 for none"),
-        "min_child_weight": Param(Real(0), 1.0, space=LogUniform(0.01, 10.0)),
-        "reg_lambda": Param(Real(0), 1.0, space=LogUniform(1e-3, 10.0), help="XGBoost's lambda (L2 on leaf values)"),
-        "subsample": Param(Real(0, 1, low_open=True), 1.0, space=Uniform(0.5, 1.0)),
-        "colsample_bytree": Param(Real(0, 1, low_open=True), 1.0, space=Uniform(0.5, 1.0)),
-        "early_stopping_rounds": Param(Integer(1), 30),
+        "n_estimators": Param(Integer(1), 300, help="boosting rounds at most", library="10"),
+        "learning_rate": Param(Real(0, low_open=True), 0.05, space=LogUniform(0.01, 0.3), library="0.3"),
+        "max_depth": Param(Integer(0), 6, space=IntRange(2, 10), help="tree depth at most, 0 for none", library="6"),
+        "max_leaves": Param(Integer(0), 0, space=IntRange(8, 256, log=True), help="leaves per tree at most, 0 for none",
+                            library="0"),
+        "min_child_weight": Param(Real(0), 1.0, space=LogUniform(0.01, 10.0), library="1"),
+        "reg_lambda": Param(Real(0), 1.0, space=LogUniform(1e-3, 10.0), help="XGBoost's lambda (L2 on leaf values)",
+                            library="1"),
+        "subsample": Param(Real(0, 1, low_open=True), 1.0, space=Uniform(0.5, 1.0), library="1"),
+        "colsample_bytree": Param(Real(0, 1, low_open=True), 1.0, space=Uniform(0.5, 1.0), library="1"),
+        "early_stopping_rounds": Param(Integer(1), 30, library="none"),
         "seed": Param(Integer(), 0),
     }
 

@@ -409,12 +409,15 @@ class Param:
     it for "null is allowed"), its ``default`` (copied for each object, so a list default is
     never shared), its tuning ``space`` (or None: not tuned unless a config gives one),
     ``tune_when`` (tuned only when the method's other parameters have these values, e.g. the
-    attention scorer's width only for ``{"scorer": "attention"}``) and a one-line ``help``."""
+    attention scorer's width only for ``{"scorer": "attention"}``), a one-line ``help`` and, for a
+    ranker that wraps a library (LightGBM, XGBoost, CatBoost), ``library``: that library's own
+    default as text, which rankstudy's ``default`` may not be ("0.1"; "3, but 0 for YetiRank")."""
 
     def __init__(self, constraints, default=None, *, space: Space | None = None,
-                 tune_when: dict | None = None, help: str = "") -> None:
+                 tune_when: dict | None = None, help: str = "", library: str = "") -> None:
         self.constraints = list(constraints) if isinstance(constraints, list | tuple) else [constraints]
         self.default, self.space, self.tune_when, self.help = default, space, dict(tune_when or {}), help
+        self.library = library
 
     def check_declaration(self, name: str, owner: str) -> None:
         """TypeError (a programming error, raised when the class is defined) when the default or
@@ -435,7 +438,7 @@ class Param:
         """This declaration, tuned only when the other parameters also have the values ``fixed``
         (a scorer's width, composed into a ranker that has several scorers)."""
         return Param(self.constraints, self.default, space=self.space, tune_when={**self.tune_when, **fixed},
-                     help=self.help)
+                     help=self.help, library=self.library)
 
 
 def defaults(parameters: dict[str, Param]) -> dict:
