@@ -1,5 +1,7 @@
 """What a finished run prints last: where its tables, plots and runs are, how to see them, how
-many jobs ran and which rules took the time (from the benchmark files this run wrote)."""
+many jobs ran and which rules took the time (from the benchmark files this run wrote), and the
+systems its tables mark: ⚠ (the chosen model did not learn in some fold) and ≡ (its test scores
+all tied in most queries of some fold), read from each data set's table CSV."""
 
 from __future__ import annotations
 
@@ -23,6 +25,34 @@ def jobs_since(started: float, results: Path = Path(layout.RESULTS)) -> pd.DataF
                 continue
             rows.append({"rule": path.relative_to(results / "benchmarks").parts[0], "seconds": seconds})
     return pd.DataFrame(rows, columns=["rule", "seconds"])
+
+
+def _flag(values: pd.Series) -> pd.Series:
+    """Booleans as the table CSV holds them (True/False, or their strings in a mixed column)."""
+    return values.map(lambda v: str(v).strip().lower() == "true")
+
+
+def flagged_systems(study: str, datasets: list[str]) -> list[str]:
+    """One line per data set whose table marks a system ⚠ or ≡ (the table's legend says which
+    fold and why); none where its CSV is missing (a run that stopped before the tables)."""
+    # here, not at the top: the Snakefile imports this module, and the tables' imports cost it time
+    from rankstudy.reporting.tables import NOT_LEARNED_MARK, TIED_MARK
+
+    lines = []
+    for dataset in datasets:
+        path = Path(layout.fill(layout.TABLES, study=study, dataset=dataset) + ".csv")
+        try:
+            table = pd.read_csv(path)
+        except (OSError, ValueError, pd.errors.ParserError):
+            continue
+        marks = [(NOT_LEARNED_MARK, "did not learn", ~_flag(table["learned"]) if "learned" in table else None),
+                 (TIED_MARK, "test scores tied", _flag(table["tied_scores"]) if "tied_scores" in table else None)]
+        for mark, what, flagged in marks:
+            if flagged is not None and flagged.any():
+                systems = ", ".join(dict.fromkeys(table.loc[flagged, "system"].astype(str)))
+                lines.append(f"  {mark} {what} on {dataset}: {systems} (the legend of {path.with_suffix('.md')} "
+                             f"says which fold and why)")
+    return lines
 
 
 def run_summary(study: str, datasets: list[str], started: float, scorecard: bool = False,
@@ -49,6 +79,7 @@ def run_summary(study: str, datasets: list[str], started: float, scorecard: bool
         lines.append(f"  tables:  {tables}.md (also .csv .html .tex, .params.md, .timing.md)")
         lines.append(f"  plots:   {layout.fill(layout.PLOTS, study=study, dataset=dataset)}.ndcg_at_k.png")
         lines.append(f"  runs:    {layout.RESULTS}/runs/{study}/{dataset}/")
+    lines += flagged_systems(study, datasets)
     if leaderboard:
         lines.append(f"  leaderboard: {layout.fill(layout.LEADERBOARD, study=study)}.md (also .csv .html), "
                      f"{layout.fill(layout.LEADERBOARD_PLOT, study=study)}")

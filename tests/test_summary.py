@@ -1,0 +1,49 @@
+"""The lines a finished run prints last (rankstudy.pipeline.summary): besides where the results are,
+the systems its tables mark ⚠ (did not learn) or ≡ (test scores tied), which only the tables said
+before: a 1e300 test feature gave ≡ in the table and nothing on the console."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+
+from rankstudy.pipeline import layout
+from rankstudy.pipeline.summary import flagged_systems, run_summary
+
+
+def write_table(root, study: str, dataset: str, learned: dict[str, bool], tied: dict[str, bool]) -> None:
+    """A table CSV as the tables job writes it: one row per (metric, system)."""
+    path = root / (layout.fill(layout.TABLES, study=study, dataset=dataset) + ".csv")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = [{"metric": metric, "system": s, "mean": 0.5, "learned": learned[s], "tied_scores": tied[s]}
+            for metric in ("ndcg@10", "map") for s in learned]
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def test_the_closing_lines_name_the_systems_marked_in_the_tables(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_table(tmp_path, "s", "MQ2008", learned={"ranknet [first]": True, "far [first]": True,
+                                                   "broken [first]": False},
+                tied={"ranknet [first]": False, "far [first]": True, "broken [first]": False})
+    write_table(tmp_path, "s", "OHSUMED", learned={"ranknet [first]": True, "far [first]": True},
+                tied={"ranknet [first]": False, "far [first]": False})
+    lines = flagged_systems("s", ["MQ2008", "OHSUMED", "missing"])
+    assert lines == [
+        "  ⚠ did not learn on MQ2008: broken [first] (the legend of results/tables/s/MQ2008.md says which fold and why)",
+        "  ≡ test scores tied on MQ2008: far [first] (the legend of results/tables/s/MQ2008.md says which fold and why)",
+    ]
+    text = run_summary("s", ["MQ2008", "OHSUMED"], time.time())
+    assert "≡ test scores tied on MQ2008: far [first]" in text and "⚠ did not learn on MQ2008" in text
+    assert "OHSUMED:" not in text
+
+
+def test_a_table_from_before_the_tied_column_or_as_strings_is_read(tmp_path, monkeypatch):
+    """learned as strings (a mixed column read back), and no tied_scores column (an older table)."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / (layout.fill(layout.TABLES, study="s", dataset="D") + ".csv")
+    path.parent.mkdir(parents=True)
+    pd.DataFrame({"metric": ["map", "map"], "system": ["a", "b"], "learned": ["True", "False"]}).to_csv(
+        path, index=False)
+    assert flagged_systems("s", ["D"]) == [
+        "  ⚠ did not learn on D: b (the legend of results/tables/s/D.md says which fold and why)"]
