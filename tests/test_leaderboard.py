@@ -3,6 +3,7 @@ and one small end-to-end run through the snakemake CLI."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -68,8 +69,8 @@ def test_a_winner_that_is_not_the_best_does_not_remove_anyone():
 
 
 def test_each_system_shows_the_detectable_difference_of_its_pair_with_the_best(tmp_path):
-    """mdd of the pair (best, system) whichever way round the pairs file holds it; the data set's
-    median beside its top group in both documents and the CSV."""
+    """mdd of the pair (best, system) whichever way round the pairs file holds it; beside the top
+    group, the data set's MDD: the median over every tested pair of the metric (as its table)."""
     means = {"a": 0.40, "b": 0.50, "c": 0.48, "d": 0.30}
     rows = [("a", "b", "b", 0.011, 0.02), ("a", "c", "", 0.5, 0.6), ("a", "d", "a", 0.6, 0.7),
             ("b", "c", "", 0.013, 0.03), ("d", "b", "b", 0.017, 0.04), ("c", "d", "c", 0.7, 0.8)]
@@ -79,19 +80,20 @@ def test_each_system_shows_the_detectable_difference_of_its_pair_with_the_best(t
     board = lb.dataset_board(numbers(means), tested, None, METRIC).set_index("system")
     assert board["mdd"].to_dict() == pytest.approx({"b": np.nan, "a": 0.011, "c": 0.013, "d": 0.017}, nan_ok=True)
     assert board["mdd_family"].to_dict() == pytest.approx({"b": np.nan, "a": 0.02, "c": 0.03, "d": 0.04}, nan_ok=True)
-    assert lb.dataset_power(board) == (0.013, 0.03)
-    assert lb.heatmap_notes({"x": board.reset_index()}) == {"x": "top group 2 of 4; MDD 0.013"}
+    # the median over the six pairs of ndcg@10 (not over the best's three: .013)
+    mdd, family = np.median([0.011, 0.5, 0.6, 0.013, 0.017, 0.7]), np.median([0.02, 0.6, 0.7, 0.03, 0.04, 0.8])
+    assert (lb.dataset_power(board).mdd, lb.dataset_power(board).mdd_family) == pytest.approx((mdd, family))
+    assert lb.heatmap_notes({"x": board.reset_index()}) == {"x": f"top group 2 of 4; MDD {mdd:.4f}"}
     lb.write_leaderboard({"x": board.reset_index()}, METRIC, tmp_path / "lb", "c", alpha=0.05, folds=[1])
     md = (tmp_path / "lb.md").read_text()
-    assert ("2 of 4 systems in the top group. This data set cannot separate differences in ndcg@10 below 0.0130"
-            in md and "0.0300 at Holm's strictest level" in md)
+    assert f"2 of 4 systems in the top group. MDD {mdd:.4f} ({family:.4f} at Holm's strictest level)" in md
     assert "|   MDD vs best |" in md and "|        0.0170 |" in md
-    assert "cannot separate differences in ndcg@10 below 0.0130" in (tmp_path / "lb.html").read_text()
+    assert f"MDD {mdd:.4f}" in (tmp_path / "lb.html").read_text()
     frame = pd.read_csv(tmp_path / "lb.csv")
-    assert (frame["dataset_mdd"] == 0.013).all() and (frame["dataset_mdd_family"] == 0.03).all()
+    assert np.allclose(frame["dataset_mdd"], mdd) and np.allclose(frame["dataset_mdd_family"], family)
     # a pairs file from before the column: no number, no sentence
     old = lb.dataset_board(numbers(means), tested.drop(columns=["mdd", "mdd_family"]), None, METRIC)
-    assert old["mdd"].isna().all() and "cannot separate" not in lb.power_line(old, METRIC)
+    assert old["mdd"].isna().all() and "MDD" not in lb.power_line(old, METRIC)
 
 
 def test_missing_pair_and_unknown_metric_are_clear_errors():
@@ -289,9 +291,14 @@ def test_leaderboard_through_snakemake(tmp_path):
             n, sd = len(d), np.std(d, ddof=1)
             critical, nc = stats.t.ppf(0.975, n - 1), row.mdd * np.sqrt(n) / sd
             assert stats.nct.sf(critical, n - 1, nc) + stats.nct.cdf(-critical, n - 1, nc) == pytest.approx(0.8)
-        assert board["dataset_mdd"].iloc[0] == pytest.approx(board["mdd"].median())
+        # the data set's MDD: the median over every tested pair, as its table's (MDD) row
+        tested = pd.read_csv(tmp_path / f"results/tables/boardtest/{dataset}.pairs.csv")
+        median = tested.loc[tested["metric"] == "ndcg@10", "mdd"].median()
+        assert board["dataset_mdd"].iloc[0] == pytest.approx(median)
+        table_md = (tmp_path / f"results/tables/boardtest/{dataset}.md").read_text()
+        assert f"Power: MDD {median:.4f} (" in table_md
     board_md = (tmp_path / "results/tables/boardtest/leaderboard.md").read_text()
-    assert "cannot separate differences in ndcg@10 below" in board_md
+    assert "cannot reliably be told apart" in board_md
     md = (tmp_path / "results/tables/boardtest/leaderboard.md").read_text()
     assert md.count("## synthetic") == 2
     assert (tmp_path / "results/plots/boardtest/leaderboard.png").stat().st_size > 1000
@@ -315,15 +322,18 @@ def test_config_check_refuses_a_leaderboard_it_cannot_make(report, message):
 
 
 def test_default_and_tuned_twins_side_by_side_with_the_gain_and_its_interval(tmp_path):
-    """Board v2: a system run untuned and as NAME-tuned shows both means, the gain (tuned - default)
-    from the pair's paired difference, its interval, and the tuning's CPU-seconds; in the CSV too."""
+    """Board v2: a system run untuned and as NAME-tuned shows both pooled means from the pair's row,
+    the gain (tuned - default), its interval with its level, and the tuning's trials and CPU-seconds;
+    in the CSV too."""
     means = {"lm [first]": 0.50, "lm-tuned [first]": 0.55, "rn [first]": 0.45, "rn-tuned [first]": 0.449}
     tested = pd.DataFrame([
         # the pairs file's diff is system - other: lm's pair lists the default first, rn's the tuned first
         {"metric": METRIC, "system": "lm [first]", "other": "lm-tuned [first]", "winner": "lm-tuned [first]",
-         "diff": -0.05, "diff_lo": -0.08, "diff_hi": -0.02, "ci_level": 0.99, "sig_rand": True, "decided_by": "rand"},
+         "mean_system": 0.49, "mean_other": 0.54, "diff": -0.05, "diff_lo": -0.08, "diff_hi": -0.02,
+         "ci_level": 0.99, "sig_rand": True, "decided_by": "rand"},
         {"metric": METRIC, "system": "rn-tuned [first]", "other": "rn [first]", "winner": "",
-         "diff": -0.001, "diff_lo": -0.01, "diff_hi": 0.008, "ci_level": 0.98, "sig_rand": False, "decided_by": "rand"},
+         "mean_system": 0.448, "mean_other": 0.449, "diff": -0.001, "diff_lo": -0.01, "diff_hi": 0.008,
+         "ci_level": 0.9964, "sig_rand": False, "decided_by": "rand"},
     ] + [{"metric": METRIC, "system": a, "other": b, "winner": ""}  # the other pairs: no difference found
          for a, b in [("lm [first]", "rn [first]"), ("lm [first]", "rn-tuned [first]"),
                       ("lm-tuned [first]", "rn [first]"), ("lm-tuned [first]", "rn-tuned [first]")]])
@@ -333,19 +343,30 @@ def test_default_and_tuned_twins_side_by_side_with_the_gain_and_its_interval(tmp
     found = lb.tuning_gains(board, tested, cpu, METRIC)
     gains = found.set_index("system")
     assert list(gains.index) == ["lm [first]", "rn [first]"]  # in the board's order of the tuned systems
-    assert gains.loc["lm [first]", ["gain", "gain_lo", "gain_hi"]].tolist() == pytest.approx([0.05, 0.02, 0.08])
-    assert gains.loc["rn [first]", ["gain", "gain_lo", "gain_hi"]].tolist() == pytest.approx([-0.001, -0.01, 0.008])
+    assert gains.loc["lm [first]", ["default", "tuned", "gain", "gain_lo", "gain_hi"]].tolist() == pytest.approx(
+        [0.49, 0.54, 0.05, 0.02, 0.08])
+    assert gains.loc["rn [first]", ["default", "tuned", "gain", "gain_lo", "gain_hi"]].tolist() == pytest.approx(
+        [0.449, 0.448, -0.001, -0.01, 0.008])
     assert gains["gain_sig"].tolist() == [True, False] and gains["tune_cpu_seconds"].tolist() == [8.0, 4.5]
     written = lb.write_leaderboard({"D": board}, METRIC, tmp_path / "leaderboard", "cap", alpha=0.05, folds=[1],
                                    gains={"D": found})
     text = (tmp_path / "leaderboard.md").read_text()
-    assert "tuning changed 1 of 2 systems significantly (1 better, 0 worse)" in text
-    assert "+0.0500 [+0.0200, +0.0800] ▲" in text and "-0.0010 [-0.0100, +0.0080] |" in text
+    assert "tuning changed 1 of 2 systems significantly (1 better, 0 worse, by the randomization test)" in text
+    cells = lambda row: [c.strip() for c in row.split("|")[1:-1]]  # noqa: E731
+    rows = {cells(line)[0]: cells(line)[1:] for line in text.splitlines() if line.startswith("| lm [") or
+            line.startswith("| rn [")}
+    assert rows["lm [first]"][:4] == ["0.4900", "0.5400", "+0.0500 ▲", "[+0.0200, +0.0800] at 99.0%"]
+    assert rows["rn [first]"][:4] == ["0.4490", "0.4480", "-0.0010", "[-0.0100, +0.0080] at 99.64%"]
     assert gains["tune_trials"].tolist() == [20, 7]
     csv = pd.read_csv(tmp_path / "leaderboard.csv").set_index("system")
-    assert csv.loc["lm-tuned [first]", "tuned_from"] == "lm [first]" and csv.loc["lm-tuned [first]", "gain"] == 0.05
+    assert csv.loc["lm-tuned [first]", "tuned_from"] == "lm [first]"
+    assert csv.loc["lm-tuned [first]", ["pooled_default", "pooled_tuned"]].tolist() == [0.49, 0.54]
+    assert csv.loc["lm-tuned [first]", "gain"] == 0.54 - 0.49  # the same means, exactly
     assert np.isnan(csv.loc["lm [first]", "gain"])
     assert "gain from tuning" in (tmp_path / "leaderboard.html").read_text() and len(written) == 3
+    # a pairs file from before the pooled means: one line saying so, not a gain from other means
+    with pytest.raises(ValueError, match="mean_system / mean_other.*rerun its tables job"):
+        lb.tuning_gains(board, tested.drop(columns=["mean_system", "mean_other"]), cpu, METRIC)
 
 
 def test_a_board_without_twins_keeps_its_columns():
@@ -353,3 +374,129 @@ def test_a_board_without_twins_keeps_its_columns():
     board = lb.dataset_board(numbers({"a": 0.5, "b": 0.4}), tested, None, METRIC)
     assert lb.tuning_gains(board, tested, None, METRIC).empty
     assert tuple(lb.leaderboard_frame({"D": board}, METRIC).columns) == lb.COLUMNS
+
+
+def per_query_frame(offsets: dict[str, float], sizes=(12, 36), seed: int = 0) -> pd.DataFrame:
+    """Test metrics per query: folds of unequal sizes (so a fold mean is not the pooled mean), each
+    system a shared base plus its offset plus noise; one query without a relevant document (NaN)."""
+    rng = np.random.default_rng(seed)
+    folds = np.repeat(np.arange(1, len(sizes) + 1), sizes)
+    qid = np.arange(len(folds))
+    base = rng.uniform(0.2, 0.7, size=len(folds))
+    base[np.arange(len(folds)) >= sizes[0]] -= 0.1
+    frames = []
+    for system, offset in offsets.items():
+        values = np.clip(base + offset + rng.normal(0, 0.05, size=len(folds)), 0, 1)
+        values[3] = np.nan  # dropped by the no-relevant-document policy, for every system
+        frames.append(pd.DataFrame({"system": system, "fold": folds, "qid": qid, METRIC: values, "map": values / 2}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def from_the_tables(per_query: pd.DataFrame, baseline: str):
+    """What the tables job writes for the leaderboard: the long numbers and every pair, read back."""
+    from rankstudy.reporting import tables
+
+    systems = list(pd.unique(per_query["system"]))
+    table = tables.comparison_table(per_query, [METRIC, "map"], baseline, n_resamples=200)
+    pairs = tables.all_pairs_comparison(per_query, [METRIC, "map"], systems, n_resamples=200)
+    return table, tables.long_numbers(table, [METRIC, "map"]), pairs
+
+
+def test_one_mdd_per_data_set_on_the_page_its_table_and_the_heat_map(tmp_path):
+    """Today's board said .0295 on the page, .0333 in the table and '0.010' on the heat map for one
+    run: now one function, one number (the median over every tested pair), and one definition."""
+    from rankstudy.reporting import tables
+
+    per_query = per_query_frame({"a": 0.0, "b": 0.02, "c": -0.03, "d": 0.1})
+    table, numbers, pairs = from_the_tables(per_query, "a")
+    expected = f"{pairs.loc[pairs['metric'] == METRIC, 'mdd'].median():.4f}"
+    against_best = lb.dataset_board(numbers, pairs, None, METRIC)["mdd"].median()
+    assert f"{against_best:.4f}" != expected  # so the test tells the two definitions apart
+    caption = "D: test split." + tables.power_sentence(table, METRIC, pairs)
+    tables.write_tables(table, [METRIC, "map"], tmp_path / "D", caption, pairs=pairs, compare="all_pairs")
+    table_md = (tmp_path / "D.md").read_text()
+    board = lb.dataset_board(numbers, pairs, None, METRIC)
+    lb.write_leaderboard({"D": board}, METRIC, tmp_path / "lb", "cap", alpha=0.05, folds=[1, 2])
+    page = (tmp_path / "lb.md").read_text()
+    # the one number: in the table's (MDD) row, on the page, under the heat map's data set
+    assert re.search(rf"\| +\| \(MDD\) +\| +{expected} \|", table_md)
+    assert expected in lb.power_line(board, METRIC) and expected in page
+    assert lb.heatmap_notes({"D": board})["D"].endswith(f"; MDD {expected}")
+    assert lb.dataset_power(board).mdd == pytest.approx(float(expected), abs=5e-5)
+    assert f"Power: MDD {expected} (" in table_md and f"systems in the top group. MDD {expected} (" in page
+    # its definition named once on each page
+    for text in (page, table_md):
+        assert text.count("minimum detectable difference") == 1, text
+
+
+def test_the_gain_is_tuned_minus_default_of_one_set_of_pooled_means():
+    """Default, tuned and gain from the pair's pooled means (every test query of all folds at once),
+    not fold means beside a pooled paired gain: gain = tuned - default exactly."""
+    per_query = per_query_frame({"lm [first]": 0.0, "lm-tuned [first]": 0.03, "rn [first]": -0.02,
+                                 "rn-tuned [first]": -0.025})
+    _, numbers, pairs = from_the_tables(per_query, "lm [first]")
+    board = lb.dataset_board(numbers, pairs, None, METRIC)
+    gains = lb.tuning_gains(board, pairs, None, METRIC).set_index("system")
+    for system in ("lm [first]", "rn [first]"):
+        tuned = system.replace(" [", "-tuned [")
+        values = per_query.pivot(index="qid", columns="system", values=METRIC)[[system, tuned]].dropna()
+        row = gains.loc[system]
+        assert row["default"] == pytest.approx(values[system].mean(), rel=1e-14)
+        assert row["tuned"] == pytest.approx(values[tuned].mean(), rel=1e-14)
+        assert row["gain"] == row["tuned"] - row["default"]  # the same means, exactly
+        assert row["gain"] == pytest.approx((values[tuned] - values[system]).mean(), abs=1e-12)  # the pair's diff
+        assert row["gain_lo"] < row["gain"] < row["gain_hi"]
+        fold_mean = board.set_index("system").loc[system, "mean"]
+        assert abs(fold_mean - row["default"]) > 1e-3  # unequal folds: the fold mean is another mean
+
+
+def test_each_gain_interval_names_its_level_and_the_test_it_agrees_with(tmp_path):
+    """The interval is the t-test's at its Holm level (printed with it); the ▲/▼ marks are the
+    randomization test's, and a row where the two disagree says so instead of the legend
+    claiming the interval excludes 0 exactly where ▲/▼ are."""
+    assert [lb.level_text(v) for v in (0.95, 0.9964, 1 - 0.05 / 1770, 0.99)] == ["95.0%", "99.64%", "99.9972%",
+                                                                                 "99.0%"]
+    means = {"a": 0.50, "a-tuned": 0.52, "b": 0.45, "b-tuned": 0.44}
+    rows = [  # a: the randomization test finds the gain, the t-interval reaches 0; b: both find a loss
+        {"metric": METRIC, "system": "a-tuned", "other": "a", "winner": "a-tuned", "mean_system": 0.52,
+         "mean_other": 0.50, "diff": 0.02, "diff_lo": -0.001, "diff_hi": 0.041, "ci_level": 0.9964,
+         "sig_rand": True, "decided_by": "rand"},
+        {"metric": METRIC, "system": "b-tuned", "other": "b", "winner": "b", "mean_system": 0.44,
+         "mean_other": 0.45, "diff": -0.01, "diff_lo": -0.019, "diff_hi": -0.001, "ci_level": 0.9983,
+         "sig_rand": True, "decided_by": "rand"}]
+    others = [{"metric": METRIC, "system": x, "other": y, "winner": ""}
+              for x, y in [("a", "b"), ("a", "b-tuned"), ("a-tuned", "b"), ("a-tuned", "b-tuned")]]
+    tested = pd.DataFrame(rows + others)
+    board = lb.dataset_board(numbers(means), tested, None, METRIC)
+    gains = lb.tuning_gains(board, tested, None, METRIC)
+    assert lb.interval_disagrees(gains).tolist() == [True, False]
+    lb.write_leaderboard({"D": board}, METRIC, tmp_path / "lb", "cap", alpha=0.05, folds=[1], gains={"D": gains})
+    md = (tmp_path / "lb.md").read_text()
+    assert "[-0.0010, +0.0410] at 99.64% ≠" in md and "[-0.0190, -0.0010] at 99.83% |" in md
+    assert "+0.0200 ▲" in md and "-0.0100 ▼" in md
+    assert "exactly where ▲/▼" not in md
+    assert "it excludes 0 exactly where the Holm-adjusted paired t-test has p < 0.05" in md
+    assert "▲/▼: the Holm-adjusted randomization test" in md and "≠: the t-interval and the randomization test" in md
+
+
+def test_the_legend_says_whose_defaults_the_board_runs():
+    """rankstudy's defaults, not the libraries': LightGBM's and XGBoost's learning rates, rounds and
+    early stopping, CatBoost's l2_leaf_reg; a parameter a method sets itself is not a default."""
+    from rankstudy.reporting.defaults import defaults_sentence
+
+    methods = {"lambdamart": {"kind": "lambdamart"}, "xgb": {"kind": "xgboost", "params": {"objective": "rank:ndcg"}},
+               "cb": {"kind": "catboost", "params": {"loss": "YetiRank"}},
+               "ranknet": {"kind": "linear", "params": {"loss": "ranknet"}},
+               "cb-tuned": {"kind": "catboost", "tune": {"trials": 3}}}
+    sentence = defaults_sentence(methods)
+    assert "lambdamart (LightGBM) n_estimators 300 (100), learning_rate 0.05 (0.1), early_stopping_rounds 30 (none)" \
+        in sentence
+    assert "xgboost (XGBoost) n_estimators 300 (10), learning_rate 0.05 (0.3), early_stopping_rounds 30 (none)" \
+        in sentence
+    assert "catboost (CatBoost) l2_leaf_reg 3.0 (3, but 0 (stored as 1e-20) for YetiRank" in sentence
+    assert "linear" not in sentence and "num_leaves" not in sentence  # LightGBM's own 31 is rankstudy's
+    own = defaults_sentence({"lambdamart": {"kind": "lambdamart", "params": {"learning_rate": 0.1}}})
+    assert "learning_rate" not in own and "n_estimators 300 (100)" in own
+    assert defaults_sentence({"ranknet": {"kind": "linear"}}) == ""
+    legend = lb.legend(METRIC, 0.05, [1], False, False, defaults=sentence)
+    assert "Default: each method at rankstudy's defaults" in legend

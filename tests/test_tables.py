@@ -793,4 +793,5 @@ def test_the_power_sentence_needs_a_positive_detectable_difference():
     assert tables.power_sentence(comparison_table(same, ["map"], "base", n_resamples=100), "map") == ""
     other = comparison_table(tiny_frame(30, {"base": 0.0, "up": 0.05}), ["map"], "base", n_resamples=100)
     mdd = other.loc["up", ("map", "mdd")]
-    assert mdd > 0 and f"below {mdd:.4f} cannot reliably be told apart" in tables.power_sentence(other, "map")
+    assert mdd > 0 and f"Power: MDD {mdd:.4f} (" in tables.power_sentence(other, "map")
+    assert "cannot reliably be told apart" in tables.power_sentence(other, "map")

@@ -78,6 +78,35 @@ def test_a_tuned_twin_opens_with_what_its_default_twin_selected_on_the_fold(tmp_
     assert drawn[0] != drawn[1]  # each fold draws its own trials
 
 
+def test_the_tuned_board_states_its_budget_and_why_a_method_ran_one_trial(tmp_path):
+    """Default and tuned twins up to the leaderboard: each fold's fit.json budget reaches the board
+    through the method summary and the tables' tuning.csv; at a cap of 1 ms every tuned method runs
+    its first trial only, and the page says so; the gain is tuned - default of the pair's pooled means."""
+    from rankstudy.pipeline import layout
+
+    config = {**TUNED, "folds": [1],
+              "methods": {name: {"kind": "linear", "params": {"loss": name, "max_iter": 30}, "grid": {"l2": [1.0e-2]}}
+                          for name in ("ranknet", "listnet")},
+              "tune": {"trials": 3, "cpu_seconds": 0.001, "sampler": "random", "variants": ["default", "tuned"]},
+              "report": {**TUNED["report"], "baseline": "ranknet", "compare": "all_pairs",
+                         "leaderboard": {"metric": "ndcg@10"}}}
+    workdir = make_workdir(tmp_path, config)
+    board = layout.fill(layout.LEADERBOARD, study="tuned")
+    snakemake(workdir, board + ".md")
+    folds = pd.read_csv(workdir / (layout.fill(layout.TABLES, study="tuned", dataset="synthetic") + ".tuning.csv"))
+    assert sorted(folds["system"]) == ["listnet-tuned [first]", "ranknet-tuned [first]"]
+    assert (folds["trials"] == 1).all() and (folds["budget_trials"] == 3).all()
+    assert (folds["budget_cpu_seconds"] == 0.001).all() and (folds["cpu_seconds"] > 0.001).all()
+    md = (workdir / (board + ".md")).read_text()
+    assert ("random search (Optuna's random sampler), 3 trials or 0.001 CPU-s of trials, whichever ends first, "
+            "pruner: none;") in md
+    assert "ranknet-tuned [first]: a trial dearer than the cap runs once (fold 1; " in md
+    csv = pd.read_csv(workdir / (board + ".csv")).set_index("system")
+    tuned = csv.loc["ranknet-tuned [first]"]
+    assert tuned["gain"] == tuned["pooled_tuned"] - tuned["pooled_default"]
+    assert tuned["tune_note"].startswith("a trial dearer than the cap runs once (fold 1; ")
+
+
 def test_a_bad_tuning_space_is_refused_before_any_job_naming_its_key(tmp_path):
     """The Snakemake CLI's own refusal (the budget and sampler keys: tests/test_tuning_config.py)."""
     from pipeline_runs import SNAKEMAKE

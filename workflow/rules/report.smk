@@ -22,6 +22,7 @@ rule tables:
         timing_md=f"{L.TABLES}.timing.md",
         params_csv=f"{L.TABLES}.params.csv",
         params_md=f"{L.TABLES}.params.md",
+        tuning_csv=f"{L.TABLES}.tuning.csv",  # each tuned fold's budget and what it spent (header only: none)
         # page_<name>: the page of output <name> (the script writes one per page_ output)
         page_csv=table_page("comparison", "table.rst", "csv"),
         page_md=table_page("comparison", "table.rst", "md"),
@@ -178,6 +179,7 @@ rule leaderboard:
         numbers=expand(f"{L.TABLES}.csv", study=STUDY, dataset=DATASETS),
         pairs=expand(f"{L.TABLES}.pairs.csv", study=STUDY, dataset=DATASETS),
         timing=expand(f"{L.TABLES}.timing.csv", study=STUDY, dataset=DATASETS),
+        tuning=expand(f"{L.TABLES}.tuning.csv", study=STUDY, dataset=DATASETS),
     output:
         csv=f"{L.LEADERBOARD}.csv",
         md=f"{L.LEADERBOARD}.md",
@@ -190,6 +192,8 @@ rule leaderboard:
         metric=config["report"].get("leaderboard", {}).get("metric"),
         alpha=config["report"]["alpha"],
         folds=FOLDS,
+        pruner=(config.get("tune") or {}).get("pruner"),  # the budget's is in each fold's fit.json; not this
+        methods={m: config["methods"][m] for m in METHODS},  # what "default" means for the kinds on the board
     log:
         L.log("leaderboard"),
     benchmark:

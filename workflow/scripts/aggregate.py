@@ -11,6 +11,7 @@ import pandas as pd
 
 from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import FitRecord, FoldSummary, MethodSummary, MlflowPlan
+from rankstudy.reporting.budget import fold_budget
 from rankstudy.tracking.nested import nested_runs
 from rankstudy.util import atomic
 
@@ -73,7 +74,7 @@ def learning_tags(summary: FoldSummary) -> dict:
 with job_logging(snakemake, "aggregate"):
     w, inputs = snakemake.wildcards, snakemake.input
     identity = dict(study=w.study, dataset=w.dataset, featureset=w.featureset, method=w.method)
-    folds, per_query, timing, fold_plans, learned, chosen_per_fold, ties = [], [], [], [], {}, {}, {}
+    folds, per_query, timing, fold_plans, learned, chosen_per_fold, ties, tuning = [], [], [], [], {}, {}, {}, {}
     for i, fold in enumerate(snakemake.params.folds):
         summary, fit = FoldSummary.read(inputs.summary[i]), FitRecord.read(inputs.fit[i])
         history = atomic.read_json(inputs.history[i])
@@ -108,6 +109,8 @@ with job_logging(snakemake, "aggregate"):
         folds.append(summary)
         learned[fold] = summary.learned
         ties[fold] = summary.score_ties
+        if fit.tuning:  # the budget it ran with and what it spent: the board says why a fold ran fewer trials
+            tuning[fold] = fold_budget(fit.tuning)
         chosen_per_fold[fold] = chosen_settings(fit, inputs.model[i], selection)
         per_query.append(pd.read_csv(inputs.per_query_test[i]).assign(fold=fold))
         train_bench = pd.read_csv(inputs["bench_train"][i], sep="\t").iloc[-1]  # the job's CPU beside its wall time
@@ -122,7 +125,7 @@ with job_logging(snakemake, "aggregate"):
         std={k: float(np.nanstd(v, ddof=1)) if len(v) > 1 else None for k, v in values.items()},
         # mean over folds; null where the solver does not record it
         timing={k: None if np.isnan(v) else float(v) for k, v in pd.DataFrame(timing).astype(float).mean().items()},
-        learned=learned, chosen=chosen_per_fold, score_ties=ties,
+        learned=learned, chosen=chosen_per_fold, score_ties=ties, tuning=tuning,
         random={k: float(np.nanmean([f.random[k] for f in folds]))
                 for k in sorted(set.intersection(*(set(f.random) for f in folds)))})
     not_learned = method.not_learned

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankstudy.reporting import chosen, pages, plots, tables, timing
+from rankstudy.reporting import budget, chosen, pages, plots, tables, timing
 from rankstudy.pipeline import results
 from rankstudy.pipeline.records import FoldMeta
 from rankstudy.pipeline.jobs import job_logging
@@ -103,6 +103,8 @@ with job_logging(snakemake, "tables"):
         timing.timing_frame({s: summaries[s].timing for s in order if s in summaries}), prefix,
         f"{w.dataset}, study {w.study}: training time, "
         f"{'mean over folds ' + str(p.folds) if len(p.folds) > 1 else 'fold ' + str(p.folds[0])}.")
+    # each tuned fold's budget and what it spent: the leaderboard says why a method ran fewer trials
+    budget.write_tuning(budget.tuning_frame({s: summaries[s].tuning for s in order if s in summaries}), prefix)
     chosen.write_chosen(
         chosen.chosen_frame({s: summaries[s] for s in order if s in summaries}), prefix,
         f"{w.dataset}, study {w.study}: the hyper-parameters chosen per fold on validation "

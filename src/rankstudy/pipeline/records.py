@@ -174,6 +174,9 @@ class MethodSummary(Record):
     random: dict[str, float] = field(default_factory=dict)
     # per fold, the fold summary's score_ties (of the vali and test scores)
     score_ties: dict[int, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # per fold of a tuned method, the budget it ran with and what it spent (fit.json's tuning:
+    # rankstudy.reporting.budget.FOLD_KEYS); {} for a grid and from older versions
+    tuning: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def not_learned(self) -> dict[int, list[str]]:

@@ -16,10 +16,10 @@ A system missing on a data set is left out of that data set's ranking (the other
 among themselves) and its mean rank is over fewer data sets, which the ``n_datasets`` column says.
 
 Beside the top group, each data set's *power*: per system the minimum detectable difference of
-its pair with the best system (``mdd``: the smallest true difference the paired t-test at alpha
-finds with probability .8, from the sd of the pair's per-query differences; ``mdd_family`` at
-Holm's strictest level alpha / m), and their median (``dataset_mdd``), so that "24 in the top
-group" reads as "this data set cannot separate differences below x".
+its pair with the best system (``mdd``, ``mdd_family`` at Holm's strictest level alpha / m), and
+the data set's MDD (``dataset_mdd``: :func:`rankstudy.reporting.power.dataset_power`, the median
+over every tested pair, the same number the data set's table and the heat map show), so that "24
+in the top group" reads as "this data set cannot separate differences below x".
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from rankstudy.reporting import power
 from rankstudy.reporting.tables import NOT_LEARNED_MARK, TIED_MARK, markdown_escape, mean_std_text
 from rankstudy.util import atomic
 
@@ -41,8 +42,9 @@ COLUMNS = ("dataset", "system", "metric", "rank", "mean", "std", "n_folds", "bes
            "n_datasets",
            "n_top_group")
 # with default and tuned twins, each tuned system's row also has (tuning_gains)
-GAIN_COLUMNS = ("tuned_from", "gain", "gain_lo", "gain_hi", "gain_level", "gain_sig", "tune_cpu_seconds",
-                "tune_trials")
+# pooled_default, pooled_tuned: the pooled means the gain is computed from (tuning_gains' default, tuned)
+GAIN_COLUMNS = ("tuned_from", "pooled_default", "pooled_tuned", "gain", "gain_lo", "gain_hi", "gain_level", "gain_test", "gain_sig",
+                "tune_cpu_seconds", "tune_trials", "tune_note")
 _BEST_TOLERANCE = 1e-12  # relative, as the tables' "best": rounding noise does not break a tie
 
 
@@ -122,19 +124,19 @@ def dataset_board(numbers: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFra
     seconds = {} if timing is None else dict(zip(timing["system"].astype(str), timing["train_job_seconds"]))
     board["train_seconds"] = board["system"].map(seconds).astype(float)
     board = board.sort_values("rank", kind="stable").reset_index(drop=True)
-    power = against_best(board, pairs, metric)
-    board["mdd"], board["mdd_family"] = power["mdd"].to_numpy(), power["mdd_family"].to_numpy()
+    found = against_best(board, pairs, metric)
+    board["mdd"], board["mdd_family"] = found["mdd"].to_numpy(), found["mdd_family"].to_numpy()
+    headline = power.dataset_power(pairs, metric)  # the data set's, as its table shows it
+    board["dataset_mdd"], board["dataset_mdd_family"] = headline.mdd, headline.mdd_family
     return board[["system", "rank", "mean", "std", "n_folds", "best", "top_group", "learned", "tied_scores",
-                  "train_seconds", "mdd", "mdd_family"]]
+                  "train_seconds", "mdd", "mdd_family", "dataset_mdd", "dataset_mdd_family"]]
 
 
-def dataset_power(board: pd.DataFrame) -> tuple[float, float]:
-    """The data set's minimum detectable difference: the median over the systems of their pair's
-    with the best system, at alpha and at alpha / m; NaN without any."""
-    def median(column):
-        values = board[column].astype(float) if column in board else pd.Series(dtype=float)
-        return float(values.median()) if values.notna().any() else float("nan")
-    return median("mdd"), median("mdd_family")
+def dataset_power(board: pd.DataFrame) -> power.DatasetPower:
+    """The data set's MDD as :func:`dataset_board` read it from the pairs (NaN for a board without it)."""
+    def first(column):
+        return float(board[column].iloc[0]) if column in board and len(board) else float("nan")
+    return power.DatasetPower(first("dataset_mdd"), first("dataset_mdd_family"), 0)
 
 
 TUNED_SUFFIX = "-tuned"  # rankstudy.pipeline.tuned's twins: NAME and NAME-tuned
@@ -146,16 +148,21 @@ def _method_and_featureset(system: str) -> tuple[str, str]:
     return method, (bracket + rest) if bracket else ""
 
 
-def tuning_gains(board: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame | None, metric: str) -> pd.DataFrame:
+def tuning_gains(board: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame | None, metric: str,
+                 notes: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Per system run both untuned (``NAME``) and tuned (``NAME-tuned``, tune.variants [default,
-    tuned]): its ``default`` and ``tuned`` mean, the ``gain`` (tuned - default, the mean paired
-    difference over test queries from the pairs file) with its interval ``gain_lo``..``gain_hi`` at
-    the pairs' Holm-consistent level ``gain_level`` (so it excludes 0 exactly where ``gain_sig``, the
-    pair's Holm-adjusted decision, says so), and ``tune_cpu_seconds`` (CPU-seconds of the tuning
-    trials, mean over folds). In the board's order of the tuned systems; empty without twins."""
-    columns = ["system", "tuned_system", "default", "tuned", "gain", "gain_lo", "gain_hi", "gain_level", "gain_sig",
-               "tune_cpu_seconds", "tune_trials"]
-    means = board.set_index("system")["mean"]
+    tuned]), from the pair's row of the pairs file: its ``default`` and ``tuned`` pooled means (each
+    one's mean over the pair's test queries, all folds pooled: ``mean_other`` / ``mean_system``),
+    the ``gain`` = tuned - default, and the pair's t-interval ``gain_lo``..``gain_hi`` at
+    ``gain_level`` (the level Holm's step-down tested the pair at: it excludes 0 exactly where the
+    Holm-adjusted paired t-test has p < alpha); ``gain_test`` (the test that decides the board's
+    pairs, the randomization test) and ``gain_sig`` (its Holm-adjusted decision), ``tune_cpu_seconds``
+    and ``tune_trials`` (mean over folds), ``tune_note`` (``notes``: why fewer trials ran, or more
+    than the cap was spent). In the board's order of the tuned systems; empty without twins.
+    ValueError for a pairs file without the pooled means (written before them)."""
+    columns = ["system", "tuned_system", "default", "tuned", "gain", "gain_lo", "gain_hi", "gain_level", "gain_test",
+               "gain_sig", "tune_cpu_seconds", "tune_trials", "tune_note"]
+    names = set(board["system"])
     part = pairs[pairs["metric"] == metric] if "metric" in pairs else pairs.iloc[0:0]
     def spent(column):
         return ({} if timing is None or column not in timing
@@ -165,21 +172,29 @@ def tuning_gains(board: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame 
     for tuned in board["system"]:
         method, featureset = _method_and_featureset(tuned)
         base = method[: -len(TUNED_SUFFIX)] + featureset if method.endswith(TUNED_SUFFIX) else None
-        if base is None or base not in means.index:
+        if base is None or base not in names:
             continue
-        row = {"system": base, "tuned_system": tuned, "default": means[base], "tuned": means[tuned],
-               "gain": means[tuned] - means[base], "gain_lo": np.nan, "gain_hi": np.nan, "gain_level": np.nan,
-               "gain_sig": False, "tune_cpu_seconds": cpu.get(tuned, np.nan),
-               "tune_trials": trials.get(tuned, np.nan)}
+        if not {"mean_system", "mean_other"} <= set(pairs.columns):
+            raise ValueError("the pairs file has no mean_system / mean_other (the pooled means the gain from tuning "
+                             "is computed from): it was written by an older rankstudy; rerun its tables job "
+                             "(snakemake --forcerun tables)")
+        row = {"system": base, "tuned_system": tuned, "default": np.nan, "tuned": np.nan, "gain": np.nan,
+               "gain_lo": np.nan, "gain_hi": np.nan, "gain_level": np.nan, "gain_test": "", "gain_sig": False,
+               "tune_cpu_seconds": cpu.get(tuned, np.nan), "tune_trials": trials.get(tuned, np.nan),
+               "tune_note": (notes or {}).get(tuned, "")}
         pair = part[((part["system"] == tuned) & (part["other"] == base))
                     | ((part["system"] == base) & (part["other"] == tuned))]
-        if len(pair):
+        if len(pair):  # the board has every pair (top_group checks): none only for a hand-made file
             found = pair.iloc[0]
-            sign = 1.0 if found["system"] == tuned else -1.0  # the pairs' diff is system - other
+            forward = found["system"] == tuned  # the pairs' means and diff are system's, system - other
+            tuned_mean, default_mean = ((float(found["mean_system"]), float(found["mean_other"])) if forward
+                                        else (float(found["mean_other"]), float(found["mean_system"])))
+            sign = 1.0 if forward else -1.0
             lo, hi = sign * float(found["diff_lo"]), sign * float(found["diff_hi"])
-            row.update(gain=sign * float(found["diff"]), gain_lo=min(lo, hi), gain_hi=max(lo, hi),
-                       gain_level=float(found.get("ci_level", np.nan)),
-                       gain_sig=str(found.get(f"sig_{found.get('decided_by', 'rand')}", "False")) == "True")
+            test = str(found.get("decided_by", "rand"))
+            row.update(default=default_mean, tuned=tuned_mean, gain=tuned_mean - default_mean,
+                       gain_lo=min(lo, hi), gain_hi=max(lo, hi), gain_level=float(found.get("ci_level", np.nan)),
+                       gain_test=test, gain_sig=str(found.get(f"sig_{test}", "False")) == "True")
         rows.append(row)
     return pd.DataFrame(rows, columns=columns)
 
@@ -209,14 +224,14 @@ def leaderboard_frame(boards: Mapping[str, pd.DataFrame], metric: str,
     each ranked best first, with the system's figures across data sets joined on; with ``gains``
     (:func:`tuning_gains` per data set) the :data:`GAIN_COLUMNS` too, on each tuned system's row."""
     overall = across_datasets(boards).set_index("system")[["mean_rank", "n_datasets", "n_top_group"]]
-    rows = [b.assign(dataset=d, metric=metric, dataset_mdd=dataset_power(b)[0], dataset_mdd_family=dataset_power(b)[1])
-            for d, b in boards.items()]
+    rows = [b.assign(dataset=d, metric=metric, dataset_mdd=dataset_power(b).mdd,
+                     dataset_mdd_family=dataset_power(b).mdd_family) for d, b in boards.items()]
     frame = pd.concat(rows, ignore_index=True).join(overall, on="system")
     gains = [g.assign(dataset=d) for d, g in (gains or {}).items() if len(g)]
     if not gains:
         return frame[list(COLUMNS)]
     gains = (pd.concat(gains, ignore_index=True).rename(columns={"system": "tuned_from"})
-             .rename(columns={"tuned_system": "system"}))
+             .rename(columns={"tuned_system": "system", "default": "pooled_default", "tuned": "pooled_tuned"}))
     frame = frame.merge(gains[["dataset", "system", *GAIN_COLUMNS]], on=["dataset", "system"], how="left")
     return frame[[*COLUMNS, *GAIN_COLUMNS]]
 
@@ -236,26 +251,19 @@ def _name(system: str, learned: bool, tied: bool = False) -> str:
     return " ".join([system, *([NOT_LEARNED_MARK] if not learned else []), *([TIED_MARK] if tied else [])])
 
 
-def _mdd_text(mdd: float) -> str:
-    return "–" if np.isnan(mdd) else f"{mdd:.4f}"
-
-
 def dataset_rows(board: pd.DataFrame) -> list[list[str]]:
     """Plain texts of one data set's table: rank, system (⚠ if it did not learn), mean ± std,
     top group (●), the minimum detectable difference against the best, train seconds."""
     return [[_rank_text(r.rank), _name(r.system, bool(r.learned), bool(r.tied_scores)), mean_std_text(r.mean, r.std),
-             "●" if r.top_group else "", _mdd_text(r.mdd), _seconds_text(r.train_seconds)]
+             "●" if r.top_group else "", power.mdd_text(r.mdd), _seconds_text(r.train_seconds)]
             for r in board.itertuples()]
 
 
 def power_line(board: pd.DataFrame, metric: str) -> str:
     """The data set's line beside its table: the top group's size and what the data set can separate."""
     text = f"{int(board['top_group'].sum())} of {len(board)} systems in the top group."
-    mdd, family = dataset_power(board)
-    if mdd > 0:  # not NaN (no MDD in the pairs file) nor 0 (identical systems)
-        text += (f" This data set cannot separate differences in {metric} below {mdd:.4f} (the median minimum "
-                 f"detectable difference against the best system; {family:.4f} at Holm's strictest level).")
-    return text
+    headline = power.headline(dataset_power(board), metric)
+    return f"{text} {headline}" if headline else text
 
 
 def overall_rows(overall: pd.DataFrame, datasets: Sequence[str]) -> list[list[str]]:
@@ -265,17 +273,43 @@ def overall_rows(overall: pd.DataFrame, datasets: Sequence[str]) -> list[list[st
 
 
 DATASET_HEADER = ["rank", "system", "{metric} (mean ± std)", "top group", "MDD vs best", "train (s)"]
-GAINS_HEADER = ["system", "default", "tuned", "gain from tuning [interval]", "trials", "tuning (CPU-s a fold)"]
+GAINS_HEADER = ["system", "default", "tuned", "gain from tuning", "t-interval at its Holm level", "trials",
+                "tuning (CPU-s a fold)"]
+DISAGREE_MARK = "≠"  # the gain's t-interval and the randomization test's decision disagree
+
+
+def level_text(level: float) -> str:
+    """A confidence level with the digits that tell it from its neighbours: 95.0%, 99.64%, 99.9972%."""
+    if np.isnan(level):
+        return "–"
+    rest = 100.0 * (1.0 - level)
+    decimals = 1 if rest <= 0 else max(1, int(-np.floor(np.log10(rest))) + 1)
+    return f"{100.0 * level:.{decimals}f}%"
+
+
+def _signed(value: float) -> str:
+    """+0.0123; a value that rounds to 0 is +0.0000 (a rounding noise of -1e-17 is no loss)."""
+    return f"{round(value, 4) + 0.0:+.4f}"
+
+
+def interval_disagrees(gains: pd.DataFrame) -> pd.Series:
+    """Per row, whether the t-interval's excluding 0 and the deciding test's verdict differ."""
+    excludes = (gains["gain_lo"] > 0) | (gains["gain_hi"] < 0)
+    return gains["gain_lo"].notna() & (excludes != gains["gain_sig"].astype(bool))
 
 
 def gains_rows(gains: pd.DataFrame) -> list[list[str]]:
-    """Plain texts of the default-vs-tuned table: the system, both means, the gain with its
-    interval (▲/▼ where the Holm-adjusted pair decides it), the tuning's CPU-seconds."""
+    """Plain texts of the default-vs-tuned table: the system, both pooled means, the gain (▲/▼
+    where the Holm-adjusted randomization test finds it), its t-interval with its level (≠ where
+    the two disagree), the trials run and the tuning's CPU-seconds."""
     rows = []
-    for r in gains.itertuples():
+    for r, disagrees in zip(gains.itertuples(), interval_disagrees(gains)):
         mark = ("▲" if r.gain > 0 else "▼") if r.gain_sig else ""
-        interval = "" if np.isnan(r.gain_lo) else f" [{r.gain_lo:+.4f}, {r.gain_hi:+.4f}]"
-        rows.append([r.system, f"{r.default:.4f}", f"{r.tuned:.4f}", f"{r.gain:+.4f}{interval} {mark}".rstrip(),
+        interval = ("–" if np.isnan(r.gain_lo) else f"[{_signed(r.gain_lo)}, {_signed(r.gain_hi)}] at "
+                    f"{level_text(r.gain_level)}" + (f" {DISAGREE_MARK}" if disagrees else ""))
+        rows.append([r.system, "–" if np.isnan(r.default) else f"{r.default:.4f}",
+                     "–" if np.isnan(r.tuned) else f"{r.tuned:.4f}",
+                     "–" if np.isnan(r.gain) else f"{_signed(r.gain)} {mark}".rstrip(), interval,
                      "–" if np.isnan(r.tune_trials) else f"{r.tune_trials:.3g}", _seconds_text(r.tune_cpu_seconds)])
     return rows
 
@@ -283,20 +317,30 @@ def gains_rows(gains: pd.DataFrame) -> list[list[str]]:
 def gains_line(gains: pd.DataFrame) -> str:
     better, worse = int(((gains["gain"] > 0) & gains["gain_sig"]).sum()), int(((gains["gain"] < 0) & gains["gain_sig"]).sum())
     return (f"Default and tuned side by side: tuning changed {better + worse} of {len(gains)} systems significantly "
-            f"({better} better, {worse} worse); median gain {gains['gain'].median():+.4f}.")
+            f"({better} better, {worse} worse, by the randomization test); median gain {gains['gain'].median():+.4f}.")
+
+
+def notes_line(gains: pd.DataFrame) -> str:
+    """Under the default-and-tuned table: why a tuned system ran fewer trials than its budget, or
+    spent more CPU-seconds than its cap (:func:`rankstudy.reporting.budget.system_notes`); ''."""
+    said = [f"{r.tuned_system}: {r.tune_note}" for r in gains.itertuples() if isinstance(r.tune_note, str) and r.tune_note]
+    return ("Fewer trials than the budget, or more CPU-seconds than the cap (no trial starts once the cap is spent, "
+            "but the one running then finishes): " + "; ".join(said) + ".") if said else ""
+
+
 OVERALL_HEADER = ["mean rank", "system", "in the top group"]
 
 
 def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, any_not_learned: bool,
-           any_tied: bool = False, any_tuned: bool = False) -> str:
+           any_tied: bool = False, any_tuned: bool = False, defaults: str = "") -> str:
+    """The page's legend; ``defaults``: what "default" means for its methods
+    (:func:`rankstudy.reporting.defaults.defaults_sentence`)."""
     text = (f"Per data set: systems ranked by test {metric}, mean ± std over folds {list(folds)} of the per-fold "
             f"means (rank 1 the highest, ties share the mean of their ranks). Top group (●): the systems the "
             f"all-pairs randomization test over paired test queries cannot tell from the best (Holm-corrected "
-            f"over all pairs of systems, p < {alpha:g}; the data set's .pairs.csv has every pair). MDD vs "
-            f"best: the minimum detectable difference of the system's pair with the best system, the smallest "
-            f"true difference the two-sided paired t-test at p < {alpha:g} finds with probability 0.8 (from the sd "
-            f"of the pair's per-query differences; noncentral t); each data set's line gives the median over its "
-            f"systems, and at Holm's strictest level alpha / m over the m pairs (the CSV's mdd_family). Train: "
+            f"over all pairs of systems, p < {alpha:g}; the data set's .pairs.csv has every pair). "
+            f"{power.definition(alpha)}. MDD vs best: the MDD of the system's pair with the best system; the line "
+            f"above each data set's table gives the data set's MDD, as its table and the heat map do. Train: "
             f"seconds of the train job (every hyper-parameter candidate), mean over folds. Across data sets: "
             f"each system's mean rank over the data sets it ran on, and in how many of them it is in the top "
             f"group.")
@@ -307,12 +351,19 @@ def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, a
                  f"not fall clearly below its start, or it ranked no better than random; the data set's table "
                  f"says which fold and why).")
     if any_tuned:
-        text += (" Default and tuned: each system's untuned run beside its NAME-tuned twin (every method tuned with "
-                 "the same budget on the validation split: docs/tuning.md); the gain is the mean paired difference "
-                 "over test queries with its interval at the pairs file's Holm-consistent level (it excludes 0 "
-                 "exactly where ▲/▼ marks a gain the Holm-adjusted randomization test finds), trials and tuning the "
-                 "trials run and their CPU-seconds per fold (mean over folds; a method dearer than the CPU cap runs "
-                 "fewer trials).")
+        text += (f" Default and tuned: each system's untuned run beside its NAME-tuned twin, tuned with the budget "
+                 f"stated above on the validation split (docs/tuning.md). Default, tuned and gain are pooled means: "
+                 f"each system's mean over the test queries of all folds together that the pair shares (not the "
+                 f"mean over folds ranked above), so the gain is tuned - default. Its interval is the paired "
+                 f"t-interval at the level Holm's step-down tested the pair at (over all pairs of systems, so at "
+                 f"least {level_text(1 - alpha)}; printed beside it): it excludes 0 exactly where the Holm-adjusted "
+                 f"paired t-test has p < {alpha:g}. ▲/▼: the Holm-adjusted randomization test (the top group's test) "
+                 f"finds the gain, p < {alpha:g}; {DISAGREE_MARK}: the t-interval and the randomization test "
+                 f"disagree on it (the two tests differ near the threshold). Trials and tuning: the trials run and "
+                 f"their CPU-seconds per fold (mean over folds); below the table, why a method ran fewer trials than "
+                 f"its budget or spent more than its cap.")
+    if defaults:
+        text += " " + defaults
     if any_tied:
         text += (f" {TIED_MARK}: in some fold the test scores were all tied in most queries, so the ranking is the "
                  f"input order and its score measures the file's order, not the model (the data set's table says "
@@ -321,14 +372,14 @@ def legend(metric: str, alpha: float, folds: Sequence[int], any_missing: bool, a
 
 
 def markdown_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str, legend_text: str,
-                      gains: Mapping[str, pd.DataFrame] | None = None) -> str:
+                      gains: Mapping[str, pd.DataFrame] | None = None, budget: str = "") -> str:
     def grid(header, rows, align):
         frame = pd.DataFrame([[markdown_escape(c) for c in row] for row in rows],
                              columns=[markdown_escape(h) for h in header])
         return frame.to_markdown(index=False, colalign=align, disable_numparse=True)  # keep our number formats
 
     overall = across_datasets(boards)
-    parts = [markdown_escape(caption), "## Across data sets",
+    parts = [markdown_escape(caption), *([markdown_escape(budget)] if budget else []), "## Across data sets",
              grid(OVERALL_HEADER, overall_rows(overall, list(boards)), ["right", "left", "right"])]
     header = [h.format(metric=metric) for h in DATASET_HEADER]
     for dataset, board in boards.items():
@@ -336,7 +387,9 @@ def markdown_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: 
                   grid(header, dataset_rows(board), ["right", "left", "right", "center", "right", "right"])]
         if gains is not None and len(gains.get(dataset, ())):
             parts += [markdown_escape(gains_line(gains[dataset])),
-                      grid(GAINS_HEADER, gains_rows(gains[dataset]), ["left", "right", "right", "right", "right", "right"])]
+                      grid(GAINS_HEADER, gains_rows(gains[dataset]), ["left"] + ["right"] * (len(GAINS_HEADER) - 1))]
+            if notes := notes_line(gains[dataset]):
+                parts.append(markdown_escape(notes))
     parts.append(markdown_escape(legend_text))
     return "\n\n".join(parts) + "\n"
 
@@ -365,10 +418,11 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], top: Seque
 
 
 def html_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str, legend_text: str,
-                  gains: Mapping[str, pd.DataFrame] | None = None) -> str:
+                  gains: Mapping[str, pd.DataFrame] | None = None, budget: str = "") -> str:
     overall = across_datasets(boards)
     n = len(boards)
-    parts = [f'<p class="caption">{html.escape(caption)}</p>', "<h2>Across data sets</h2>",
+    parts = [f'<p class="caption">{html.escape(caption)}</p>',
+             *([f'<p class="caption">{html.escape(budget)}</p>'] if budget else []), "<h2>Across data sets</h2>",
              _html_table(OVERALL_HEADER, overall_rows(overall, list(boards)),
                          [t == n for t in overall["n_top_group"]])]
     header = [h.format(metric=metric) for h in DATASET_HEADER]
@@ -378,6 +432,8 @@ def html_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str,
         if gains is not None and len(gains.get(dataset, ())):
             parts += [f'<p class="power">{html.escape(gains_line(gains[dataset]))}</p>',
                       _html_table(GAINS_HEADER, gains_rows(gains[dataset]), [False] * len(gains[dataset]), name_column=0)]
+            if notes := notes_line(gains[dataset]):
+                parts.append(f'<p class="power">{html.escape(notes)}</p>')
     parts.append(f'<p class="legend">{html.escape(legend_text)}</p>')
     body = "\n".join(parts)
     return ("<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\">"
@@ -385,17 +441,21 @@ def html_document(boards: Mapping[str, pd.DataFrame], metric: str, caption: str,
 
 
 def write_leaderboard(boards: Mapping[str, pd.DataFrame], metric: str, out_prefix: Path, caption: str, *,
-                      alpha: float, folds: Sequence[int], gains: Mapping[str, pd.DataFrame] | None = None) -> list[Path]:
+                      alpha: float, folds: Sequence[int], gains: Mapping[str, pd.DataFrame] | None = None,
+                      budget: str = "", defaults: str = "") -> list[Path]:
     """``out_prefix`` + ``.csv`` (:func:`leaderboard_frame`), ``.md`` and ``.html``; all rendered
-    before any is written. ``gains``: per data set, :func:`tuning_gains` (default and tuned twins)."""
+    before any is written. ``gains``: per data set, :func:`tuning_gains` (default and tuned twins);
+    ``budget``: the tuning budget's sentence, under the caption
+    (:func:`rankstudy.reporting.budget.budget_sentence`); ``defaults``: what "default" means, in
+    the legend (:func:`rankstudy.reporting.defaults.defaults_sentence`)."""
     gains = {d: g for d, g in (gains or {}).items() if len(g)}
     frame = leaderboard_frame(boards, metric, gains)
     systems = set(frame["system"])
     any_missing = any(set(b["system"]) != systems for b in boards.values())
     text = legend(metric, alpha, folds, any_missing, not bool(frame["learned"].all()),
-                  bool(frame["tied_scores"].any()), bool(gains))
-    documents = {".md": markdown_document(boards, metric, caption, text, gains),
-                 ".html": html_document(boards, metric, caption, text, gains)}
+                  bool(frame["tied_scores"].any()), bool(gains), defaults)
+    documents = {".md": markdown_document(boards, metric, caption, text, gains, budget),
+                 ".html": html_document(boards, metric, caption, text, gains, budget)}
     out_prefix = Path(out_prefix)
     written = [atomic.write_csv(frame, out_prefix.with_name(out_prefix.name + ".csv"))]
     for suffix, document in documents.items():
@@ -404,13 +464,13 @@ def write_leaderboard(boards: Mapping[str, pd.DataFrame], metric: str, out_prefi
 
 
 def heatmap_notes(boards: Mapping[str, pd.DataFrame]) -> dict[str, str]:
-    """Under each data set's name in the heat map: its top group's size and, where known, the
-    median minimum detectable difference against the best (:func:`dataset_power`)."""
+    """Under each data set's name in the heat map: its top group's size and, where known, the data
+    set's MDD (:func:`dataset_power`, as its table and the page write it)."""
     notes = {}
     for dataset, board in boards.items():
-        mdd = dataset_power(board)[0]
+        mdd = dataset_power(board).mdd
         notes[dataset] = (f"top group {int(board['top_group'].sum())} of {len(board)}"
-                          + ("" if np.isnan(mdd) else f"; MDD {mdd:.3f}"))
+                          + ("" if np.isnan(mdd) else f"; MDD {power.mdd_text(mdd)}"))
     return notes
 
 

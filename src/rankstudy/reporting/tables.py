@@ -26,6 +26,8 @@ import pandas as pd
 
 from rankstudy.evaluation.learning import MAX_TIED_SHARE
 from rankstudy.util import atomic
+from rankstudy.reporting import power
+from rankstudy.reporting.power import POWER
 from rankstudy.reporting.significance import (holm, holm_consistent_levels, mean_difference_intervals,
                                               minimum_detectable_differences, paired_ttest,
                                               randomization_tests_of_differences)
@@ -36,6 +38,8 @@ STATS = (
     "std",  # sample std (ddof=1) over folds of the per-fold means
     "n_folds",  # folds with at least one non-NaN value
     "n_pairs",  # queries matched with the baseline on (fold, qid), both non-NaN
+    "pooled_mean",  # mean over those queries (all folds pooled) of the system ...
+    "pooled_baseline",  # ... and of the baseline: diff is pooled_mean - pooled_baseline
     "diff",  # mean over those queries of system - baseline
     "diff_lo",  # its t-interval at ci_level, which agrees with p_ttest_holm (holm_consistent_levels)
     "diff_hi",
@@ -57,14 +61,15 @@ STATS = (
 )
 # One row per pair of systems and metric (the .pairs.csv file): diff is system - other;
 # winner is the significantly better one by the test named in decided_by ('' if neither).
-PAIR_COLUMNS = ("metric", "system", "other", "n_pairs", "wins", "ties", "losses", "diff", "diff_lo", "diff_hi",
+# mean_system and mean_other: each one's mean over the pair's n_pairs queries, all folds pooled.
+PAIR_COLUMNS = ("metric", "system", "other", "n_pairs", "wins", "ties", "losses", "mean_system", "mean_other",
+                "diff", "diff_lo", "diff_hi",
                 "ci_level", "mdd", "mdd_family", "p_ttest", "p_rand", "p_ttest_holm", "p_rand_holm", "too_few_queries",
                 "sig_ttest", "sig_rand",
                 "winner", "decided_by")
 COMPARE_MODES = ("baseline", "all_pairs")
 # Fewer paired test queries than this and no significance mark is printed (report.min_queries).
 DEFAULT_MIN_QUERIES = 20
-POWER = 0.8  # of the minimum detectable difference
 # The test whose Holm-adjusted p decides "beats" between all pairs by default: the randomization
 # test assumes nothing about the shape of per-query differences (Smucker et al., CIKM 2007).
 PAIRS_TEST = "rand"
@@ -135,7 +140,9 @@ def pair_tests(
     over their common queries with its interval, both tests' p-values, Holm-adjusted over
     ``pairs``, and which are significant (never with fewer than ``min_queries`` pairs). The
     interval is the t-test's at the level Holm tested the pair at, so it excludes 0 exactly where
-    ``p_ttest_holm < alpha``; ``mdd`` / ``mdd_family``: the minimum detectable differences."""
+    ``p_ttest_holm < alpha``; ``mdd`` / ``mdd_family``: the minimum detectable differences;
+    ``mean_system`` / ``mean_other``: each one's mean over the paired queries (all folds pooled),
+    whose difference is ``diff`` up to rounding."""
     first = wide[[a for a, _ in pairs]].to_numpy(dtype=np.float64)
     second = wide[[b for _, b in pairs]].to_numpy(dtype=np.float64)
     differences = first - second  # NaN where either value is missing
@@ -150,10 +157,13 @@ def pair_tests(
     noise = (p_ttest == 1.0) & ((lo > 0) | (hi < 0))
     lo, hi = np.where(noise, np.minimum(lo, 0.0), lo), np.where(noise, np.maximum(hi, 0.0), hi)
     family = max(int(np.count_nonzero(~np.isnan(p_ttest))), 1)  # Holm's m
+    paired = np.isfinite(differences)
+    with np.errstate(invalid="ignore", divide="ignore"):  # no paired query: NaN
+        pooled = [np.where(paired, values, 0.0).sum(axis=0) / paired.sum(axis=0) for values in (first, second)]
     p_rand = randomization_tests_of_differences(differences, n_resamples=n_resamples, seed=seed)
     out = pd.DataFrame({
         "system": [a for a, _ in pairs], "other": [b for _, b in pairs], "n_pairs": interval["n"].astype(int),
-        "diff": interval["mean"], "diff_lo": lo, "diff_hi": hi, "ci_level": level,
+        "mean_system": pooled[0], "mean_other": pooled[1], "diff": interval["mean"], "diff_lo": lo, "diff_hi": hi, "ci_level": level,
         "mdd": minimum_detectable_differences(interval["sd"], interval["n"], alpha, POWER),
         "mdd_family": minimum_detectable_differences(interval["sd"], interval["n"], alpha / family, POWER),
         # NaN compares False everywhere, so unpaired queries count nowhere
@@ -190,9 +200,13 @@ def metric_comparison(
     wide = by_query(per_query, metric)
     tests = pair_tests(wide, [(s, baseline) for s in others], n_resamples=n_resamples, alpha=alpha, seed=seed,
                        min_queries=min_queries).set_index("system").drop(columns="other")
-    base_n = int(np.count_nonzero(np.isfinite(wide[baseline].to_numpy(dtype=np.float64))))
+    tests = tests.rename(columns={"mean_system": "pooled_mean", "mean_other": "pooled_baseline"})
+    base_values = wide[baseline].to_numpy(dtype=np.float64)
+    base_n = int(np.count_nonzero(np.isfinite(base_values)))
+    base_mean = float(np.nanmean(base_values)) if base_n else np.nan
     base_row = pd.DataFrame({"n_pairs": base_n, "too_few_queries": base_n < min_queries, "wins": 0,
-                             "ties": base_n, "losses": 0, "sig_ttest": False, "sig_rand": False}, index=[baseline])
+                             "ties": base_n, "losses": 0, "pooled_mean": base_mean, "pooled_baseline": base_mean,
+                             "sig_ttest": False, "sig_rand": False}, index=[baseline])
     out = out.join(pd.concat([base_row, tests]).reindex(systems))
     out[["n_pairs", "wins", "ties", "losses"]] = out[["n_pairs", "wins", "ties", "losses"]].astype(int)
     out["direction"] = direction(out["diff"], out["sig_ttest"] | out["sig_rand"])
@@ -267,7 +281,7 @@ def baseline_pairs(table: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
     """The table's tests as :data:`PAIR_COLUMNS` rows (system, baseline), so the .pairs.csv file
     holds every tested pair in either mode; ``winner`` by :data:`PAIRS_TEST`."""
     long = long_numbers(table, metrics)
-    long = long[~long["is_baseline"]].copy()
+    long = long[~long["is_baseline"]].rename(columns={"pooled_mean": "mean_system", "pooled_baseline": "mean_other"})
     long["other"] = table.attrs.get("baseline", table.index[0])
     long["winner"] = winners(long, PAIRS_TEST)
     long["decided_by"] = PAIRS_TEST
@@ -551,7 +565,7 @@ def main_grid(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: 
     mdd = [power_summary(table, m, pairs)["mdd"] for m in metrics]
     if not all(np.isnan(mdd)):
         rows.append([""] * (len(lead) - 1) + [style.escape(MDD_ROW)]
-                    + [style.escape("–" if np.isnan(v) else f"{v:.4f}") for v in mdd])
+                    + [style.escape(power.mdd_text(v)) for v in mdd])
     return Grid([style.escape(h) for h in (*lead, *metrics)], rows, ["l"] * len(lead) + ["r"] * len(metrics),
                 separate_first=pairs is None)
 
@@ -653,30 +667,19 @@ def interval_text(alpha: float) -> str:
 
 
 def power_summary(table: pd.DataFrame, metric: str, pairs: pd.DataFrame | None = None) -> dict[str, float]:
-    """The data set's minimum detectable difference of ``metric``: the median over the tested
-    pairs (``pairs``, or the table's systems against the baseline) of ``mdd`` and ``mdd_family``,
-    and how many pairs that is."""
-    if pairs is not None:
-        part = pairs[pairs["metric"] == metric]
-    else:
-        part = table[metric].drop(index=table.attrs.get("baseline", table.index[0]))
-    mdd, family = part["mdd"].astype(float), part["mdd_family"].astype(float)
-    return {"mdd": float(mdd.median()) if mdd.notna().any() else float("nan"),
-            "mdd_family": float(family.median()) if family.notna().any() else float("nan"),
-            "n_pairs": int(mdd.notna().sum())}
+    """The data set's minimum detectable difference of ``metric`` (:func:`rankstudy.reporting.power.dataset_power`)
+    over the tested pairs: ``pairs``, or the table's systems against the baseline."""
+    part = pairs if pairs is not None else table[metric].drop(index=table.attrs.get("baseline", table.index[0]))
+    found = power.dataset_power(part, metric)
+    return {"mdd": found.mdd, "mdd_family": found.mdd_family, "n_pairs": found.n_pairs}
 
 
 def power_sentence(table: pd.DataFrame, metric: str, pairs: pd.DataFrame | None = None) -> str:
-    """The caption's sentence on what the data set can tell apart in ``metric``, or ''."""
-    summary = power_summary(table, metric, pairs)
-    if not summary["mdd"] > 0:  # none, or identical systems (zero variance): nothing to say
-        return ""
-    alpha = table.attrs.get("alpha", 0.05)
-    return (f" Power: differences in {metric} below {summary['mdd']:.4f} cannot reliably be told apart on these "
-            f"test queries: the minimum detectable difference, which the two-sided paired t-test at alpha {alpha:g} "
-            f"finds with probability {POWER:g} (from the sd of the per-query differences, median over the "
-            f"{summary['n_pairs']} tested pairs); {summary['mdd_family']:.4f} at alpha / m, the strictest step "
-            f"of Holm's correction over the m tests.")
+    """The caption's sentence on what the data set can tell apart in ``metric``, or '' (the
+    legend defines the MDD)."""
+    part = pairs if pairs is not None else table[metric].drop(index=table.attrs.get("baseline", table.index[0]))
+    text = power.headline(power.dataset_power(part, metric), metric)
+    return f" Power: {text}" if text else ""
 
 
 def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.DataFrame | None,
@@ -693,7 +696,7 @@ def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.
         text += e(f"Superscript letters: the systems (by column #) this one beats, with a higher mean over paired "
                   f"test queries and p < {alpha:g} by the {TEST_NAMES[test]}{resamples}, Holm-corrected "
                   f"over all {n_tested} pairs of systems of the metric (like ranx's compare). Every pair's "
-                  f"difference, interval ({interval_text(alpha)}), minimum detectable difference and both "
+                  f"difference, interval ({interval_text(alpha)}), MDD and both "
                   f"tests' p-values are in the .pairs.csv file.")
     else:
         baseline = table.attrs.get("baseline", table.index[0])
@@ -710,10 +713,7 @@ def legend(table: pd.DataFrame, metrics: Sequence[str], style: Style, pairs: pd.
     if pairs is not None:
         text += e(f" {TOP_GROUP_ROW}: the systems no system with the best mean beats, the leaderboard's top group.")
     if any(not np.isnan(power_summary(table, m, pairs)["mdd"]) for m in metrics):
-        text += e(f" {MDD_ROW}: the minimum detectable difference, the smallest true mean difference the "
-                  f"two-sided paired t-test at p < {alpha:g} finds with probability {POWER:g}, from the sd of "
-                  f"each pair's per-query differences, median over the tested pairs (per pair, and at Holm's "
-                  f"strictest level alpha / m: columns mdd and mdd_family of the CSV files).")
+        text += e(f" {MDD_ROW}: the data set's MDD. {power.definition(alpha)}.")
     few = few_queries_text(table, metrics, pairs)
     if few:
         text += " " + style.mark("", "few") + e(few)
