@@ -30,4 +30,22 @@ def test_a_command_imports_its_module_only_when_it_runs(capsys):
     assert main(["letor-conventions", "--data-root", "/nonexistent"]) == 0
     out = capsys.readouterr().out
     assert "OHSUMED: /nonexistent/OHSUMED/QueryLevelNorm/Fold1 not found, skipped" in out
-    assert set(TOOLS) == {"learn-check", "letor-conventions"}
+    assert set(TOOLS) == {"learn-check", "letor-conventions", "same-fit"}
+
+
+def test_same_fit_says_identical_for_the_same_code_and_names_what_moved(shared_data, tmp_path, capsys):
+    """`same-fit`: a method fitted twice on a real fold is identical; a model that moved is said so."""
+    import json
+
+    common = ["same-fit", "--data", str(shared_data / "MQ2008"), "--method", "rankboost", "--set", "n_rounds=20",
+              "--cache", str(tmp_path / "cache")]
+    for name in ("a", "b"):
+        assert main([*common, "--out", str(tmp_path / name)]) == 0
+    capsys.readouterr()
+    assert main(["same-fit", "--compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    assert "state identical, history identical, vali_scores identical, test_scores identical" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "b.json").read_text())
+    doc["state"]["alphas"][0] *= 1 + 1e-6
+    (tmp_path / "b.json").write_text(json.dumps(doc))
+    assert main(["same-fit", "--compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 1
+    assert "state differ" in capsys.readouterr().out

@@ -3,6 +3,7 @@
 * ``list [SECTION] [--example KIND]``: what a config can name (rankstudy.pipeline.catalog);
   ``--example KIND`` prints a method of that kind as a config block.
 * ``learn-check STUDY.yaml METHOD``: did a method learn on real data (rankstudy.cli.learn_check).
+* ``same-fit``: a method's fitted model and scores on a real fold, or two compared (rankstudy.cli.same_fit).
 * ``letor-conventions``: our metrics beside LETOR's evaluation scripts' conventions
   (rankstudy.cli.letor_conventions).
 
@@ -21,6 +22,8 @@ from rankstudy.pipeline.catalog import SECTIONS, example
 TOOLS = {
     "learn-check": ("learn_check", "did a method learn on real data: one method of a study on one fold, "
                                    "beside a random ranking"),
+    "same-fit": ("same_fit", "same seed, same model: fit one method of a study on a real fold and save it, or "
+                             "compare two such fits (old code against new)"),
     "letor-conventions": ("letor_conventions", "NDCG, P@10, MAP under our metrics beside LETOR's evaluation "
                                                "scripts' conventions, on one fold"),
 }

@@ -1,30 +1,33 @@
-"""Same seed, same model: fit one method of a study (Coordinate Ascent, AdaRank, or any other
-kind) on one fold of a real LETOR data set, prepared as the pipeline prepares it
-(``learn-check``'s cached fold, so old and new code read the same arrays), and save its model
-(the ranker's JSON: parameters, fitted state, history) and its validation and test scores; then
-compare two such runs. Run it once with the old code and once with the new (``PYTHONPATH=...``)
-to check that a change leaves the model as it was (issue 43: Coordinate Ascent's line search).
+"""Same seed, same model: fit one method of a study on one fold of a real LETOR data set,
+prepared as the pipeline prepares it (``learn-check``'s cached fold, so old and new code read the
+same arrays), and save its model (the ranker's JSON: parameters, fitted state, history) and its
+validation and test scores; then compare two such runs. Run it once with the old code and once
+with the new (``PYTHONPATH=...``) to check that a change leaves the model as it was (issue 43:
+Coordinate Ascent's line search, the conditional models' chunked sample, StructRank's memory,
+RankBoost's binned features).
 
-    python benchmarks/check_classic_same.py --data ../shared/data/MQ2008 --fold 1 --method coordinate_ascent \\
-        --out new [--study config/studies/leaderboard.yaml] [--threads 1]
-    python benchmarks/check_classic_same.py --compare old new [--rtol 0]
+    python -m rankstudy same-fit --data ../shared/data/MQ2008 --fold 1 --method coordinate_ascent \\
+        --out new [--study config/studies/leaderboard.yaml] [--set C=1.0] [--threads 1]
+    python -m rankstudy same-fit --compare old new [--rtol 0]
 
 ``--out X`` writes X.json (the model) and X.npz (scores, CPU seconds). The comparison prints
 whether the fitted state, the history and the scores are identical, or their largest relative
-difference, and exits 1 if any is beyond ``--rtol`` (0: identical).
+difference, and exits 1 if any is beyond ``--rtol`` (0: identical). The features' alignment in
+memory can move an L-BFGS fit (a BLAS kernel sums in another order): compare fits of the same
+prepared fold.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import yaml
 
-REPO = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]  # the checkout: its config/
 
 
 def fit(args) -> int:
@@ -41,6 +44,7 @@ def fit(args) -> int:
     options = {"rel_threshold": rel, "max_label": 2.0, "no_relevant": config["evaluation"].get("no_relevant", "zero")}
     spec = config["methods"][args.method]
     params = training_params(spec, seed=config.get("seed", 0), rel_threshold=rel)
+    params.update({k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)})
     start = time.process_time()
     model = make_ranker(spec["kind"], params).fit(splits["train"], splits["vali"])
     seconds = time.process_time() - start
@@ -93,24 +97,22 @@ def compare(old: str, new: str, rtol: float) -> int:
     return 0 if ok else 1
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", type=Path)
     parser.add_argument("--fold", type=int, default=1)
-    parser.add_argument("--study", type=Path, default=REPO / "config" / "studies" / "leaderboard.yaml")
+    parser.add_argument("--study", type=Path, default=ROOT / "config" / "studies" / "leaderboard.yaml")
     parser.add_argument("--method", default="coordinate_ascent")
+    parser.add_argument("--set", action="append", default=[], help="key=value (YAML value): a parameter fixed")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/rankstudy-learn-check"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", help="writes OUT.json and OUT.npz")
     parser.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"))
     parser.add_argument("--rtol", type=float, default=0.0)
-    args = parser.parse_args()
+
+
+def run(args: argparse.Namespace) -> int:
     if args.compare:
         return compare(*args.compare, args.rtol)
     if not (args.data and args.out):
-        parser.error("--data and --out are needed to fit (or --compare OLD NEW)")
+        raise SystemExit("same-fit: --data and --out are needed to fit (or --compare OLD NEW)")
     return fit(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
