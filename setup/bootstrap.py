@@ -11,7 +11,7 @@ pyproject.toml changed since the last install, then runs the command inside it
 (`run` is snakemake with --cores $CORES, default 2, and --rerun-incomplete; it first removes
 the lock a killed run left behind, when no snakemake runs here; its terminal is plain
 snakemake's, which the default profile keeps short: a line per finished job, the time left and
-the running jobs on each progress line; `--full-output` shows Snakemake's own job blocks
+the running jobs on each progress line, shown again every 30 s while jobs run; `--full-output` shows Snakemake's own job blocks
 instead). pip's output is shown only when an install fails. Only the standard library is used
 here, because nothing else is installed yet. Afterwards `. .venv/bin/activate` puts
 snakemake, pytest and mlflow on PATH for the commands of the docs (docs/getting-started.md).
@@ -35,6 +35,9 @@ REPO = Path(__file__).resolve().parents[1]
 VENV = REPO / ".venv"
 BIN = VENV / "bin"
 STAMP = VENV / ".rankstudy-installed"
+# the logger plugin's setting: the progress line again every 30 s of silence while jobs run, as on
+# a terminal (snakemake_logger_plugin_rankstudy)
+REFRESH_ENV, TERMINAL_REFRESH = "SNAKEMAKE_LOGGER_RANKSTUDY_REFRESH_SECONDS", "30"
 
 
 def say(msg: str) -> None:
@@ -343,6 +346,8 @@ def main(argv: list[str]) -> int:
         argv = [argv[0], "--workflow-profile", "none", *(a for a in argv[1:] if a != "--full-output")]
     if argv[0] == "run":
         cores = os.environ.get("CORES", "2")
+        if sys.stdout.isatty():  # Snakemake writes to a pipe here, but its lines reach a terminal
+            env.setdefault(REFRESH_ENV, TERMINAL_REFRESH)
         if code := check_configfiles(argv[1:], env):
             return code
         clear_stale_lock(REPO, str(BIN / "snakemake"), argv[1:], env)

@@ -88,6 +88,25 @@ def test_the_full_output_flag_turns_the_default_profile_off(monkeypatch):
     assert bootstrap.main(["run", "-n"]) == 0 and "--workflow-profile" not in ran[1]
 
 
+def test_run_on_a_terminal_asks_for_the_terminals_refresh_of_the_progress_line(monkeypatch):
+    """Snakemake writes to the bootstrap's pipe, so its logger plugin would refresh the progress line
+    at a log's rate: the bootstrap, on a terminal, asks for a terminal's."""
+    envs = []
+    monkeypatch.setattr(bootstrap, "ensure_env", lambda: None)
+    monkeypatch.setattr(bootstrap, "check_configfiles", lambda args, env: 0)
+    monkeypatch.setattr(bootstrap, "clear_stale_lock", lambda *a, **k: False)
+    monkeypatch.setattr(bootstrap, "run_snakemake", lambda cmd, env: envs.append(env) or 0)
+    monkeypatch.delenv(bootstrap.REFRESH_ENV, raising=False)
+    for tty in (True, False):
+        monkeypatch.setattr(bootstrap.sys.stdout, "isatty", lambda: tty, raising=False)
+        assert bootstrap.main(["run", "-n"]) == 0
+    assert envs[0][bootstrap.REFRESH_ENV] == "30" and bootstrap.REFRESH_ENV not in envs[1]
+    monkeypatch.setenv(bootstrap.REFRESH_ENV, "5")  # the user's own choice wins
+    monkeypatch.setattr(bootstrap.sys.stdout, "isatty", lambda: True, raising=False)
+    bootstrap.main(["run", "-n"])
+    assert envs[2][bootstrap.REFRESH_ENV] == "5"
+
+
 def test_the_configfiles_given_to_snakemake_are_found_in_its_arguments():
     assert bootstrap.configfiles_of(["--configfile", "a.yaml", "b.yaml", "--config", "folds=[1]", "-n",
                                      "--configfiles=c.yaml", "all"]) == ["a.yaml", "b.yaml", "c.yaml"]

@@ -6,8 +6,14 @@ a 50 s StructRank job without naming it."""
 
 from __future__ import annotations
 
+import io
 import logging
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from snakemake_interface_logger_plugins.common import LogEvent
 
@@ -37,8 +43,106 @@ def test_a_progress_line_names_the_running_jobs_with_their_time_so_far():
     assert terminal.format(record(LogEvent.JOB_FINISHED, created=52.0, job_id=1)) \
         == "done train ranknet [first] MQ2008 fold 1 (12.0 s)"
     line = terminal.format(record(LogEvent.PROGRESS, done=5, total=6))
-    # the mean pace says 12 s; the 50 s job beside it is named, so the estimate is read for what it is
-    assert line == "5 of 6 steps (83%) done; about 12 s left; running: train structrank [first] MQ2008 fold 1 (50 s)"
+    # the mean pace said 12 s; a job running longer than every training done is given as long again
+    assert line == "5 of 6 steps (83%) done; about 50 s left; running: train structrank [first] MQ2008 fold 1 (50 s)"
+
+
+def test_the_progress_line_is_shown_again_with_its_times_as_of_now():
+    """Snakemake logs progress when a job ends: a 7-minute job left the line, its time so far and
+    the time left, standing for 7 minutes."""
+    now = [0.0]
+    terminal = CompactFormatter(clock=lambda: now[0])
+    assert terminal.refresh() == ""  # no progress yet
+    terminal.format(record(LogEvent.RUN_INFO, msg="Job stats:", stats={"train": 3, "all": 1, "total": 4}))
+    for jobid, method in ((1, "ranknet"), (2, "structrank")):
+        terminal.format(job_info(jobid, "train", 0.0, method=method, featureset="first", fold=1))
+    now[0] = 10.0
+    terminal.format(record(LogEvent.JOB_FINISHED, created=10.0, job_id=1))
+    terminal.format(job_info(3, "train", 10.0, method="ranknet", featureset="first", fold=2))
+    assert terminal.format(record(LogEvent.PROGRESS, done=1, total=4)) == (
+        "1 of 4 steps (25%) done; about 10 s left; running: train structrank [first] fold 1 (10 s), "
+        "train ranknet [first] fold 2 (0 s)")
+    now[0] = 300.0
+    assert terminal.refresh() == (
+        "1 of 4 steps (25%) done; about 5 min 00 s left; running: train structrank [first] fold 1 (5 min 00 s), "
+        "train ranknet [first] fold 2 (4 min 50 s)")
+    terminal.format(record(LogEvent.JOB_FINISHED, created=300.0, job_id=2))
+    terminal.format(record(LogEvent.JOB_FINISHED, created=300.0, job_id=3))
+    terminal.format(record(LogEvent.PROGRESS, done=3, total=4))
+    assert terminal.refresh() == ""  # nothing running
+    assert CompactFormatter(dryrun=True).refresh() == ""
+
+
+def plugin_handler(refresh_seconds: float | None):
+    from snakemake_logger_plugin_rankstudy import LogHandler, LogHandlerSettings
+
+    common = SimpleNamespace(printshellcmds=False, nocolor=True, quiet=None, debug_dag=False, verbose=False,
+                             show_failed_logs=False, stdout=False, dryrun=False)
+    return LogHandler(common, LogHandlerSettings(refresh_seconds=refresh_seconds))
+
+
+def test_the_logger_plugin_prints_the_progress_line_again_while_a_job_runs():
+    handler = plugin_handler(0.2)
+    out = io.StringIO()
+    handler.setStream(out)
+    started = time.time()
+    try:
+        handler.handle(job_info(1, "train", started, method="structrank", featureset="first", fold=1))
+        handler.handle(job_info(2, "train", started, method="ranknet", featureset="first", fold=1))
+        handler.handle(record(LogEvent.JOB_FINISHED, created=time.time(), job_id=2))
+        handler.handle(record(LogEvent.PROGRESS, done=1, total=3))
+        deadline = time.monotonic() + 20
+        while out.getvalue().count("\n1 of 3 steps") < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        handler.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("done train ranknet [first] fold 1 (")
+    # the line again, and again, with no record logged: only the handler's own thread printed them
+    assert len(lines) >= 4, lines
+    assert all(line.startswith("1 of 3 steps (33%) done; about ") and "running: train structrank [first] fold 1 ("
+               in line for line in lines[1:]), lines
+    time.sleep(0.5)
+    assert out.getvalue().splitlines() == lines  # closed (the run ended): no more
+
+
+def test_the_progress_line_is_not_repeated_while_lines_come_and_its_interval_depends_on_the_stream():
+    handler = plugin_handler(60.0)
+    handler.setStream(io.StringIO())
+    try:
+        handler.handle(job_info(1, "train", time.time(), method="structrank", featureset="first", fold=1))
+        handler.handle(record(LogEvent.RUN_INFO, msg="Job stats:", stats={"train": 1, "total": 1}))
+        assert not handler.refresh()  # a line was printed less than 60 s ago
+        handler.refresh_seconds = 0.0
+        assert handler.refresh()  # before any job ended: the plan's 0 of 1 steps
+        assert handler.stream.getvalue().splitlines()[-1].startswith(
+            "0 of 1 steps (0%) done; running: train structrank [first] fold 1 (")
+    finally:
+        handler.close()
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    for stream, seconds in ((io.StringIO(), 120.0), (Terminal(), 30.0)):
+        handler = plugin_handler(None)
+        handler.setStream(stream)
+        assert handler.refresh_interval() == seconds
+        handler.close()
+
+
+def test_snakemake_shows_the_progress_line_again_during_a_long_job(tmp_path):
+    """The setting through Snakemake's CLI (the environment variable the bootstrap sets), on a
+    workflow of one 6-second job: Snakemake itself logs no progress until it ends."""
+    (tmp_path / "Snakefile").write_text('rule slow:\n    output: "out.txt"\n    shell: "sleep 6; touch {output}"\n')
+    env = {**os.environ, "SNAKEMAKE_LOGGER_RANKSTUDY_REFRESH_SECONDS": "1",
+           "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([str(Path(sys.executable).with_name("snakemake")), "--cores", "1", "--logger", "rankstudy"],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    again = [line for line in out.stderr.splitlines() if line.startswith("0 of 1 steps (0%) done; running: slow (")]
+    assert len(again) >= 3, out.stderr
+    assert again[-1] != again[0]  # the job's time so far moved on
 
 
 def test_a_finished_job_shows_its_steps_summary_and_seconds(tmp_path):
