@@ -794,6 +794,82 @@ def test_a_fold_s_candidates_are_runs_nested_under_it_and_replaced_with_it(sqlit
         assert set(rows_of_run(sqlite_uri, old).values()) == {0}
 
 
+def gc_calls(monkeypatch) -> list[list[str]]:
+    """The `mlflow gc` processes rankstudy starts from here on (each one's --run-ids)."""
+    from rankstudy.tracking import store
+
+    calls, run = [], subprocess.run
+
+    def counted(command, *args, **kwargs):
+        if command[:2] == store.gc_command("x")[0][:2]:
+            calls.append(command[command.index("--run-ids") + 1].split(","))
+        return run(command, *args, **kwargs)
+
+    monkeypatch.setattr(store.subprocess, "run", counted)
+    return calls
+
+
+def test_relogging_a_study_after_every_fold_was_retrained_purges_once(sqlite_uri, artifacts, monkeypatch):
+    """--forceall retrains every fold, and log_runs replaces every fold run: one `mlflow gc` (a
+    Python start with MLflow's import) per replaced fold made that 462 s against 11.8 s the first
+    time on the default study. In one purge_at_end block: one gc for the whole batch, and the store
+    holds exactly what a run per fold would (one live run per fold and candidate, nothing left
+    deleted)."""
+    from rankstudy.tracking.nested import nested_runs
+    from rankstudy.tracking.store import purge_at_end
+
+    rows = [{"candidate": c, "param.l2": l2, "vali.ndcg@10": 0.4, "state": "complete", "selected": c == 1}
+            for c, l2 in ((1, 0.01), (2, 1.0))]
+    client = MlflowClient(sqlite_uri)
+    experiment = lambda: client.get_experiment_by_name(EXPERIMENT).experiment_id  # noqa: E731
+
+    def log_study(training: str) -> dict:
+        ids = {}
+        for method in ("ranknet", "lambdamart"):
+            keys = dict(study="main", dataset="MQ2008", featureset="all", method=method)
+            folds = [{k: v for k, v in fold_kwargs(f, uid=f"{training}{f}", artifacts=artifacts,
+                                                   nested=nested_runs(rows)).items() if k not in keys}
+                     for f in (1, 2, 3)]
+            ids[method] = log_method(sqlite_uri, EXPERIMENT, keys, folds, {"metrics": {"test.ndcg@10": 0.4}})[1]
+        ids["study"] = log_study_run(sqlite_uri, EXPERIMENT, study="main", dataset="MQ2008", artifacts=artifacts)
+        return ids
+
+    calls = gc_calls(monkeypatch)
+    first = log_study("first")
+    assert calls == []  # nothing replaced
+    with purge_at_end():
+        second = log_study("again")
+        # meanwhile the replaced runs are deleted, out of sight: one live run per fold already
+        assert fold_runs(sqlite_uri, EXPERIMENT).groupby(["method", "fold"]).size().tolist() == [1] * 6
+        assert calls == []
+    [purged] = calls  # one gc for 6 fold runs, their 12 candidates and the study run
+    replaced = [*first["ranknet"].values(), *first["lambdamart"].values(), first["study"]]
+    assert set(replaced) <= set(purged) and len(purged) == 6 + 12 + 1
+    table = fold_runs(sqlite_uri, EXPERIMENT)
+    assert sorted(table["run_id"]) == sorted([*second["ranknet"].values(), *second["lambdamart"].values()])
+    assert len(live_runs(client, "candidate")) == 12 and len(live_runs(client, "study")) == 1
+    assert client.search_runs([experiment()], "", run_view_type=ViewType.DELETED_ONLY) == []
+    for old in replaced:
+        assert set(rows_of_run(sqlite_uri, old).values()) == {0}
+    # without the block, as before: a gc per replaced fold run
+    log_study("third")
+    assert len(calls) == 1 + 6 + 1
+
+
+def test_a_batch_that_fails_still_purges_what_it_replaced(sqlite_uri, monkeypatch):
+    from rankstudy.tracking.store import purge_at_end
+
+    first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, uid="a"))
+    calls = gc_calls(monkeypatch)
+    with pytest.raises(RuntimeError, match="disk full"):
+        with purge_at_end():
+            second = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1, uid="b"))
+            raise RuntimeError("disk full")
+    assert calls == [[first]]
+    assert set(rows_of_run(sqlite_uri, first).values()) == {0}
+    assert list(fold_runs(sqlite_uri, EXPERIMENT)["run_id"]) == [second]
+
+
 HOLD_LOCK = ("import sqlite3, sys, time\n"
              "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
              "c.execute('BEGIN EXCLUSIVE')\n"

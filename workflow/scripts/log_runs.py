@@ -10,7 +10,7 @@ from rankstudy.pipeline.jobs import job_logging
 from rankstudy.pipeline.records import MlflowPlan
 from rankstudy.tracking import runs as tracking
 from rankstudy.tracking import views
-from rankstudy.tracking.store import resolve_tracking_uri
+from rankstudy.tracking.store import purge_at_end, resolve_tracking_uri
 from rankstudy.util import atomic
 
 
@@ -24,17 +24,18 @@ with job_logging(snakemake, "log_runs"):
     mlflow = snakemake.config["mlflow"]  # not a param: where to log is not what the job computes
     uri, experiment = resolve_tracking_uri(mlflow["tracking_uri"], "results"), mlflow["experiment"]
     systems = []
-    for path in snakemake.input.mlflow:
-        plan = MlflowPlan.read(path)
-        parent_id, fold_ids = tracking.log_method(uri, experiment, plan.identity, plan.folds, plan.parent)
-        print(f"MLflow: {plan.method} [{plan.featureset}] parent run {parent_id}, fold runs "
-              + ", ".join(f"{fold}: {run_id}" for fold, run_id in fold_ids.items()))
-        systems.append({"method": plan.method, "featureset": plan.featureset, "parent_run_id": parent_id,
-                        "fold_run_ids": {str(fold): run_id for fold, run_id in fold_ids.items()}})
-    tables = [Path(f) for f in snakemake.input.tables]
-    study_id = tracking.log_study_run(uri, experiment, study=w.study, dataset=w.dataset, artifacts=tables,
-                                      params={"baseline": p.baseline, "folds": p.folds,
-                                              "caption": caption_of(Path(snakemake.input.caption))})
+    with purge_at_end():  # the runs it replaces, purged by one `mlflow gc` at its end, not one per fold
+        for path in snakemake.input.mlflow:
+            plan = MlflowPlan.read(path)
+            parent_id, fold_ids = tracking.log_method(uri, experiment, plan.identity, plan.folds, plan.parent)
+            print(f"MLflow: {plan.method} [{plan.featureset}] parent run {parent_id}, fold runs "
+                  + ", ".join(f"{fold}: {run_id}" for fold, run_id in fold_ids.items()))
+            systems.append({"method": plan.method, "featureset": plan.featureset, "parent_run_id": parent_id,
+                            "fold_run_ids": {str(fold): run_id for fold, run_id in fold_ids.items()}})
+        tables = [Path(f) for f in snakemake.input.tables]
+        study_id = tracking.log_study_run(uri, experiment, study=w.study, dataset=w.dataset, artifacts=tables,
+                                          params={"baseline": p.baseline, "folds": p.folds,
+                                                  "caption": caption_of(Path(snakemake.input.caption))})
     # the runs table the UI opens on (the addresses bootstrap.py ui prints): this study's runs, these metrics
     view = views.save_runs_view(uri, experiment, [f"test.{m}" for m in p.metrics], w.study)
     atomic.write_json(snakemake.output.runs, {"study": w.study, "dataset": w.dataset, "experiment": experiment,

@@ -16,7 +16,8 @@ makes each call try again for up to ``$RANKSTUDY_MLFLOW_LOCK_WAIT`` seconds (60)
 Garbage collection: ``delete_run`` is MLflow's soft delete (deleted runs vanish from the UI and
 from searches, but their rows and artifacts stay), so every run a logging call deletes
 (replaced, duplicate or failed) is then purged by MLflow's own ``mlflow gc --run-ids``
-(:func:`purge_runs`): for SQLite on the tracking store itself; for a server on its database,
+(:func:`purge_runs`; the log_runs job purges all the runs it deleted with one, at its end,
+:func:`purge_at_end`): for SQLite on the tracking store itself; for a server on its database,
 named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI`` (``setup/cluster/mlflow-server.sh start``
 prints it), its artifacts through the server. Without that variable the runs stay soft-deleted
 until ``mlflow-server.sh gc`` (``mlflow gc``) purges them. A purge that fails is only a warning.
@@ -354,11 +355,50 @@ def gc_command(backend: str, *args: str) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-c", _GC_MAIN, *args], {**os.environ, GC_BACKEND_ENV: backend}
 
 
+GC_RUNS = 1000  # run ids per `mlflow gc`: 33 kB of its --run-ids
+_batch = threading.local()  # the runs a purge_at_end block has deleted so far, per store
+
+
+@contextlib.contextmanager
+def purge_at_end() -> Iterator[None]:
+    """Purge the runs that the logging calls inside this block delete together, with one ``mlflow
+    gc`` per store when the block ends (also when it fails), instead of one per call: each gc is a
+    Python start with MLflow's import, seconds each, and re-logging a study after ``--forceall``
+    replaced every fold run (log_runs, 60 gc processes for the default study: 462 s against 11.8 s
+    the first time). Until then the runs are soft-deleted, hidden from the UI and from searches,
+    and carry ``rankstudy.deleted``, so a block killed before its end leaves them to the next
+    logging of their fold. Nested blocks purge at the outermost one's end."""
+    if getattr(_batch, "runs", None) is not None:
+        yield
+        return
+    _batch.runs = {}
+    failed = False
+    try:
+        yield
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        batch, _batch.runs = _batch.runs, None
+        for uri, run_ids in batch.items():
+            try:
+                with tracking_lock(uri):
+                    purge_runs(client(uri), uri, run_ids)
+            except Exception:
+                if not failed:
+                    raise
+                # the block's own error is the one to see; the runs stay for the next logging of their fold
+                log.warning("runs deleted on %s stay soft-deleted: the purge after a failure failed too", uri)
+
+
 def purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
     """Permanently delete runs this call soft-deleted with MLflow's own ``mlflow gc --run-ids``
     (its public command: artifacts first, through the server when there is one, then the rows).
     Runs already gone are skipped. A failure is a warning: the runs stay soft-deleted, for a later
-    ``mlflow gc``."""
+    ``mlflow gc``. Inside a :func:`purge_at_end` block the runs are purged at its end instead."""
+    if getattr(_batch, "runs", None) is not None:
+        _batch.runs.setdefault(uri, []).extend(run_ids)
+        return
     runs = [client.get_run(r) for r in dict.fromkeys(run_ids) if exists(client, r)]
     runs = [run for run in runs if run.info.lifecycle_stage == "deleted"]
     backend = _gc_backend(uri) if runs else None
@@ -369,14 +409,16 @@ def purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
         env["MLFLOW_TRACKING_URI"] = uri  # gc reaches a server's artifacts through it
         return subprocess.run(command, env=env, capture_output=True, text=True)
 
-    done = gc([run.info.run_id for run in runs])
-    if done.returncode != 0:
-        # another client may have purged one of them meanwhile (gc then fails as a whole): one by one
-        for run in runs:
-            if exists(client, run.info.run_id) and (done := gc([run.info.run_id])).returncode != 0 \
-                    and exists(client, run.info.run_id):
-                log.warning("cannot purge run %s (it stays soft-deleted): %s", run.info.run_id,
-                            (done.stderr.strip().splitlines() or ["mlflow gc failed"])[-1])
+    for start in range(0, len(runs), GC_RUNS):  # one argument holds at most 128 KiB on Linux
+        chunk = runs[start:start + GC_RUNS]
+        done = gc([run.info.run_id for run in chunk])
+        if done.returncode != 0:
+            # another client may have purged one of them meanwhile (gc then fails as a whole): one by one
+            for run in chunk:
+                if exists(client, run.info.run_id) and (done := gc([run.info.run_id])).returncode != 0 \
+                        and exists(client, run.info.run_id):
+                    log.warning("cannot purge run %s (it stays soft-deleted): %s", run.info.run_id,
+                                (done.stderr.strip().splitlines() or ["mlflow gc failed"])[-1])
     for run in runs:  # gc empties a local run's artifact folder; its empty <run id> folder goes too
         folder = local_path(run.info.artifact_uri or "")
         if folder is not None and folder.name == "artifacts" and folder.parent.name == run.info.run_id:
