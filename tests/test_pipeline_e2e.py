@@ -53,7 +53,7 @@ def test_tables_plots_and_runs_exist(tiny_run):
     md = (workdir / "results/tables/default/synthetic.md").read_text()
     assert "fewer than 20 validation queries in fold 1 (12 queries), fold 2 (12 queries)" in md
     # what the data set can separate, and no tied scores flagged where the models rank
-    assert "(MDD)" in md and "Power: differences in ndcg@10 below" in md
+    assert "(MDD)" in md and "Power: MDD 0." in md and "differences in ndcg@10 below it cannot" in md
     assert not table["tied_scores"].any() and (pairs["ci_level"] >= 0.95).all() and (pairs["mdd"] > 0).all()
     run = run_dir(workdir, "ranknet", 2, "rho0.10")
     for name in ("model.json", "fit.json", "scores.test.tsv", "run.test.trec", "qrels.test.txt",

@@ -37,7 +37,7 @@ def test_two_workers_share_a_study_and_a_larger_budget_resumes_it(tmp_path):
     assert fit["tuning"]["trials"] == 6 and fit["tuning"]["workers"] == [1, 2]
     assert fit["tuning"]["study"].startswith("tuned/synthetic/first/lambdamart/fold1#")
     rows = (fold / "selection.csv").read_text().splitlines()
-    assert rows[0].split(",")[-5:] == ["state", "worker", "counted", "untuned", "selected"]
+    assert rows[0].split(",")[-6:] == ["state", "worker", "counted", "untuned", "curve", "selected"]
     assert sum(r.endswith(",True") for r in rows[1:]) == 1
     assert (workdir / "results/tuning/tuned/synthetic/first/lambdamart/fold1.journal").exists()
 
