@@ -294,7 +294,8 @@ def group_for_workers(config, items) -> None:
 
 # pytest-xdist 3.8's loadgroup tells the controller a test's group by renaming the test, which
 # pytest 9.2 ignores (pytest-xdist issue 1386): the groups are scattered. Here the workers write
-# {test: group} to a file after collection and the controller's scheduler reads it instead.
+# {test: group} to a file after collection and the controller's scheduler (GroupScheduling, through
+# xdist's public scheduler hook and protocol) reads it instead.
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node):
@@ -317,25 +318,94 @@ def pytest_collection_finish(session):
 def pytest_xdist_make_scheduler(config, log):
     if GROUPS_DIR not in config.stash:
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    from xdist.workermanage import parse_tx_spec_config
 
-    folder = config.stash[GROUPS_DIR]
+    return GroupScheduling(config.stash[GROUPS_DIR], len(parse_tx_spec_config(config)))
 
-    class ByGroup(LoadScopeScheduling):
-        """loadscope's scheduling (whole groups to a worker as it runs short of work, in the
-        workers' order), with the scope of a test its group as the workers wrote it."""
 
-        def schedule(self) -> None:
-            if self.collection is None:  # every worker has collected, so each wrote its file
-                self.groups: dict[str, str] = {}
-                for path in sorted(folder.glob("*.json")):
-                    self.groups.update(json.loads(path.read_text()))
-            super().schedule()
+class GroupScheduling:
+    """A scheduler of pytest-xdist's ``Scheduling`` protocol (xdist/scheduler/protocol.py, the
+    public interface of ``pytest_xdist_make_scheduler``): each group, in the collection's order,
+    to the next worker short of work (at most one test left), as loadgroup would; a test's group
+    as the workers wrote it after collection (no private part of xdist's schedulers)."""
 
-        def _split_scope(self, nodeid: str) -> str:
-            return self.groups.get(nodeid, nodeid)
+    def __init__(self, folder: Path, n_nodes: int):
+        self.folder, self.n_nodes = folder, n_nodes
+        self.collections: dict = {}  # worker -> the test ids it collected
+        self.pending: dict = {}  # worker -> the indices it was sent and has not reported
+        self.queue: list[list[str]] = []  # groups not yet sent, each its test ids
+        self.collection: list[str] | None = None
 
-    return ByGroup(config, log)
+    @property
+    def nodes(self) -> list:
+        return list(self.pending)
+
+    @property
+    def collection_is_completed(self) -> bool:
+        return len(self.collections) >= self.n_nodes
+
+    @property
+    def tests_finished(self) -> bool:
+        # a worker runs its last test only once told there is no more (it needs the next item)
+        return self.collection_is_completed and not self.queue and all(len(p) < 2 for p in self.pending.values())
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self.queue) or any(self.pending.values())
+
+    def add_node(self, node) -> None:
+        self.pending[node] = []
+
+    def add_node_collection(self, node, collection) -> None:
+        if self.collection is not None and list(collection) != self.collection:
+            raise pytest.UsageError(f"xdist worker {node.gateway.id} collected other tests than the first worker")
+        self.collections[node] = list(collection)
+
+    def mark_test_complete(self, node, item_index: int, duration: float = 0) -> None:
+        self.pending[node].remove(item_index)
+        self._refill(node)
+
+    def mark_test_pending(self, item: str):
+        raise NotImplementedError("rankstudy's group scheduler does not re-run tests (--max-worker-restart)")
+
+    def remove_pending_tests_from_node(self, node, indices) -> None:
+        raise NotImplementedError("rankstudy's group scheduler does not steal work")
+
+    def remove_node(self, node) -> str | None:
+        left = self.pending.pop(node)  # its collection stays: the collection was complete
+        if not left:
+            return None
+        crashed, rest = self.collection[left[0]], [self.collection[i] for i in left[1:]]
+        if rest:  # the crashed worker's other tests go to another worker, together
+            self.queue.insert(0, rest)
+        for other in self.nodes:
+            self._refill(other)
+        return crashed
+
+    def schedule(self) -> None:
+        if self.collection is None:
+            self.collection = next(iter(self.collections.values()))
+            groups: dict[str, str] = {}
+            for path in sorted(self.folder.glob("*.json")):  # every worker wrote its file before it reported
+                groups.update(json.loads(path.read_text()))
+            by_group: dict[str, list[str]] = {}
+            for nodeid in self.collection:
+                by_group.setdefault(groups.get(nodeid, nodeid), []).append(nodeid)
+            self.queue = list(by_group.values())
+        for node in self.nodes:
+            self._refill(node)
+
+    def _refill(self, node) -> None:
+        if node.shutting_down:
+            return
+        # a worker holds its last test back until it is sent more or told to stop: keep two
+        while self.queue and len(self.pending[node]) < 2:
+            index = {nodeid: i for i, nodeid in enumerate(self.collections[node])}
+            sent = [index[nodeid] for nodeid in self.queue.pop(0)]
+            self.pending[node].extend(sent)
+            node.send_runtest_some(sent)
+        if not self.queue:
+            node.shutdown()
 
 
 def pytest_unconfigure(config):
