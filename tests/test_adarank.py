@@ -14,6 +14,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.adarank import AdaRank
 from rankstudy.rankers.registry import load_ranker, make_ranker
+from rankstudy.util import intermediate
 
 
 
@@ -194,3 +195,13 @@ def test_without_the_queue_adarank_map_keeps_the_informative_features():
     assert mean_metric(queued.predict(vali), vali) < random + 0.05  # the failure, kept as a witness
     assert mean_metric(plain.predict(vali), vali) > random + 0.3
     assert set(plain.features_.tolist()) <= {0, 1, 2}  # informative features only
+
+
+def test_tunings_pruner_hears_every_rounds_validation_metric_and_the_fit_is_unchanged(splits):
+    heard = []
+    with intermediate.listened(lambda step, value: heard.append((step, value))):
+        fit = AdaRank(n_rounds=30, enqueue=False).fit(splits[0], splits[1])
+    plain = AdaRank(n_rounds=30, enqueue=False).fit(splits[0], splits[1])
+    rounds = [h for h in fit.history_ if f"vali_{fit.metric}" in h]
+    assert heard == [(h["step"], h[f"vali_{fit.metric}"]) for h in rounds] and heard
+    np.testing.assert_array_equal(fit.predict(splits[2]), plain.predict(splits[2]))

@@ -12,6 +12,7 @@ import pytest
 from losscheck import linear_signal_data, mean_metric, ohsumed_shaped, random_ndcg
 from rankstudy.rankers.coordinate_ascent import CoordinateAscent
 from rankstudy.rankers.registry import load_ranker, make_ranker
+from rankstudy.util import intermediate
 
 
 
@@ -214,3 +215,21 @@ def test_learns_on_real_ohsumed(ohsumed_fold):
           f"{random:.4f}); passes {len(model.history_)}; objective {model.objective_trace_}")
     assert ndcg > random + 0.1
     assert model.objective_trace_["final"] < model.objective_trace_["start"]
+
+
+def test_tunings_pruner_hears_the_best_validation_so_far_after_every_pass_and_the_fit_is_unchanged(splits, model):
+    heard = []
+    with intermediate.listened(lambda step, value: heard.append((step, value))):
+        fit = CoordinateAscent(restarts=2, line_steps=12).fit(splits[0], splits[1])
+    passes = [h for h in fit.history_ if h["pass"] > 0]
+    assert [s for s, _ in heard] == list(range(1, len(passes) + 1))
+    np.testing.assert_array_equal(fit.coef_, model.coef_)  # listening changes nothing
+    kept = max(h[f"vali_{fit.metric}"] for h in fit.history_ if f"vali_{fit.metric}" in h)
+    assert heard[-1][1] == pytest.approx(kept)  # the last pass ends the kept restart's best
+
+    def stop(step, value):
+        if step == 2:
+            raise intermediate.Pruned(step)
+
+    with intermediate.listened(stop), pytest.raises(intermediate.Pruned):
+        CoordinateAscent(restarts=2, line_steps=12).fit(splits[0], splits[1])

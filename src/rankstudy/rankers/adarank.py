@@ -30,6 +30,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.coordinate_ascent import metric_constraint
+from rankstudy.util import intermediate
 from rankstudy.util.params import Boolean, Integer, IntRange, LogUniform, Param, Real
 from rankstudy.util.progress import Progress
 
@@ -188,6 +189,8 @@ class _Boosting:
                 if vali > self.best_vali:
                     self.best_vali, self.best_rounds = vali, len(self.features)
             self.history.append(entry)
+            if self.vali is not None:
+                intermediate.report(self.t, entry[f"vali_{metric}"])  # for tuning's pruner
             self.progress.update(self.t, **{metric: score})
             if score + ranker.tolerance - self.last_score <= 0:
                 # the metric fell by tolerance or more: drop this round and stop the phase

@@ -24,6 +24,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import parse_metric, per_query, per_query_ranked
 from rankstudy.evaluation.top_ranking import TOP_METRICS, TopRanker
 from rankstudy.rankers.base import NotFittedError, Ranker
+from rankstudy.util import intermediate
 from rankstudy.util.params import Integer, IntRange, Param, Real, Text, Uniform
 from rankstudy.util.progress import Progress
 
@@ -147,7 +148,7 @@ class CoordinateAscent(Ranker):
         rng = np.random.default_rng(self.seed)
         uniform = np.full(d, 1.0 / d)
         start_metric = self.mean_metric(train.X @ uniform, train)
-        history, kept, kept_key = [], None, -np.inf
+        history, kept, kept_key, passes = [], None, -np.inf, 0
         progress = Progress("coordinate_ascent", total=int(self.restarts) * int(self.max_iter), unit="pass")
         for restart in range(int(self.restarts)):
             w = uniform.copy()
@@ -172,6 +173,10 @@ class CoordinateAscent(Ranker):
                 history.append({"step": len(history), "restart": restart, "pass": n_pass,
                                 f"train_{self.metric}": metric, "objective": 1.0 - metric})
                 progress.update(restart * int(self.max_iter) + n_pass, restart=restart + 1, score=score)
+                if vali is not None and intermediate.listening():
+                    # for tuning's pruner: the validation metric of the best model this fit has so far
+                    passes += 1
+                    intermediate.report(passes, max(kept_key, self.mean_metric(vali.X @ w, vali)))
                 if score - before < self.tolerance:
                     break
             key = self.mean_metric(vali.X @ w, vali) if vali is not None else score
