@@ -76,3 +76,16 @@ def test_the_shipped_footprints_load_and_every_entry_names_a_leaderboard_method(
     for fp in prints:
         assert fp.method in board and fp.matches(board[fp.method]), fp.method
         assert fp.cpu_seconds.at(1e5) > 0
+
+
+def test_cpu_grows_at_least_linearly_past_the_sizes_measured(tmp_path):
+    """Two early-stopped fits can fit b < 1 (fewer rounds at the larger size): past the largest
+    size measured the CPU is at least linear from there; within it the law as fitted."""
+    entry = {"kind": "lambdamart", "params": {}, "shape": "mslr30k", "sizes": [71_630, 140_400],
+             "cpu_seconds": {"a": 400.0, "b": -0.2}}
+    (tmp_path / "footprints.yaml").write_text(yaml.safe_dump({"methods": {"lambdamart": entry}}))
+    (fp,) = load_footprints(tmp_path / "footprints.yaml")
+    at_largest = 400.0 * 140_400 ** -0.2
+    assert fp.cpu_seconds.at(100_000) == pytest.approx(400.0 * 100_000 ** -0.2)
+    assert fp.cpu_seconds.at(140_400 * 16) == pytest.approx(at_largest * 16)
+

@@ -31,9 +31,14 @@ class Growth:
     b: float | None
     floor_n: float | None = None
     floor_y: float | None = None
+    # beyond this size at least linear from the law's value there (None: the law as fitted)
+    linear_beyond: float | None = None
 
     def at(self, n: float) -> float:
-        value = 0.0 if self.a is None else self.a * n ** (1.0 if self.b is None else self.b)
+        law = (lambda m: 0.0 if self.a is None else self.a * m ** (1.0 if self.b is None else self.b))
+        value = law(n)
+        if self.linear_beyond and n > self.linear_beyond:
+            value = max(value, law(self.linear_beyond) * n / self.linear_beyond)
         if self.floor_n:
             value = max(value, self.floor_y * n / self.floor_n)
         return value
@@ -44,10 +49,10 @@ class Growth:
         return self.floor_n is not None or self.b is None
 
     @classmethod
-    def from_data(cls, data: dict | None) -> "Growth | None":
+    def from_data(cls, data: dict | None, linear_beyond: float | None = None) -> "Growth | None":
         if not data:
             return None
-        return cls(data.get("a"), data.get("b"), data.get("floor_n"), data.get("floor_y"))
+        return cls(data.get("a"), data.get("b"), data.get("floor_n"), data.get("floor_y"), linear_beyond)
 
 
 @dataclass(frozen=True)
@@ -70,7 +75,9 @@ def load_footprints(path: str | Path) -> list[Footprint]:
         return []
     data = yaml.safe_load(path.read_text()) or {}
     return [Footprint(method=name.split("@")[0], kind=entry["kind"], params=entry.get("params") or {}, shape=entry["shape"],
-                      cpu_seconds=Growth.from_data(entry["cpu_seconds"]),
+                      # a fit's CPU per document does not fall with more documents (every pass reads
+                      # each one): two early-stopped fits may say b < 1, so at least linear past them
+                      cpu_seconds=Growth.from_data(entry["cpu_seconds"], max(entry.get("sizes") or [0]) or None),
                       rss_growth_mb=Growth.from_data(entry.get("rss_growth_mb")), measured=entry.get("measured", ""))
             for name, entry in (data.get("methods") or {}).items()]
 
