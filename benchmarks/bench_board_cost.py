@@ -318,7 +318,13 @@ def reference_points(fits: list[dict], shape: str, method: str) -> list[dict]:
                    and f["status"] in ("ok", "capped", "memory")), key=lambda f: f["train_docs"])
 
 
-def _growth(points: list[dict], value: str) -> dict | None:
+# how a stopped fit's floor grows where the method's cost is known to grow faster than linearly:
+# StructRank's Nadaraya-Watson scorer weighs every row against every training document
+# (docs/methods.md, StructRank at scale), so its CPU is quadratic in the training documents
+FLOOR_EXPONENT = {("structrank", "cpu_s"): 2.0}
+
+
+def _growth(points: list[dict], value: str, kind: str = "") -> dict | None:
     """A footprint's growth (rankstudy.rankers.footprint.Growth as data) of ``value`` over the
     training documents: the power law through the fits that ended, and the floor of the largest
     one stopped at a cap (it took at least that, and grows at least linearly)."""
@@ -333,6 +339,8 @@ def _growth(points: list[dict], value: str) -> dict | None:
     if stopped:
         worst = max(stopped, key=lambda p: p[value] / p["train_docs"])
         out.update(floor_n=int(worst["train_docs"]), floor_y=float(worst[value]))
+        if (kind, value) in FLOOR_EXPONENT:
+            out["floor_b"] = FLOOR_EXPONENT[kind, value]
     return out
 
 
@@ -342,7 +350,7 @@ def footprints(fits: list[dict], methods: dict[str, dict], shape: str, measured:
     out = {}
     for name, spec in methods.items():
         points = reference_points(fits, shape, name)
-        cpu = _growth([{**p, "cpu_s": p.get("cpu_s", p["wall_s"])} for p in points], "cpu_s")
+        cpu = _growth([{**p, "cpu_s": p.get("cpu_s", p["wall_s"])} for p in points], "cpu_s", spec["kind"])
         if cpu is None:
             continue
         out[name] = {"kind": spec["kind"], "params": spec.get("params") or {}, "shape": shape, "measured": measured,
@@ -503,8 +511,11 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
             row["trial_ratio"] = None  # a trial taken as dear as the reference fit
         row["vali_ndcg10"] = ok[-1]["vali_ndcg10"] if ok else float("nan")
         # a fit stopped at size n took at least what it had spent, and grows at least linearly
+        # (faster where FLOOR_EXPONENT knows the method's cost does)
         stopped = [p for p in points if p["status"] in ("capped", "memory")]
-        floor = max((p.get("cpu_s", p["wall_s"]) * full_docs / p["train_docs"] for p in stopped), default=0.0)
+        grows = FLOOR_EXPONENT.get((spec["kind"], "cpu_s"), 1.0)
+        floor = max((p.get("cpu_s", p["wall_s"]) * (full_docs / p["train_docs"]) ** grows for p in stopped),
+                    default=0.0)
         memory = [p for p in stopped if p["status"] == "memory"]
         mem_floor = max((p["rss_growth_mb"] / 1024 * full_docs / p["train_docs"] for p in memory), default=0.0)
         row["out_of_memory"] = bool(memory)
@@ -524,7 +535,10 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
                 b, mb = other["b"], other["mem_b"]
                 a, ma = ts[-1] / ns[-1] ** b, ms[-1] / ns[-1] ** mb
                 row["borrowed"].append("b")
-            row.update(a=a, b=b, n_points=len(ok), fit_s=max(predict(a, b, full_docs), floor),
+            # CPU at least linear past the largest size measured, as rankstudy.rankers.footprint reads it
+            # (two early-stopped fits may fit b < 1)
+            linear = predict(a, b, max(ns)) * full_docs / max(ns)
+            row.update(a=a, b=b, n_points=len(ok), fit_s=max(predict(a, b, full_docs), linear, floor),
                        lower_bound=b is None or bool(stopped))
             row.update(mem_b=mb, mem_gb=max(predict(ma, mb, full_docs) / 1024, mem_floor))
         elif stopped:  # stopped at the smallest size: a lower bound only

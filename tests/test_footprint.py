@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rankstudy.pipeline.config import check_node_fits
+from rankstudy.pipeline.config import apply_method_defaults, check_node_fits
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.rankers.footprint import Footprint, Growth, largest_documents, load_footprints, node_problem, peak_gb
 
@@ -53,7 +53,8 @@ def write_footprints(workdir: Path, entry: dict) -> None:
     (workdir / "config" / "footprints.yaml").write_text(yaml.safe_dump({"methods": {"catboost_yetirank": entry}}))
 
 
-def test_the_config_check_refuses_a_method_too_large_for_the_node_naming_it(tmp_path):
+def test_the_config_check_refuses_a_method_too_large_for_the_node_naming_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the working directory's config/footprints.yaml, not the shipped one
     entry = {"kind": "catboost", "params": {"loss": "YetiRank"}, "shape": "mslr30k", "measured": "test",
              "cpu_seconds": {"a": None, "b": None, "floor_n": 140400, "floor_y": 630.0}}
     write_footprints(tmp_path, entry)
@@ -72,7 +73,10 @@ def test_the_config_check_refuses_a_method_too_large_for_the_node_naming_it(tmp_
 
 def test_the_shipped_footprints_load_and_every_entry_names_a_leaderboard_method():
     prints = load_footprints(REPO / "config" / "footprints.yaml")
-    board = yaml.safe_load((REPO / "config" / "studies" / "leaderboard.yaml").read_text())["methods"]
+    study = yaml.safe_load((REPO / "config" / "studies" / "leaderboard.yaml").read_text())
+    apply_method_defaults(study)  # as the config check sees the methods
+    board = study["methods"]
+    assert {fp.method for fp in prints} == set(study["run_methods"] if study.get("run_methods") else board)
     for fp in prints:
         assert fp.method in board and fp.matches(board[fp.method]), fp.method
         assert fp.cpu_seconds.at(1e5) > 0
@@ -89,3 +93,9 @@ def test_cpu_grows_at_least_linearly_past_the_sizes_measured(tmp_path):
     assert fp.cpu_seconds.at(100_000) == pytest.approx(400.0 * 100_000 ** -0.2)
     assert fp.cpu_seconds.at(140_400 * 16) == pytest.approx(at_largest * 16)
 
+
+
+def test_a_stopped_fit_of_a_method_known_to_grow_faster_gives_a_floor_that_grows_so():
+    quadratic = Growth(a=None, b=None, floor_n=71_630, floor_y=210.0, floor_b=2.0)
+    assert quadratic.at(71_630 * 4) == pytest.approx(210.0 * 16) and quadratic.bound
+    assert Growth.from_data({"a": None, "b": None, "floor_n": 10, "floor_y": 1.0, "floor_b": 2.0}).at(30) == pytest.approx(9.0)

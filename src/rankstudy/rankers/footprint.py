@@ -24,8 +24,9 @@ VALI_SHARE = 1 / 3  # a LETOR fold's validation split beside its training split 
 
 @dataclass(frozen=True)
 class Growth:
-    """y = a n^b (b None: linear through the point), and at least ``floor_y`` n / ``floor_n``
-    (a fit stopped at a cap: a lower bound)."""
+    """y = a n^b (b None: linear through the point), and at least ``floor_y`` (n / ``floor_n``)
+    ^ ``floor_b`` (a fit stopped at a cap: a lower bound, growing linearly unless the method's
+    cost is known to grow faster)."""
 
     a: float | None
     b: float | None
@@ -33,6 +34,7 @@ class Growth:
     floor_y: float | None = None
     # beyond this size at least linear from the law's value there (None: the law as fitted)
     linear_beyond: float | None = None
+    floor_b: float = 1.0
 
     def at(self, n: float) -> float:
         law = (lambda m: 0.0 if self.a is None else self.a * m ** (1.0 if self.b is None else self.b))
@@ -40,7 +42,7 @@ class Growth:
         if self.linear_beyond and n > self.linear_beyond:
             value = max(value, law(self.linear_beyond) * n / self.linear_beyond)
         if self.floor_n:
-            value = max(value, self.floor_y * n / self.floor_n)
+            value = max(value, self.floor_y * (n / self.floor_n) ** self.floor_b)
         return value
 
     @property
@@ -52,7 +54,8 @@ class Growth:
     def from_data(cls, data: dict | None, linear_beyond: float | None = None) -> "Growth | None":
         if not data:
             return None
-        return cls(data.get("a"), data.get("b"), data.get("floor_n"), data.get("floor_y"), linear_beyond)
+        return cls(data.get("a"), data.get("b"), data.get("floor_n"), data.get("floor_y"), linear_beyond,
+                   data.get("floor_b", 1.0))
 
 
 @dataclass(frozen=True)
