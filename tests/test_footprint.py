@@ -99,3 +99,24 @@ def test_a_stopped_fit_of_a_method_known_to_grow_faster_gives_a_floor_that_grows
     quadratic = Growth(a=None, b=None, floor_n=71_630, floor_y=210.0, floor_b=2.0)
     assert quadratic.at(71_630 * 4) == pytest.approx(210.0 * 16) and quadratic.bound
     assert Growth.from_data({"a": None, "b": None, "floor_n": 10, "floor_y": 1.0, "floor_b": 2.0}).at(30) == pytest.approx(9.0)
+
+
+def test_the_config_check_names_every_method_too_large_in_its_one_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    slow = {"shape": "mslr30k", "measured": "test", "cpu_seconds": {"a": None, "b": None, "floor_n": 140400,
+                                                                      "floor_y": 630.0}}
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "footprints.yaml").write_text(yaml.safe_dump({"methods": {
+        "yeti": {**slow, "kind": "catboost", "params": {"loss": "YetiRank"}},
+        "soft": {**slow, "kind": "catboost", "params": {"loss": "QuerySoftMax"}}}}))
+    registry = {"MSLR-WEB30K": {"train_documents": 2270296, "n_features": 136, "footprint_shape": "mslr30k"}}
+    config = {"datasets": ["MSLR-WEB30K"], "node": {"memory_gb": 16, "fit_cpu_hours": 2},
+              "methods": {"yeti": {"kind": "catboost", "params": {"loss": "YetiRank"}},
+                          "soft": {"kind": "catboost", "params": {"loss": "QuerySoftMax"}}}}
+    with pytest.raises(ConfigError) as caught:
+        check_node_fits(config, registry, ["yeti", "soft"], tmp_path)
+    line = str(caught.value)
+    assert line.startswith("config key methods.yeti: does not fit one node") and "\n" not in line
+    assert line.endswith("; also too large: methods.soft (predicted at least 2.8 h of CPU a fit "
+                         "(node.fit_cpu_hours: 2))")
+

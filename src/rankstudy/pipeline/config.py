@@ -573,6 +573,7 @@ def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: P
     for dataset in sized:
         entry = registry[dataset]
         shape = entry.get("footprint_shape", "mslr30k")
+        problems = {}
         for name in methods:
             spec = config["methods"][name]
             found = next((f for f in prints if f.shape == shape and f.matches(spec)), None)
@@ -580,8 +581,14 @@ def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: P
                 continue
             problem = node_problem(found, entry["train_documents"], entry.get("n_features") or 136, memory_gb, cpu_hours)
             if problem:
-                raise ConfigError(f"config key methods.{name}: does not fit one node on {dataset}: {problem}; leave "
-                                  f"it out (run_methods) or raise the node's limit (--config 'node={{...}}')")
+                problems[name] = problem
+        if problems:
+            (name, problem), *others = problems.items()
+            # the others in short, so that one run names every method to leave out
+            also = "".join(f"; also too large: methods.{other} ({text.split(') at ')[0]}))" if ") at " in text
+                           else f"; also too large: methods.{other}" for other, text in others)
+            raise ConfigError(f"config key methods.{name}: does not fit one node on {dataset}: {problem}; leave "
+                              f"it out (run_methods) or raise the node's limit (--config 'node={{...}}'){also}")
 
 
 def check_data_kinds(config: dict, registry: dict, methods: list[str], featuresets: list[str]) -> None:
