@@ -75,6 +75,14 @@ class BoostedTrees(Ranker):
 
     metric: ClassVar[str] = ""
     library = "LightGBM"
+
+    def tree_settings(self) -> dict:
+        """The LightGBM settings every boosted ranker passes the same way (its objective, metrics and
+        learning rate are its own): the declared tree parameters, the seed, one deterministic
+        row-wise histogram build (the same model at any thread count) and the job's threads."""
+        return {"num_leaves": self.num_leaves, "min_data_in_leaf": self.min_data_in_leaf, "lambda_l2": self.lambda_l2,
+                "seed": self.seed, "deterministic": True, "force_row_wise": True,
+                "num_threads": job_threads(), "verbosity": -1}
     # the evaluation whose training value at the kept rounds is the objective's final value
     # (``metric`` when empty)
     objective_metric: ClassVar[str] = ""

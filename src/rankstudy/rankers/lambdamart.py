@@ -7,7 +7,6 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm, lightgbm_parameters
-from rankstudy.util.threads import job_threads
 
 
 class LambdaMART(BoostedTrees):
@@ -27,13 +26,8 @@ class LambdaMART(BoostedTrees):
                                      early_stopping_rounds=30)
 
     def lightgbm_params(self, train: RankData | None = None, vali: RankData | None = None) -> dict:
-        return {
-            "objective": "lambdarank", "metric": "ndcg", "eval_at": [self.eval_at],
-            "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
-            "min_data_in_leaf": self.min_data_in_leaf, "lambda_l2": self.lambda_l2,
-            "seed": self.seed, "deterministic": True, "force_row_wise": True,
-            "num_threads": job_threads(), "verbosity": -1,
-        }
+        return {"objective": "lambdarank", "metric": "ndcg", "eval_at": [self.eval_at],
+                "learning_rate": self.learning_rate, **self.tree_settings()}
 
     def dataset(self, data: RankData, reference=None):
         label = integer_labels(data.y, "LambdaMART")

@@ -7,7 +7,6 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm, lightgbm_parameters
-from rankstudy.util.threads import job_threads
 
 
 class MART(BoostedTrees):
@@ -31,13 +30,9 @@ class MART(BoostedTrees):
         return {"learning_rate": self.learning_rate}
 
     def lightgbm_params(self, train: RankData | None = None, vali: RankData | None = None) -> dict:
-        return {
-            # NDCG@10 first: early stopping watches the first evaluation
-            "objective": "regression", "metric": ["ndcg", "l2"], "eval_at": [self.eval_at],
-            "num_leaves": self.num_leaves, "min_data_in_leaf": self.min_data_in_leaf,
-            "lambda_l2": self.lambda_l2, "seed": self.seed, "deterministic": True, "force_row_wise": True,
-            "num_threads": job_threads(), "verbosity": -1, **self.tree_params(),
-        }
+        # NDCG@10 first: early stopping watches the first evaluation
+        return {"objective": "regression", "metric": ["ndcg", "l2"], "eval_at": [self.eval_at],
+                **self.tree_settings(), **self.tree_params()}
 
     def dataset(self, data: RankData, reference=None):
         # the groups serve only the NDCG evaluation; the regression itself ignores them

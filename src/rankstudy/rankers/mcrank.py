@@ -8,7 +8,6 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.boosting import BoostedTrees, integer_labels, lightgbm, lightgbm_parameters
-from rankstudy.util.threads import job_threads
 
 
 class McRank(BoostedTrees):
@@ -24,13 +23,8 @@ class McRank(BoostedTrees):
 
     def lightgbm_params(self, train: RankData, vali: RankData | None = None) -> dict:
         n_classes = 1 + max(int(integer_labels(d.y, "McRank").max()) for d in (train, vali) if d is not None)
-        return {
-            "objective": "multiclass", "num_class": max(n_classes, 2), "metric": "multi_logloss",
-            "learning_rate": self.learning_rate, "num_leaves": self.num_leaves,
-            "min_data_in_leaf": self.min_data_in_leaf, "lambda_l2": self.lambda_l2,
-            "seed": self.seed, "deterministic": True, "force_row_wise": True,
-            "num_threads": job_threads(), "verbosity": -1,
-        }
+        return {"objective": "multiclass", "num_class": max(n_classes, 2), "metric": "multi_logloss",
+                "learning_rate": self.learning_rate, **self.tree_settings()}
 
     def dataset(self, data: RankData, reference=None):
         label = integer_labels(data.y, "McRank")
