@@ -26,7 +26,7 @@ from rankstudy.pipeline.layout import path_name_problem, system_label
 from rankstudy.reporting.paper_cells import paper_systems
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.pipeline.tuned import expand_tuned_methods
-from rankstudy.rankers.footprint import FOOTPRINTS, load_footprints, node_problem
+from rankstudy.rankers.footprint import FOOTPRINTS, load_footprints, node_overrun, node_problem
 from rankstudy.rankers.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
 from rankstudy.rankers.tuning import TuningError, check_tuned_spec
 
@@ -573,20 +573,20 @@ def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: P
     for dataset in sized:
         entry = registry[dataset]
         shape = entry.get("footprint_shape", "mslr30k")
-        problems = {}
+        problems = {}  # method -> (its full problem, its overrun in short)
         for name in methods:
             spec = config["methods"][name]
             found = next((f for f in prints if f.shape == shape and f.matches(spec)), None)
             if found is None:
                 continue
-            problem = node_problem(found, entry["train_documents"], entry.get("n_features") or 136, memory_gb, cpu_hours)
+            size = (found, entry["train_documents"], entry.get("n_features") or 136, memory_gb, cpu_hours)
+            problem = node_problem(*size)
             if problem:
-                problems[name] = problem
+                problems[name] = (problem, node_overrun(*size))
         if problems:
-            (name, problem), *others = problems.items()
+            (name, (problem, _)), *others = problems.items()
             # the others in short, so that one run names every method to leave out
-            also = "".join(f"; also too large: methods.{other} ({text.split(') at ')[0]}))" if ") at " in text
-                           else f"; also too large: methods.{other}" for other, text in others)
+            also = "".join(f"; also too large: methods.{other} ({short})" for other, (_, short) in others)
             raise ConfigError(f"config key methods.{name}: does not fit one node on {dataset}: {problem}; leave "
                               f"it out (run_methods) or raise the node's limit (--config 'node={{...}}'){also}")
 

@@ -105,9 +105,10 @@ def largest_documents(fits, low: float = 1e3, high: float = 1e9) -> float:
     return low
 
 
-def node_problem(footprint: Footprint, train_documents: float, n_features: int, memory_gb: float,
+def node_overrun(footprint: Footprint, train_documents: float, n_features: int, memory_gb: float,
                  fit_cpu_hours: float) -> str | None:
-    """Why one fit of the method does not fit the node at this size (None when it does)."""
+    """What one fit is predicted to exceed at this size, in short ("predicted 7.8 h of CPU a fit
+    (node.fit_cpu_hours: 2)"), None when it fits."""
     cpu = footprint.cpu_seconds.at(train_documents)
     memory = peak_gb(footprint, train_documents, n_features)
     over = []
@@ -117,7 +118,14 @@ def node_problem(footprint: Footprint, train_documents: float, n_features: int, 
     if memory is not None and memory > memory_gb:
         over.append(f"{'at least ' if footprint.rss_growth_mb.bound else ''}{memory:.1f} GB of memory "
                     f"(node.memory_gb: {memory_gb:g})")
-    if not over:
+    return f"predicted {' and '.join(over)}" if over else None
+
+
+def node_problem(footprint: Footprint, train_documents: float, n_features: int, memory_gb: float,
+                 fit_cpu_hours: float) -> str | None:
+    """Why one fit of the method does not fit the node at this size (None when it does)."""
+    overrun = node_overrun(footprint, train_documents, n_features, memory_gb, fit_cpu_hours)
+    if overrun is None:
         return None
 
     def fits(n: float) -> bool:
@@ -125,6 +133,6 @@ def node_problem(footprint: Footprint, train_documents: float, n_features: int, 
         return footprint.cpu_seconds.at(n) <= fit_cpu_hours * 3600 and (peak is None or peak <= memory_gb)
 
     stops = largest_documents(fits)
-    return (f"predicted {' and '.join(over)} at {train_documents:,.0f} training documents (measured on "
+    return (f"{overrun} at {train_documents:,.0f} training documents (measured on "
             f"{footprint.shape}-shaped folds, {footprint.measured}); it fits the node up to about "
             f"{stops:,.0f} training documents")
