@@ -25,7 +25,8 @@ TITLES = {
     "losses": ("Losses", "Every loss a `loss` parameter can name, what it needs of a solver and its options "
                "(`loss_params`)."),
     "scorers": ("Scorers", "Every scorer a neural method's `scorer` parameter can name, with its parameters."),
-    "solvers": ("Solvers", "Every solver a `solver` parameter can name."),
+    "solvers": ("Solvers", "Every solver a `solver` parameter can name, with its settings (a `linear` or "
+                "`separate` method sets them in `solver_params`, e.g. `{learning_rate: 0.01}` for adam)."),
     "metrics": ("Metrics", "Every metric `evaluation.metrics`, `report.metrics` and a selection or training "
                 "metric can name; see [Metrics and conventions](../metrics.md) for their exact definitions."),
     "conventions": ("Evaluation conventions", "The named evaluation conventions a study's `paper.convention` can "

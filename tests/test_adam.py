@@ -12,7 +12,7 @@ from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.mlp import MLPScorer
 from rankstudy.solvers.adam import PARAMETERS, Adam, batch_rows
 from rankstudy.solvers.objective import Objective
-from rankstudy.solvers.registry import SolverSettings, fits, make_solver
+from rankstudy.solvers.registry import fits, make_solver
 from rankstudy.losses.registry import LOSSES
 from rankstudy.util.params import ParamError, check_value
 
@@ -121,12 +121,12 @@ def test_weight_decay_shrinks_weights_not_biases(splits):
 
 
 def test_registry_builds_adam_and_it_fits_every_loss():
-    solver = make_solver("adam", SolverSettings(seed=4, adam={"learning_rate": 0.01, "batch_size": 3, "max_list_length": 5}))
+    solver = make_solver("adam", {"seed": 4, "max_iter": 7}, {"learning_rate": 0.01, "batch_size": 3, "max_list_length": 5})
     assert isinstance(solver, Adam) and (solver.batch_size, solver.max_list_length, solver.seed) == (3, 5, 4)
     # the settings not given take Adam's declared defaults: one default each (epochs 50)
-    assert (solver.epochs, make_solver("adam", SolverSettings()).epochs, Adam().epochs) == (50, 50, 50)
+    assert (solver.epochs, make_solver("adam").epochs, Adam().epochs) == (50, 50, 50)
     assert all(fits("adam", entry, l2=0.0, linear=False) for entry in LOSSES.values())
-    with pytest.raises(TypeError, match="unknown settings epoch"):
+    with pytest.raises(ValueError, match="unknown adam setting 'epoch'"):
         Adam(epoch=3)
 
 

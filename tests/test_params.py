@@ -14,7 +14,7 @@ from rankstudy.util.params import (Choice, Choices, Integer, IntRange, LogUnifor
 from rankstudy.rankers.registry import RANKERS
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
-from rankstudy.solvers.registry import SolverSettings, make_solver
+from rankstudy.solvers.registry import make_solver
 
 
 @pytest.mark.parametrize("kind", sorted(RANKERS))
@@ -87,7 +87,7 @@ class HingeByLBFGS(ScoredRanker):
         return bind_loss("svm_map")
 
     def make_solver(self):
-        return make_solver("lbfgs", SolverSettings())
+        return make_solver("lbfgs")
 
 
 def test_a_new_scored_ranker_inherits_the_solver_and_loss_check(monkeypatch):

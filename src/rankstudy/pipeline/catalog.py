@@ -190,8 +190,13 @@ def losses(detail: bool = True) -> list[str]:
 def solvers(detail: bool = True) -> list[str]:
     from rankstudy.solvers.registry import SOLVERS
 
-    return [line for name in SOLVERS
-            for line in entry(name, summary(SOLVERS[name].cls, _module(SOLVERS[name].cls)))]
+    lines = []
+    for name, solver in SOLVERS.items():
+        lines += entry(name, summary(solver.cls, _module(solver.cls)))
+        if detail:  # a linear or separate method sets them in solver_params
+            for param, p in solver.parameters.items():
+                lines += parameter_lines(param, p.default, p.constraints, p.space, p.help)
+    return lines
 
 
 def metrics(detail: bool = True) -> list[str]:

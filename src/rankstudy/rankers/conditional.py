@@ -15,6 +15,7 @@ from rankstudy.util.params import Boolean, Choice, Integer, LogUniform, Param, R
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
+from rankstudy.solvers import settings
 from rankstudy.solvers.lbfgs import LBFGS
 
 # loss -> whether it takes a gain and a sample
@@ -54,8 +55,8 @@ class ConditionalRanker(ScoredRanker):
         "restarts": Param(Integer(1), 1),
         "restart_metric": Param(Text(parse_metric, "a metric name, e.g. ndcg@10"), "ndcg@10"),
         "rel_threshold": Param(Real(), 1.0),
-        "max_iter": Param(Integer(1), 200),
-        "tol": Param(Real(0), 1e-6),
+        "max_iter": settings.LBFGS["max_iter"],
+        "tol": settings.LBFGS["tol"],
         "seed": Param(Integer(), 0),
     }
 
@@ -78,7 +79,7 @@ class ConditionalRanker(ScoredRanker):
         return bind_loss(self.loss, options)
 
     def make_solver(self, restart: int = 0) -> LBFGS:
-        return LBFGS(self.max_iter, self.tol)
+        return LBFGS(max_iter=self.max_iter, tol=self.tol)
 
     def fit(self, train, vali=None) -> "ConditionalRanker":
         objective = self.objective(train)

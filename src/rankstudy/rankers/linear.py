@@ -8,10 +8,11 @@ from rankstudy.features.featuresets import FeatureSet
 from rankstudy.losses.groups import GROUP_AGGREGATES
 from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
 from rankstudy.util.params import Choice, Constraint, Integer, Listing, LogUniform, Mapping, Param, ParamError, Real
-from rankstudy.rankers.scored import ScoredRanker, loss_options_error
+from rankstudy.rankers.scored import ScoredRanker, loss_options_error, registered_solver, solver_params_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import QuadraticScorer
-from rankstudy.solvers.registry import SOLVERS, SolverSettings, default_solver, make_solver
+from rankstudy.solvers import settings
+from rankstudy.solvers.registry import SOLVERS, default_solver
 
 FUNCTIONALS = ("linear", "quadratic")
 
@@ -52,8 +53,8 @@ class LinearRanker(ScoredRanker):
     parameters = {
         "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), "ranknet"),
         "l2": Param(Real(0), 1e-3, space=LogUniform(1e-6, 10.0), help="the L2 penalty l2/2 ||theta||^2"),
-        "max_iter": Param(Integer(1), 200),
-        "tol": Param(Real(0), 1e-6),
+        "max_iter": settings.LBFGS["max_iter"],
+        "tol": settings.LBFGS["tol"],
         "seed": Param(Integer(), 0),
         "loss_params": Param([None, Mapping()], None),
         "group": Param([None, Choice(GROUP_AGGREGATES, "group")], None),
@@ -62,11 +63,15 @@ class LinearRanker(ScoredRanker):
         "chunk_rows": Param(Integer(1), 8192),
         "solver": Param([None, Choice(lambda: sorted(SOLVERS), "solver")], None,
                         help="null: the first solver that fits the loss"),
+        "solver_params": Param([None, Mapping()], None,
+                               help="the solver's own settings by name, e.g. {learning_rate: 0.01} for adam"),
     }
 
     @classmethod
     def check_combination(cls, params: dict) -> None:
         loss_options_error(params["loss"], params["loss_params"])
+        solver = params["solver"] or default_solver(loss_entry(params["loss"]), l2=params["l2"])
+        solver_params_error(solver, params["solver_params"])
         if params["functional"] == "quadratic" and params["pairs"] is None:
             raise ParamError("pairs", "functional='quadratic' needs pairs (a list of [i, j] feature index pairs)")
         if params["functional"] == "linear" and params["pairs"] is not None:
@@ -94,7 +99,7 @@ class LinearRanker(ScoredRanker):
         return self.solver or default_solver(loss_entry(self.loss), l2=self.l2)
 
     def make_solver(self):
-        return make_solver(self.solver_name(), SolverSettings(max_iter=self.max_iter, tol=self.tol, seed=self.seed))
+        return registered_solver(self)
 
     @property
     def coef_(self) -> np.ndarray:

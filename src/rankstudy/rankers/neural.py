@@ -7,7 +7,7 @@ from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers import attention, inputs, mlp
 from rankstudy.scorers.mlp import MLPScorer, input_statistics
 from rankstudy.solvers import adam
-from rankstudy.solvers.registry import SolverSettings, make_solver
+from rankstudy.solvers.registry import make_solver
 from rankstudy.util.params import Choice, Integer, Mapping, Param, ParamError, Real, check_value
 
 # each scorer declares its settings (the attention module imports JAX only when it first scores)
@@ -88,8 +88,7 @@ class NeuralRanker(ScoredRanker):
         return bind_loss(self.loss, self.loss_params, seed=self.seed)
 
     def make_solver(self):
-        return make_solver("adam", SolverSettings(seed=self.seed,
-                                                  adam={name: getattr(self, name) for name in adam.PARAMETERS}))
+        return make_solver("adam", {name: getattr(self, name) for name in adam.PARAMETERS})
 
     def fit(self, train, vali=None) -> "NeuralRanker":
         # the batch norm's statistics come from the training split, and validation uses them too

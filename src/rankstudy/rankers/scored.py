@@ -18,7 +18,12 @@ from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.util.params import ParamError
 from rankstudy.scorers.base import Scorer
 from rankstudy.solvers.objective import Objective
-from rankstudy.solvers.registry import check_solver
+from rankstudy.solvers.registry import check_solver, check_solver_params, make_solver
+
+# a ranker's own parameters that the solvers declaring them take (lbfgs max_iter and tol, the
+# cutting plane max_iter, the stochastic solvers seed); the rest of a solver's settings go in
+# the ranker's solver_params
+SOLVER_COMMON = ("max_iter", "tol", "seed")
 
 
 def loss_options_error(loss: str, options: dict | None) -> None:
@@ -27,6 +32,19 @@ def loss_options_error(loss: str, options: dict | None) -> None:
         check_loss_options(loss, options or {})
     except ValueError as exc:
         raise ParamError("loss_params", str(exc)) from None
+
+
+def solver_params_error(solver: str, solver_params: dict | None) -> None:
+    """ParamError naming ``solver_params.KEY`` when ``solver`` has no such setting or refuses its
+    value, or the ranker sets it itself (:data:`SOLVER_COMMON`)."""
+    check_solver_params(solver, solver_params, reserved=SOLVER_COMMON)
+
+
+def registered_solver(ranker: "ScoredRanker"):
+    """The ranker's registered solver (``solver_name()``) with its :data:`SOLVER_COMMON`
+    parameters (each solver takes those it declares) and its ``solver_params``."""
+    common = {name: getattr(ranker, name) for name in SOLVER_COMMON if hasattr(ranker, name)}
+    return make_solver(ranker.solver_name(), common, getattr(ranker, "solver_params", None))
 
 
 class ScoredRanker(Ranker):

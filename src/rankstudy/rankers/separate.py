@@ -6,9 +6,10 @@ import numpy as np
 
 from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
 from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Mapping, Param, Real
-from rankstudy.rankers.scored import ScoredRanker, loss_options_error
+from rankstudy.rankers.scored import ScoredRanker, loss_options_error, registered_solver, solver_params_error
 from rankstudy.scorers.separate import ACTIVATIONS, SEPARATE_FUNCTIONALS, SeparateScorer
-from rankstudy.solvers.registry import SOLVERS, SolverSettings, default_solver, make_solver
+from rankstudy.solvers import settings
+from rankstudy.solvers.registry import SOLVERS, default_solver
 
 
 class SeparateRanker(ScoredRanker):
@@ -33,12 +34,14 @@ class SeparateRanker(ScoredRanker):
         "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), "multiclass_logistic"),
         "loss_params": Param([None, Mapping()], None),
         "l2": Param(Real(0), 1e-3, space=LogUniform(1e-6, 10.0)),
-        "max_iter": Param(Integer(1), 200),
+        "max_iter": settings.LBFGS["max_iter"],
         "seed": Param(Integer(), 0),
-        "tol": Param(Real(0), 1e-6),
+        "tol": settings.LBFGS["tol"],
         "init_scale": Param(Real(0, low_open=True), 0.1),
         "solver": Param([None, Choice(lambda: sorted(SOLVERS), "solver")], None,
                         help="null: the first solver that fits the loss"),
+        "solver_params": Param([None, Mapping()], None,
+                               help="the solver's own settings by name, e.g. {learning_rate: 0.01} for adam"),
     }
     data_kind = "qa"
     featureset_types = ("first",)
@@ -46,6 +49,8 @@ class SeparateRanker(ScoredRanker):
     @classmethod
     def check_combination(cls, params: dict) -> None:
         loss_options_error(params["loss"], params["loss_params"])
+        solver = params["solver"] or default_solver(loss_entry(params["loss"]), l2=params["l2"], linear=False)
+        solver_params_error(solver, params["solver_params"])
 
     def make_scorer(self) -> SeparateScorer:
         return SeparateScorer(self.functional, self.activation, self.d, self.tau, self.init_scale)
@@ -58,7 +63,7 @@ class SeparateRanker(ScoredRanker):
         return self.solver or default_solver(loss_entry(self.loss), l2=self.l2, linear=False)
 
     def make_solver(self):
-        return make_solver(self.solver_name(), SolverSettings(max_iter=self.max_iter, tol=self.tol, seed=self.seed))
+        return registered_solver(self)
 
     @property
     def A_(self) -> np.ndarray:

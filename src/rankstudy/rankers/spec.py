@@ -36,7 +36,7 @@ def training_params(spec: dict, seed: int, rel_threshold: float) -> dict:
 def canonical_spec(spec: dict) -> dict:
     """One spelling of a method spec, so two that set the same values compare equal (the pipeline
     hands it to the train job as a param, and Snakemake compares params as text): ``kind``, then
-    ``params`` in the ranker's declared order (``loss_params``' options sorted), then ``grid`` as
+    ``params`` in the ranker's declared order (``loss_params``' and ``solver_params``' options sorted), then ``grid`` as
     written (its order is the candidates' order, which breaks ties in selection), then any other
     key as given; an empty ``params`` or ``grid`` is the same as none. The declared order is the
     order the default config writes its methods in, so their params keep their old spelling."""
@@ -45,7 +45,7 @@ def canonical_spec(spec: dict) -> dict:
     params = spec.get("params") or {}
     if params:
         order = [n for n in names if n in params] + sorted(set(params) - set(names), key=str)
-        out["params"] = {n: dict(sorted(params[n].items())) if n == "loss_params" and isinstance(params[n], dict)
+        out["params"] = {n: dict(sorted(params[n].items())) if n in ("loss_params", "solver_params") and isinstance(params[n], dict)
                          else params[n] for n in order}
     if spec.get("grid"):
         out["grid"] = spec["grid"]

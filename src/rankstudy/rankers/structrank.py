@@ -28,13 +28,14 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.losses.cdn import REDUCTIONS, TOPOLOGIES, CDNLoss
-from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Param, Real
+from rankstudy.util.params import Choice, Integer, Param, Real
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.kernel import NadarayaWatsonScorer
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.objective import Objective
-from rankstudy.solvers.projected_sgd import FEASIBILITY, STEP_RULES, ProjectedSGD
+from rankstudy.solvers.projected_sgd import ProjectedSGD
+from rankstudy.solvers.settings import PROJECTED_SGD as SGD
 
 RANKING_FUNCTIONS = ("nadaraya_watson", "linear")
 
@@ -64,18 +65,15 @@ class StructRank(ScoredRanker):
         "ranking_function": Param(Choice(RANKING_FUNCTIONS, "ranking_function"), "nadaraya_watson"),
         "degree": Param(Integer(1), 1),
         "n_topologies": Param(Integer(1), 1),
-        "l1_bound": Param([None, Real(0, low_open=True)], None, space=LogUniform(1.0, 1e3),
-                          help="the L1 ball of the parameters (null: no bound)"),
-        "step": Param(Real(0, low_open=True), 0.5, space=LogUniform(0.05, 5.0)),
-        "decay": Param(Real(0, 1, low_open=True), 2 ** -0.5),
-        "epochs": Param(Integer(1), 10, space=IntRange(5, 40)),
+        # the projected SGD's own settings, as it declares them
+        **{name: SGD[name] for name in ("l1_bound", "step", "decay", "epochs")},
         "restarts": Param(Integer(1), 3),
         "rel_threshold": Param(Real(), 1.0),
         "seed": Param(Integer(), 0),
         "chunk_rows": Param(Integer(1), 256),
         "reduction": Param(Choice(REDUCTIONS, "reduction"), "mean"),
-        "feasibility": Param(Choice(FEASIBILITY, "feasibility"), "project"),
-        "step_rule": Param(Choice(STEP_RULES, "step_rule"), "adagrad"),
+        "feasibility": SGD["feasibility"],
+        "step_rule": SGD["step_rule"],
     }
 
     def make_scorer(self):
@@ -87,8 +85,9 @@ class StructRank(ScoredRanker):
         return CDNLoss(self.topology, self.degree, self.n_topologies, self.seed, reduction=self.reduction)
 
     def make_solver(self, restart: int = 0) -> ProjectedSGD:
-        return ProjectedSGD(self.step, self.decay, self.epochs, self.l1_bound, seed=self.seed * 1000 + restart,
-                            feasibility=self.feasibility, step_rule=self.step_rule)
+        return ProjectedSGD(**{name: getattr(self, name) for name in ("step", "decay", "epochs", "l1_bound",
+                                                                       "feasibility", "step_rule")},
+                            seed=self.seed * 1000 + restart)
 
     def fit(self, train, vali=None) -> "StructRank":
         self.reference_X_, self.reference_y_ = train.X, train.y

@@ -27,7 +27,8 @@ from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.base import Solution
 from rankstudy.solvers.objective import Objective
-from rankstudy.solvers.registry import SOLVERS, SolverSettings, make_solver
+from rankstudy.solvers import settings
+from rankstudy.solvers.registry import SOLVERS, make_solver
 
 # the paper's solver, and lbfgs for comparison (see the class); projected_sgd is not offered
 STRUCTSVM_SOLVERS = ("cutting_plane", "lbfgs")
@@ -58,8 +59,8 @@ class StructSVMRanker(ScoredRanker):
     parameters = {
         "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), "svm_ndcg"),
         "C": Param(Real(0, low_open=True), 1.0, space=LogUniform(1e-3, 1e3), help="the SVM's regularisation constant"),
-        "epsilon": Param(Real(0, low_open=True), 1e-3),
-        "max_iter": Param(Integer(1), 500),
+        "epsilon": settings.CUTTING_PLANE["epsilon"],
+        "max_iter": settings.CUTTING_PLANE["max_iter"],
         "rel_threshold": Param(Real(), 1.0),
         "loss_params": Param([None, Mapping()], None),
         "solver": Param(Choice(lambda: sorted(SOLVERS), "solver"), "cutting_plane"),
@@ -148,7 +149,7 @@ class StructSVMRanker(ScoredRanker):
         return self
 
     def make_solver(self):
-        return make_solver(self.solver, SolverSettings(max_iter=self.max_iter, epsilon=self.epsilon, seed=self.seed))
+        return make_solver(self.solver, {"max_iter": self.max_iter, "epsilon": self.epsilon, "seed": self.seed})
 
     @property
     def coef_(self) -> np.ndarray:

@@ -36,28 +36,14 @@ import math
 import time
 import numpy as np
 
-from rankstudy.evaluation.metrics import parse_metric, per_query
+from rankstudy.evaluation.metrics import per_query
+from rankstudy.solvers import settings
 from rankstudy.solvers.base import Solution
 from rankstudy.util import intermediate
-from rankstudy.util.params import Choice, Choices, Integer, LogUniform, Param, Real, Text
 from rankstudy.util.progress import Progress
 
-SCHEDULES = ("constant", "cosine", "step")
-# the solver's settings, declared once (the neural ranker takes them as its parameters and checks them)
-PARAMETERS = {
-    "learning_rate": Param(Real(0, low_open=True), 1e-3, space=LogUniform(1e-4, 1e-2)),
-    "epochs": Param(Integer(1), 50, help="at most; early stopping may end sooner"),
-    "batch_size": Param(Integer(1), 64, space=Choices([16, 32, 64, 128]), help="queries per step"),
-    "weight_decay": Param(Real(0), 0.0, space=LogUniform(1e-5, 1e-1), help="AdamW's decoupled decay"),
-    "schedule": Param(Choice(SCHEDULES, "schedule"), "constant"),
-    "step_epochs": Param(Integer(1), 10),
-    "gamma": Param(Real(0, 1, low_open=True), 0.1),
-    "clip_norm": Param([None, Real(0, low_open=True)], None),
-    "patience": Param([None, Integer(1)], 10, help="epochs without a better validation metric (null: never stop)"),
-    "metric": Param(Text(parse_metric, what="a metric name such as ndcg@10"), "ndcg@10"),
-    "max_list_length": Param([None, Integer(1)], None, help="longer training lists are sampled (null: whole)"),
-    "seed": Param(Integer(), 0),
-}
+# the solver's settings, declared once in rankstudy.solvers.settings (the neural ranker composes them)
+PARAMETERS = settings.ADAM
 
 
 def batch_rows(offsets: np.ndarray, queries: np.ndarray, max_length: int | None,
@@ -85,14 +71,10 @@ class Adam:
     name = "adam"
     parameters = PARAMETERS
 
-    def __init__(self, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8, **settings) -> None:
-        """``settings``: any of :data:`PARAMETERS` by name, the others their declared defaults (the
-        values are checked against the declarations by the ranker that builds the solver)."""
-        unknown = sorted(set(settings) - set(PARAMETERS))
-        if unknown:
-            raise TypeError(f"Adam got unknown settings {', '.join(unknown)}; valid: {', '.join(PARAMETERS)}")
-        for name, param in PARAMETERS.items():
-            setattr(self, name, settings[name] if name in settings else param.default)
+    def __init__(self, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8, **given) -> None:
+        """``given``: any of :data:`PARAMETERS` by name (checked), the others their declared defaults."""
+        for name, value in settings.settled(PARAMETERS, given, self.name).items():
+            setattr(self, name, value)
         self.beta1, self.beta2, self.eps = beta1, beta2, eps
 
     def rate(self, step: int, epoch: int, total_steps: int) -> float:

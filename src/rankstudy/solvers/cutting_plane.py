@@ -48,6 +48,7 @@ import numpy as np
 import qpsolvers
 import scipy.sparse as sp
 
+from rankstudy.solvers import settings
 from rankstudy.solvers.base import Solution
 from rankstudy.util.progress import Progress
 
@@ -66,24 +67,17 @@ class CuttingPlane:
 
     name = "cutting_plane"
 
-    def __init__(self, epsilon: float = 1e-3, max_iter: int = 500, qp_solver: str = "clarabel",
-                 rel_epsilon: float | None = 0.01, prune_after: int | None = 50) -> None:
-        if not epsilon > 0:
-            raise ValueError(f"epsilon must be > 0, got {epsilon!r}")
-        if rel_epsilon is not None and not rel_epsilon > 0:
-            raise ValueError(f"rel_epsilon must be > 0 or None, got {rel_epsilon!r}")
-        if prune_after is not None and int(prune_after) < 1:
-            raise ValueError(f"prune_after must be >= 1 or None, got {prune_after!r}")
-        if int(max_iter) < 1:
-            raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
-        if qp_solver not in qpsolvers.available_solvers:
-            raise ValueError(f"QP solver {qp_solver!r} is not installed; available: "
+    parameters = settings.CUTTING_PLANE
+
+    def __init__(self, **given) -> None:
+        """``given``: any of :data:`rankstudy.solvers.settings.CUTTING_PLANE` (checked), the others
+        their defaults."""
+        for name, value in settings.settled(self.parameters, given, self.name).items():
+            setattr(self, name, value)
+        # what is installed is known here, not where the settings are declared (no QP library import there)
+        if self.qp_solver not in qpsolvers.available_solvers:
+            raise ValueError(f"QP solver {self.qp_solver!r} is not installed; available: "
                              f"{', '.join(qpsolvers.available_solvers)}")
-        self.epsilon = float(epsilon)
-        self.max_iter = int(max_iter)
-        self.qp_solver = qp_solver
-        self.rel_epsilon = None if rel_epsilon is None else float(rel_epsilon)
-        self.prune_after = None if prune_after is None else int(prune_after)
 
     def tolerance(self, start: float, value: float) -> float:
         """The stopping rule's bound on the violation at a w with objective ``value``, for a

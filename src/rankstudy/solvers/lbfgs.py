@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
+from rankstudy.solvers import settings
 from rankstudy.solvers.base import Solution
 from rankstudy.util.progress import Progress
 
@@ -19,11 +20,12 @@ class LBFGS:
 
     name = "lbfgs"
 
-    def __init__(self, max_iter: int = 200, tol: float = 1e-6) -> None:
-        if int(max_iter) < 1:
-            raise ValueError(f"max_iter must be >= 1, got {max_iter!r}")
-        self.max_iter = int(max_iter)
-        self.tol = float(tol)
+    parameters = settings.LBFGS
+
+    def __init__(self, **given) -> None:
+        """``given``: any of :data:`rankstudy.solvers.settings.LBFGS` (checked), the others their defaults."""
+        for name, value in settings.settled(self.parameters, given, self.name).items():
+            setattr(self, name, value)
 
     def solve(self, objective, theta0: np.ndarray, vali=None) -> Solution:
         history: list[dict] = []

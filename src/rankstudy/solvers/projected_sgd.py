@@ -47,11 +47,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from rankstudy.solvers import settings
 from rankstudy.solvers.base import Solution
 from rankstudy.util.progress import Progress
 
-FEASIBILITY = ("project", "halve")
-STEP_RULES = ("adagrad", "plain")
 
 
 def project_l1(theta: np.ndarray, nonnegative: np.ndarray, bound: float | None) -> np.ndarray:
@@ -80,23 +79,13 @@ class ProjectedSGD:
 
     name = "projected_sgd"
 
-    def __init__(self, step: float = 0.5, decay: float = 2 ** -0.5, epochs: int = 10, l1_bound: float | None = None,
-                 max_halvings: int = 30, seed: int = 0, progress: Callable[[str], None] = print,
-                 feasibility: str = "project", step_rule: str = "adagrad") -> None:
-        if not step > 0 or not 0 < decay <= 1:
-            raise ValueError(f"need step > 0 and 0 < decay <= 1, got step={step!r}, decay={decay!r}")
-        if int(epochs) < 1:
-            raise ValueError(f"epochs must be >= 1, got {epochs!r}")
-        if l1_bound is not None and not l1_bound > 0:
-            raise ValueError(f"l1_bound must be > 0, got {l1_bound!r}")
-        if feasibility not in FEASIBILITY:
-            raise ValueError(f"unknown feasibility {feasibility!r}; valid: {', '.join(FEASIBILITY)}")
-        if step_rule not in STEP_RULES:
-            raise ValueError(f"unknown step_rule {step_rule!r}; valid: {', '.join(STEP_RULES)}")
-        self.step, self.decay, self.epochs = float(step), float(decay), int(epochs)
-        self.l1_bound = None if l1_bound is None else float(l1_bound)
-        self.max_halvings, self.seed = int(max_halvings), int(seed)
-        self.feasibility, self.step_rule = feasibility, step_rule
+    parameters = settings.PROJECTED_SGD
+
+    def __init__(self, progress: Callable[[str], None] = print, **given) -> None:
+        """``given``: any of :data:`rankstudy.solvers.settings.PROJECTED_SGD` (checked), the others
+        their defaults."""
+        for name, value in settings.settled(self.parameters, given, self.name).items():
+            setattr(self, name, value)
         self.progress = progress  # an epoch can take minutes (e.g. a full CDN on long queries)
 
     def feasible(self, theta: np.ndarray, nonnegative: np.ndarray) -> bool:

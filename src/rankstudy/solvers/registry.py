@@ -1,5 +1,5 @@
-"""Every solver by name (see :mod:`rankstudy.solvers.base`), built from one settings object, with
-what it needs of a loss. A new solver is one class plus one entry here.
+"""Every solver by name (see :mod:`rankstudy.solvers.base`), with its declared settings
+(:mod:`rankstudy.solvers.settings`) and what it needs of a loss. A new solver is one class plus one entry here.
 
 Which solver fits which loss (:func:`check_solver`), from the loss's entry in
 :data:`rankstudy.losses.registry.LOSSES`:
@@ -13,36 +13,23 @@ Which solver fits which loss (:func:`check_solver`), from the loss's entry in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
+from rankstudy.solvers import settings
 from rankstudy.util.lazy import load
 from rankstudy.util.names import lookup
-
-
-@dataclass(frozen=True)
-class SolverSettings:
-    """The settings of every solver; each takes the ones it uses. Adam's own settings (declared in
-    :data:`rankstudy.solvers.adam.PARAMETERS`, with their defaults) go by name in ``adam``."""
-
-    max_iter: int = 200  # lbfgs, cutting_plane: iterations
-    tol: float = 1e-6  # lbfgs
-    epsilon: float = 1e-3  # cutting_plane: its tolerance
-    epochs: int = 10  # projected_sgd
-    step: float = 0.5
-    decay: float = 2 ** -0.5
-    l1_bound: float | None = None
-    seed: int = 0
-    adam: Mapping = field(default_factory=dict)
+from rankstudy.util.params import Param, ParamError
 
 
 @dataclass(frozen=True)
 class SolverEntry:
     """``path``: ``"module:Class"`` of the solver, imported when it is built (the cutting-plane
-    solver's QP library alone costs a job 0.4 s); ``build`` makes it from the settings."""
+    solver's QP library alone costs a job 0.4 s); ``parameters`` its settings
+    (:mod:`rankstudy.solvers.settings`, known without that import)."""
 
     path: str
-    build: Callable[[type, SolverSettings], object]
+    parameters: dict[str, Param]
     needs_smooth: bool = False
     needs_convex_unbiased: bool = False
 
@@ -52,15 +39,11 @@ class SolverEntry:
 
 
 SOLVERS: dict[str, SolverEntry] = {
-    "lbfgs": SolverEntry("rankstudy.solvers.lbfgs:LBFGS", lambda cls, s: cls(max_iter=s.max_iter, tol=s.tol),
-                         needs_smooth=True),
-    "cutting_plane": SolverEntry("rankstudy.solvers.cutting_plane:CuttingPlane",
-                                 lambda cls, s: cls(epsilon=s.epsilon, max_iter=s.max_iter),
+    "lbfgs": SolverEntry("rankstudy.solvers.lbfgs:LBFGS", settings.LBFGS, needs_smooth=True),
+    "cutting_plane": SolverEntry("rankstudy.solvers.cutting_plane:CuttingPlane", settings.CUTTING_PLANE,
                                  needs_convex_unbiased=True),
-    "projected_sgd": SolverEntry("rankstudy.solvers.projected_sgd:ProjectedSGD",
-                                 lambda cls, s: cls(step=s.step, decay=s.decay, epochs=s.epochs,
-                                                    l1_bound=s.l1_bound, seed=s.seed)),
-    "adam": SolverEntry("rankstudy.solvers.adam:Adam", lambda cls, s: cls(**{"seed": s.seed, **s.adam})),
+    "projected_sgd": SolverEntry("rankstudy.solvers.projected_sgd:ProjectedSGD", settings.PROJECTED_SGD),
+    "adam": SolverEntry("rankstudy.solvers.adam:Adam", settings.ADAM),
 }
 
 
@@ -68,10 +51,26 @@ def solver_class(name: str) -> type:
     return lookup(SOLVERS, name, "solver").cls
 
 
-def make_solver(name: str, settings: SolverSettings):
-    """The solver ``name`` with the settings it uses."""
+def make_solver(name: str, common: Mapping | None = None, own: Mapping | None = None):
+    """The solver ``name`` with the ``common`` settings it declares (a ranker's ``max_iter``,
+    ``tol``, ``seed``: each solver takes those it has) and its ``own`` (all checked: a ranker's
+    ``solver_params``)."""
     entry = lookup(SOLVERS, name, "solver")
-    return entry.build(entry.cls, settings)
+    taken = {key: value for key, value in (common or {}).items() if key in entry.parameters}
+    return entry.cls(**{**taken, **(own or {})})
+
+
+def check_solver_params(name: str, own: Mapping | None, reserved: tuple[str, ...] = ()) -> None:
+    """ParamError naming ``solver_params.KEY`` when solver ``name`` has no such setting, the
+    value is refused, or the ranker sets it itself (``reserved``: its own parameters)."""
+    entry = lookup(SOLVERS, name, "solver")
+    for key in own or {}:
+        if key in reserved:
+            raise ParamError(f"solver_params.{key}", f"{key} is the ranker's own parameter: set it there, not in solver_params")
+    try:
+        settings.settled(entry.parameters, dict(own or {}), name)
+    except ParamError as exc:
+        raise ParamError(f"solver_params.{exc.param}", exc.problem) from None
 
 
 def fits(name: str, loss, *, l2: float, linear: bool = True, kinks: bool = False) -> bool:
