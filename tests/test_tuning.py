@@ -426,3 +426,28 @@ def test_the_steps_given_to_optuna_are_about_two_per_doubling_whatever_a_loop_re
     assert [s for s in range(1, 70) if every(s)] == [1, 2, 4, 5, 8, 11, 16, 22, 32, 45, 64]
     tenth = ReportSchedule()
     assert [s for s in range(10, 300, 10) if tenth(s)] == [10, 20, 30, 40, 50, 70, 90, 130, 190, 260]
+
+
+def test_a_solvers_own_setting_is_tuned_by_its_dotted_name_and_checked_by_its_declaration(tmp_path):
+    """tune.space: {solver_params.learning_rate: ...} tunes Adam's learning rate of a linear
+    ranker: the first trial is the untuned model's (Adam's declared 1e-3, its other settings kept),
+    each trial fits with its own rate, and the model is the best trial's."""
+    params = {"loss": "listnet", "solver": "adam", "solver_params": {"epochs": 3}, "seed": 0}
+    space = tuning_space("linear", params, {"l2": None, "solver_params.learning_rate": {"log_uniform": [1e-3, 0.3]}})
+    assert list(space) == ["solver_params.learning_rate"]
+    out = tune_and_fit("linear", params, space, TRAIN, VALI, metric=METRIC, metric_options=OPTIONS,
+                       settings=TuneSettings(sampler="random", trials=4), storage=str(tmp_path / "adam.journal"),
+                       name="s/d/f/linear/fold1#adam", progress=lambda _: None)
+    rates = [r["param.solver_params.learning_rate"] for r in out.rows]
+    assert rates[0] == 1e-3 and len(set(rates)) == 4
+    best = next(r for r in out.rows if r["selected"])
+    assert out.params["solver_params"] == {"epochs": 3, "learning_rate": best["param.solver_params.learning_rate"]}
+    assert (out.ranker.make_solver().learning_rate, out.ranker.make_solver().epochs) == (out.params["solver_params"]["learning_rate"], 3)
+    # a setting the solver does not have, and a range its declaration refuses, are named before any job
+    with pytest.raises(TuningError, match="unknown setting 'lr' of solver_params") as caught:
+        tuning_space("linear", params, {"solver_params.lr": {"uniform": [0.1, 1]}})
+    assert caught.value.key == "tune.space.solver_params.lr"
+    with pytest.raises(TuningError, match="leaves the parameter's range"):
+        tuning_space("linear", params, {"solver_params.learning_rate": {"uniform": [0, 1]}})
+    with pytest.raises(TuningError, match=r"unknown setting 'learning_rate' of solver_params \(the lbfgs solver's own settings; max_iter, tol, seed are the method's\); valid: none"):
+        tuning_space("linear", {"loss": "ranknet"}, {"solver_params.learning_rate": {"uniform": [0.1, 1]}})

@@ -14,6 +14,7 @@ from rankstudy.pipeline.records import FitRecord, FoldSummary, MethodSummary, Ml
 from rankstudy.reporting.budget import fold_budget
 from rankstudy.tracking.nested import nested_runs
 from rankstudy.util import atomic
+from rankstudy.util.params import value_at
 
 # what each fold's MLflow run keeps as artifacts (names of the aggregate job's inputs)
 ARTIFACTS = ("model", "scores_test", "trec", "qrels", "per_query_vali", "per_query_test", "selection", "resolved")
@@ -36,7 +37,7 @@ def chosen_settings(fit: FitRecord, model_path: str, selection: pd.DataFrame) ->
     if tuned.get("pruner", "none") != "none":  # how many trials the pruner stopped (or why it could not)
         spent["tune.pruned"] = tuned["pruned"] if tuned.get("reports") else "unpruned (no curve)"
     diverged = int((selection["state"] == "diverged").sum()) if "state" in selection else 0
-    return {**{k: fit.params[k] for k in shown}, **{k: state[k] for k in SETTLED if k in state}, **spent,
+    return {**{k: value_at(fit.params, k) for k in shown}, **{k: state[k] for k in SETTLED if k in state}, **spent,
             **({"diverged": diverged} if diverged else {}), "selection_score": fit.selection_score}
 
 

@@ -16,6 +16,7 @@ from rankstudy.rankers.base import SAVE_FORMAT, SAVE_VERSION
 from rankstudy.rankers.selection import AllDiverged, select_and_fit
 from rankstudy.tracking.provenance import code_digest, git_commit
 from rankstudy.util import atomic
+from rankstudy.util.params import value_at
 
 job = from_argv()  # run by `shell:` (rankstudy.pipeline.stepjob)
 with job_logging(job, "train", keep_attempts=bool(job.params.spec.get("tune"))):
@@ -62,7 +63,8 @@ with job_logging(job, "train", keep_attempts=bool(job.params.spec.get("tune"))):
     trace = None if diverged else ranker.objective_trace_
     if trace:
         print(f"training objective: {trace['start']} at the start, {trace['final']} at the end")
-    picked = ", ".join(f"{k}={chosen[k]:.4g}" if isinstance(chosen[k], float) else f"{k}={chosen[k]}" for k in shown)
+    picked = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+                       for k, v in ((k, value_at(chosen, k)) for k in shown))
     score = next(row[f"vali.{metric}"] for row in table if row["selected"])
     if tuning and "full_fold_value" in tuning:  # the trials fit on a subsample: the model's own score
         score = tuning["full_fold_value"]

@@ -135,6 +135,33 @@ class Ranker(metaclass=_CheckedParams):
                                        f"{', '.join(valid)}", owner=cls.kind)
 
     @classmethod
+    def part_parameters(cls, namespace: str, params: dict[str, Any]) -> dict[str, Param]:
+        """The declared settings of the part the ranker takes under ``namespace`` (a scored ranker's
+        ``solver_params``: its solver's), for its parameters ``params``; none by default."""
+        return {}
+
+    @classmethod
+    def part_name(cls, namespace: str, params: dict[str, Any]) -> str:
+        """What the part under ``namespace`` is for ``params``, for a message ("solver lbfgs")."""
+        return namespace
+
+    @classmethod
+    def declaration(cls, name: str, params: dict[str, Any]) -> Param:
+        """The declaration of ``name``: a parameter, or ``NAMESPACE.KEY`` a setting of one of its
+        parts (:meth:`part_parameters`, for ``params``). ParamError naming it when there is none."""
+        namespace, dot, key = name.partition(".")
+        if not dot:
+            cls.check_names([name])
+            return cls.parameters.get(name) or Param(cls.parameter_constraints.get(name, []))
+        cls.check_names([namespace])
+        filled = {n: p.default for n, p in cls.parameters.items()} | dict(params)
+        parts = cls.part_parameters(namespace, filled)
+        if key not in parts:
+            raise ParamError(name, f"unknown setting {key!r} of {namespace} ({cls.part_name(namespace, filled)}); "
+                                   f"valid: {', '.join(parts) or 'none'}", owner=cls.kind)
+        return parts[key]
+
+    @classmethod
     def check_params(cls, params: dict[str, Any]) -> None:
         """ParamError naming the first parameter that its constraints refuse, then whatever
         :meth:`check_combination` refuses. Called before ``__init__`` runs."""

@@ -70,8 +70,7 @@ class LinearRanker(ScoredRanker):
     @classmethod
     def check_combination(cls, params: dict) -> None:
         loss_options_error(params["loss"], params["loss_params"])
-        solver = params["solver"] or default_solver(loss_entry(params["loss"]), l2=params["l2"])
-        solver_params_error(solver, params["solver_params"])
+        solver_params_error(cls.resolved_solver(params), params["solver_params"])
         if params["functional"] == "quadratic" and params["pairs"] is None:
             raise ParamError("pairs", "functional='quadratic' needs pairs (a list of [i, j] feature index pairs)")
         if params["functional"] == "linear" and params["pairs"] is not None:
@@ -94,9 +93,13 @@ class LinearRanker(ScoredRanker):
     def make_loss(self):
         return bind_loss(self.loss, self.loss_params, seed=self.seed, group=self.group)
 
+    @classmethod
+    def resolved_solver(cls, params: dict) -> str:
+        return params["solver"] or default_solver(loss_entry(params["loss"]), l2=params["l2"])
+
     def solver_name(self) -> str:
         # resolved here, not stored: the saved parameters keep what the config asked for
-        return self.solver or default_solver(loss_entry(self.loss), l2=self.l2)
+        return self.resolved_solver(self.get_params())
 
     def make_solver(self):
         return registered_solver(self)

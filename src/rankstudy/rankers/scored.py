@@ -15,10 +15,10 @@ import numpy as np
 from rankstudy.losses.padded import LossFn
 from rankstudy.losses.registry import check_loss_options
 from rankstudy.rankers.base import NotFittedError, Ranker
-from rankstudy.util.params import ParamError
+from rankstudy.util.params import Param, ParamError
 from rankstudy.scorers.base import Scorer
 from rankstudy.solvers.objective import Objective
-from rankstudy.solvers.registry import check_solver, check_solver_params, make_solver
+from rankstudy.solvers.registry import SOLVERS, check_solver, check_solver_params, make_solver
 
 # a ranker's own parameters that the solvers declaring them take (lbfgs max_iter and tol, the
 # cutting plane max_iter, the stochastic solvers seed); the rest of a solver's settings go in
@@ -64,6 +64,28 @@ class ScoredRanker(Ranker):
 
     def make_solver(self):
         raise NotImplementedError
+
+    @classmethod
+    def resolved_solver(cls, params: dict) -> str | None:
+        """The registered solver a ranker with ``params`` (defaults filled in) trains with, for
+        the rankers whose ``solver`` may be null (the first that fits the loss); None: not known
+        from the parameters alone."""
+        return None
+
+    @classmethod
+    def part_parameters(cls, namespace: str, params: dict) -> dict[str, Param]:
+        """``solver_params``: the settings of the solver ``params`` resolve to, but those the
+        ranker sets itself (:data:`SOLVER_COMMON`)."""
+        solver = cls.resolved_solver(params) if namespace == "solver_params" and "solver_params" in cls.parameters else None
+        if solver is None:
+            return {}
+        return {name: p for name, p in SOLVERS[solver].parameters.items() if name not in SOLVER_COMMON}
+
+    @classmethod
+    def part_name(cls, namespace: str, params: dict) -> str:
+        solver = cls.resolved_solver(params) if namespace == "solver_params" else None
+        return (f"the {solver} solver's own settings; {', '.join(SOLVER_COMMON)} are the method's"
+                if solver else namespace)
 
     def check_parts(self) -> None:
         """The solver must fit the loss (:func:`rankstudy.solvers.registry.check_solver`): checked

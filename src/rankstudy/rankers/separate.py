@@ -49,8 +49,7 @@ class SeparateRanker(ScoredRanker):
     @classmethod
     def check_combination(cls, params: dict) -> None:
         loss_options_error(params["loss"], params["loss_params"])
-        solver = params["solver"] or default_solver(loss_entry(params["loss"]), l2=params["l2"], linear=False)
-        solver_params_error(solver, params["solver_params"])
+        solver_params_error(cls.resolved_solver(params), params["solver_params"])
 
     def make_scorer(self) -> SeparateScorer:
         return SeparateScorer(self.functional, self.activation, self.d, self.tau, self.init_scale)
@@ -58,9 +57,13 @@ class SeparateRanker(ScoredRanker):
     def make_loss(self):
         return bind_loss(self.loss, self.loss_params, seed=self.seed)
 
+    @classmethod
+    def resolved_solver(cls, params: dict) -> str:
+        return params["solver"] or default_solver(loss_entry(params["loss"]), l2=params["l2"], linear=False)
+
     def solver_name(self) -> str:
         # f1 and f2 are not linear in (A, B); resolved here, not stored (the saved parameters keep null)
-        return self.solver or default_solver(loss_entry(self.loss), l2=self.l2, linear=False)
+        return self.resolved_solver(self.get_params())
 
     def make_solver(self):
         return registered_solver(self)

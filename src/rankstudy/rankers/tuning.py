@@ -46,7 +46,7 @@ from rankstudy.util import intermediate
 from rankstudy.rankers.spec import grid_candidates
 from rankstudy.rankers.tuning_storage import (JournalWatch, StorageError, is_journal, open_storage,  # noqa: F401
                                               shown_storage)
-from rankstudy.util.params import ParamError, Space, space_from_config, space_problem
+from rankstudy.util.params import ParamError, Space, space_from_config, space_problem, with_values
 
 SAMPLERS = ("tpe", "random")
 LOST = "lost"
@@ -90,8 +90,8 @@ def tuning_space(kind: str, params: dict, overrides: dict | None = None) -> dict
     space = cls.search_space(params)
     for name, data in (overrides or {}).items():
         key = f"tune.space.{name}"
-        try:
-            cls.check_names([name])
+        try:  # a dotted name is a part's setting (solver_params.learning_rate)
+            constraints = cls.declaration(name, params).constraints
         except ParamError as exc:
             raise TuningError(key, exc.problem) from None
         if data is None:
@@ -101,7 +101,7 @@ def tuning_space(kind: str, params: dict, overrides: dict | None = None) -> dict
             space[name] = space_from_config(data)
         except ValueError as exc:
             raise TuningError(key, str(exc)) from None
-        if problem := space_problem(space[name], cls.parameter_constraints.get(name, [])):
+        if problem := space_problem(space[name], constraints):
             raise TuningError(key, problem)
     if not space:
         raise TuningError("tune", f"{kind!r} declares no search space for these settings: give one as tune.space "
@@ -144,14 +144,25 @@ def base_candidates(kind: str, params: dict, space: dict[str, Space], grid: dict
     ``grid`` in order (its params, else the declared defaults, where the grid is silent). They open
     the study, in or outside the space, so the best trial is never below the untuned model on
     validation: with ``selected`` it is the first trial, else the grid's winner is among the first."""
-    declared = {name: p.default for name, p in ranker_class(kind).parameters.items()}
+    cls = ranker_class(kind)
+    declared = {name: p.default for name, p in cls.parameters.items()}
     out = []
     for candidate in [selected] if selected is not None else grid_candidates(grid):
         values = {**declared, **params, **candidate}
-        row = {name: values[name] for name in space if name in values}
+        row = {name: _value_of(cls, values, name) for name in space if name.partition(".")[0] in values}
         if row not in out:  # a grid key the space leaves out (tune.space: {KEY: null}) varies nothing here
             out.append(row)
     return out
+
+
+def _value_of(cls, values: dict, name: str):
+    """A parameter's value in ``values``; a part's setting (``solver_params.learning_rate``) from
+    its mapping there, else its declared default."""
+    namespace, dot, key = name.partition(".")
+    if not dot:
+        return values[name]
+    part = values.get(namespace) or {}
+    return part[key] if key in part else cls.declaration(name, values).default
 
 
 def study_name(prefix: str, kind: str, params: dict, space: dict[str, Space], settings: TuneSettings,
@@ -386,7 +397,7 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
             curve: list[list] = []
             with _Heartbeat(store, store.get_trial_id_from_study_id_trial_number(study_id, trial.number)), \
                     intermediate.listened(_pruning_listener(trial, curve, pruner["kind"] != "none")):
-                fitted = fit_candidate(kind, {**params, **values}, train, vali, metric, metric_options)
+                fitted = fit_candidate(kind, with_values(params, values), train, vali, metric, metric_options)
             if watch is not None:
                 watch.check()
             trial.set_user_attr("seconds", round(fitted.seconds, 3))
@@ -471,13 +482,13 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
         first = counted[0]
         for row in rows:
             row["selected"] = row["candidate"] == first.number + 1
-        params_first = {**params, **_values(first)}
+        params_first = with_values(params, _values(first))
         refit = fit_candidate(kind, params_first, train, vali, metric, metric_options)
         raise AllDiverged(message, refit.ranker, params_first, rows)
     best = max(complete, key=lambda t: (t.value, -t.number))  # ties: the earlier trial
     for row in rows:
         row["selected"] = row["candidate"] == best.number + 1
-    chosen = {**params, **_values(best)}
+    chosen = with_values(params, _values(best))
     refit = best.number not in kept or settings.train_fraction < 1
     full_fold = None
     if settings.train_fraction < 1:  # the trials saw a subsample: the model is fitted on the whole fold

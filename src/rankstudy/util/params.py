@@ -441,6 +441,26 @@ class Param:
                      help=self.help, library=self.library)
 
 
+def with_values(params: dict, values: dict) -> dict:
+    """``params`` with ``values`` set (a copy); a dotted name sets one setting of a part's
+    mapping (``solver_params.learning_rate``: the ``learning_rate`` of ``solver_params``)."""
+    out = dict(params)
+    for name, value in values.items():
+        namespace, dot, key = name.partition(".")
+        if dot:
+            out[namespace] = {**(out.get(namespace) or {}), key: value}
+        else:
+            out[name] = value
+    return out
+
+
+def value_at(params: dict, name: str):
+    """The value of ``name`` in ``params``; a dotted name is one setting of a part's mapping
+    (KeyError when it is not set there)."""
+    namespace, dot, key = name.partition(".")
+    return (params[namespace] or {})[key] if dot else params[name]
+
+
 def defaults(parameters: dict[str, Param]) -> dict:
     """``{name: default}`` of some declarations (a signature's defaults, written once)."""
     return {name: param.default for name, param in parameters.items()}
