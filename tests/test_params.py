@@ -261,3 +261,18 @@ def test_a_loss_option_is_checked_by_its_declaration_or_by_one_call():
         with pytest.raises(ValueError, match=problem):
             check_loss_options(name, options)
     check_loss_options("neural_ndcg", {"temperature": 2, "transposed": True})
+
+
+def test_a_loss_given_no_options_is_not_called_by_the_check(monkeypatch):
+    """Nothing to check, nothing run: the config check (every Snakemake start, every SLURM job)
+    compiled RankSVM's numba kernel to probe a loss given no options (1.2 s a start)."""
+    from rankstudy.losses import registry
+
+    def never(scores, labels, mask, margin=1.0):
+        raise AssertionError("the loss was called")
+
+    monkeypatch.setitem(registry.LOSSES, "ranksvm", registry.Loss("baseline.ranksvm", convex=True))
+    monkeypatch.setattr(registry.Loss, "function", property(lambda self: never))
+    registry.check_loss_options("ranksvm", {})
+    with pytest.raises(AssertionError, match="the loss was called"):
+        registry.check_loss_options("ranksvm", {"margin": 1.0})

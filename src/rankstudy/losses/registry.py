@@ -150,13 +150,15 @@ def check_loss_options(name: str, options: dict) -> None:
     take (from its signature; a typo would otherwise surface as a TypeError mid-fit), then a value
     its declared constraints refuse (``Loss.options``), or, for a loss that declares none, what it
     raises when called once on a tiny list (a wrong weight or phi name, found now rather than
-    mid-run). A loss with declared options is never called here: NeuralNDCG's JAX stays out of
-    the config check's process, the numba kernels uncompiled."""
+    mid-run). A loss with declared options, or given none, is never called here: NeuralNDCG's JAX
+    stays out of the config check's process, the numba kernels uncompiled."""
     valid = loss_options(name)
     unknown = sorted(set(options) - set(valid))
     if unknown:
         raise ValueError(f"unknown loss_params {', '.join(map(repr, unknown))} for loss {name!r}; "
                          f"valid options: {', '.join(valid) or '(none)'}")
+    if not options:  # nothing given, nothing to check: the loss is not called (a numba kernel would compile)
+        return
     declared = loss_entry(name).declared_options
     if declared is not None:
         for option, value in options.items():
