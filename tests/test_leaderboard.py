@@ -15,7 +15,7 @@ import pytest
 from matplotlib.colors import to_rgba
 
 from rankstudy.reporting import leaderboard as lb
-from rankstudy.reporting import plots
+from rankstudy.reporting import comparison, plots
 
 METRIC = "ndcg@10"
 
@@ -394,12 +394,11 @@ def per_query_frame(offsets: dict[str, float], sizes=(12, 36), seed: int = 0) ->
 
 def from_the_tables(per_query: pd.DataFrame, baseline: str):
     """What the tables job writes for the leaderboard: the long numbers and every pair, read back."""
-    from rankstudy.reporting import tables
 
     systems = list(pd.unique(per_query["system"]))
-    table = tables.comparison_table(per_query, [METRIC, "map"], baseline, n_resamples=200)
-    pairs = tables.all_pairs_comparison(per_query, [METRIC, "map"], systems, n_resamples=200)
-    return table, tables.long_numbers(table, [METRIC, "map"]), pairs
+    table = comparison.comparison_table(per_query, [METRIC, "map"], baseline, n_resamples=200)
+    pairs = comparison.all_pairs_comparison(per_query, [METRIC, "map"], systems, n_resamples=200)
+    return table, comparison.long_numbers(table, [METRIC, "map"]), pairs
 
 
 def test_one_mdd_per_data_set_on_the_page_its_table_and_the_heat_map(tmp_path):

@@ -14,9 +14,10 @@ from scipy import stats
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 from rankstudy.reporting.plots import ndcg_at_k_figure, ndcg_at_k_plot
-from rankstudy.reporting import tables
+from rankstudy.reporting import comparison, tables
 from rankstudy.reporting.significance import holm, paired_ttest, randomization_test
-from rankstudy.reporting.tables import STATS, comparison_table, mean_std_text, write_tables
+from rankstudy.reporting.comparison import STATS, comparison_table
+from rankstudy.reporting.tables import mean_std_text, write_tables
 
 METRICS = [f"ndcg@{k}" for k in range(1, 11)] + ["map", "p@10"]
 N_RESAMPLES = 2000
@@ -320,7 +321,7 @@ def borderline_frame(n: int = 100) -> pd.DataFrame:
 def test_intervals_exclude_zero_exactly_where_the_holm_adjusted_ttest_is_significant(tmp_path):
     frame = borderline_frame()
     table = comparison_table(frame, ["map"], "base", n_resamples=200)
-    pairs = tables.all_pairs_comparison(frame, ["map"], list(table.index), n_resamples=200)
+    pairs = comparison.all_pairs_comparison(frame, ["map"], list(table.index), n_resamples=200)
     for rows in (table["map"].drop(index="base"), pairs):
         excludes = (rows["diff_lo"] > 0) | (rows["diff_hi"] < 0)
         significant = rows["p_ttest_holm"] < 0.05
@@ -353,14 +354,14 @@ def test_too_few_queries_print_a_warning_mark_instead_of_significance(tmp_path):
 
 
 def test_few_validation_queries_are_warned_about(table, tmp_path):
-    warned = tables.mark_validation_queries(table.copy(), {1: 12, 2: 40, 3: 19})
+    warned = comparison.mark_validation_queries(table.copy(), {1: 12, 2: 40, 3: 19})
     md, tex, html = (p.read_text(encoding="utf-8") for p in write_tables(warned, ["map"], tmp_path / "w", "c")[1:])
     sentence = "fewer than 20 validation queries in fold 1 (12 queries), fold 3 (19 queries)"
     assert f"**Warning:** model selection chose on {sentence}" in md
     assert r"\textbf{Warning:}" in tex and sentence in tex
     assert '<p class="warning">' in html and sentence in html
     assert_latex_clean(tex, n_columns=2)
-    fine = tables.mark_validation_queries(table.copy(), {1: 20, 2: 40})
+    fine = comparison.mark_validation_queries(table.copy(), {1: 20, 2: 40})
     assert "Warning" not in write_tables(fine, ["map"], tmp_path / "f", "c")[1].read_text(encoding="utf-8")
 
 
@@ -378,7 +379,7 @@ def test_systems_whose_test_scores_were_all_tied_are_marked_in_every_file(tmp_pa
                  "fine": SimpleNamespace(score_ties={"1": ties(0.3)}), "base": SimpleNamespace(score_ties={})}
     flagged = tied_scores(summaries, 0.5)
     assert flagged == {"stuck": {1: 1.0}} and tied_scores(summaries, 0.2) == {"stuck": {1: 1.0}, "fine": {1: 0.3}}
-    tables.mark_tied_scores(table, flagged, 0.5)
+    comparison.mark_tied_scores(table, flagged, 0.5)
     csv, md, tex, html = (p.read_text(encoding="utf-8") for p in write_tables(table, ["map"], tmp_path / "t", "c"))
     assert "| stuck ≡ " in md and "| fine " in md and "fine ≡" not in md
     assert "≡: every test score of a query tied in more than 50% of the queries" in md
@@ -393,7 +394,7 @@ def test_latex_escapes_every_special_character(tmp_path):
     hostile = "a_b%c&d#e$f{g}h~i^j\\k<l>m|n [x]"
     frame = tiny_frame(30, {"base": 0.0, hostile: 0.1, "Müller-Öl": -0.1})
     table = comparison_table(frame, ["map"], "base", n_resamples=200)
-    tables.mark_not_learned(table, {hostile: {1: ["no fall"]}})
+    comparison.mark_not_learned(table, {hostile: {1: ["no fall"]}})
     caption = "labels >= 1 and <= 4; mean ± std – † marks; 5% of queries & # dropped ⚠ (x ≥ y)"
     paths = write_tables(table, ["map"], tmp_path / "t", caption)
     tex = paths[2].read_text(encoding="utf-8")
@@ -401,7 +402,7 @@ def test_latex_escapes_every_special_character(tmp_path):
     assert (r"a\_b\%c\&d\#e\$f\{g\}h\textasciitilde{}i\textasciicircum{}j\textbackslash{}k$<$l$>$m$|$n {[}x{]} (!)"
             in tex)
     assert r"labels $\geq$ 1 and $\leq$ 4; mean $\pm$ std -- $^{\dagger}$ marks; 5\% of queries \& \# dropped" in tex
-    pairs = tables.all_pairs_comparison(frame, ["map"], list(table.index), n_resamples=200)
+    pairs = comparison.all_pairs_comparison(frame, ["map"], list(table.index), n_resamples=200)
     tex = write_tables(table, ["map"], tmp_path / "p", caption, pairs=pairs, compare="all_pairs")[2]
     assert_latex_clean(tex.read_text(encoding="utf-8"), n_columns=3)
 
@@ -461,7 +462,7 @@ def our_letters(pairs: pd.DataFrame, systems: list[str]) -> dict[tuple[str, str]
 @pytest.mark.parametrize("decided_by, stat_test", [("ttest", "student"), ("rand", "fisher")])
 def test_all_pairs_marks_match_ranx(five_systems, decided_by, stat_test):
     systems = ["s1", "s2", "s3", "s4", "s5"]
-    pairs = tables.all_pairs_comparison(five_systems, PAIR_METRICS, systems, n_resamples=4000, alpha=ALPHA,
+    pairs = comparison.all_pairs_comparison(five_systems, PAIR_METRICS, systems, n_resamples=4000, alpha=ALPHA,
                                         decided_by=decided_by)
     assert len(pairs) == 10 * len(PAIR_METRICS) and (pairs["decided_by"] == decided_by).all()
     adjusted = pairs[f"p_{decided_by}_holm"]
@@ -480,7 +481,7 @@ def test_all_pairs_marks_match_ranx(five_systems, decided_by, stat_test):
 
 def test_all_pairs_pvalues_match_scipy_and_holm_over_all_pairs(five_systems):
     systems = ["s1", "s2", "s3", "s4", "s5"]
-    pairs = tables.all_pairs_comparison(five_systems, PAIR_METRICS, systems, n_resamples=500)
+    pairs = comparison.all_pairs_comparison(five_systems, PAIR_METRICS, systems, n_resamples=500)
     part = pairs[pairs["metric"] == "ndcg@10"]
     for row in part.itertuples():
         a, b = matched(five_systems, row.system, row.other, "ndcg@10")
@@ -504,7 +505,7 @@ def loop_sign_flip_pvalue(diff: np.ndarray) -> float:
 
 def test_all_pairs_randomization_matches_an_exact_loop_on_a_tiny_case():
     frame = tiny_frame(10, {"x": 0.0, "y": 0.01, "z": 0.03}, noise=0.03)
-    pairs = tables.all_pairs_comparison(frame, ["map"], ["x", "y", "z"], n_resamples=20000, min_queries=1)
+    pairs = comparison.all_pairs_comparison(frame, ["map"], ["x", "y", "z"], n_resamples=20000, min_queries=1)
     wide = frame.pivot(index="qid", columns="system", values="map")
     exact = [loop_sign_flip_pvalue((wide[a] - wide[b]).to_numpy()) for a, b in zip(pairs["system"], pairs["other"])]
     assert any(0.05 < p < 0.95 for p in exact)  # informative
@@ -515,7 +516,7 @@ def test_all_pairs_randomization_matches_an_exact_loop_on_a_tiny_case():
 def test_all_pairs_tables_show_letters_and_write_the_pairs(five_systems, tmp_path):
     systems = ["s1", "s2", "s3", "s4", "s5"]
     table = comparison_table(five_systems, PAIR_METRICS, "s1", n_resamples=500)
-    pairs = tables.all_pairs_comparison(five_systems, PAIR_METRICS, systems, n_resamples=500)
+    pairs = comparison.all_pairs_comparison(five_systems, PAIR_METRICS, systems, n_resamples=500)
     paths = write_tables(table, PAIR_METRICS, tmp_path / "ap", "caption", pairs=pairs, compare="all_pairs")
     assert [p.name for p in paths] == [f"ap.{ext}" for ext in ("csv", "md", "tex", "html", "pairs.csv")]
     md, tex, html = (p.read_text(encoding="utf-8") for p in paths[1:4])
@@ -531,9 +532,9 @@ def test_all_pairs_tables_show_letters_and_write_the_pairs(five_systems, tmp_pat
     assert f'<b>{s4_mean}</b><span class="marks"><sup>abce</sup></span><br><span class="sub">±{s4_std}</span>' in html
     assert_latex_clean(tex, n_columns=len(PAIR_METRICS) + 2)
     written = pd.read_csv(paths[4], keep_default_na=False)
-    assert list(written.columns) == list(tables.PAIR_COLUMNS) and len(written) == 20
+    assert list(written.columns) == list(comparison.PAIR_COLUMNS) and len(written) == 20
     # few queries: no letters, the warning mark instead
-    few = tables.all_pairs_comparison(five_systems[five_systems["qid"] < 105], PAIR_METRICS, systems,
+    few = comparison.all_pairs_comparison(five_systems[five_systems["qid"] < 105], PAIR_METRICS, systems,
                                       n_resamples=200)
     assert few["too_few_queries"].all() and (few["winner"] == "").all()
     md = write_tables(table, PAIR_METRICS, tmp_path / "few", "c", pairs=few, compare="all_pairs")[1]
@@ -543,8 +544,8 @@ def test_all_pairs_tables_show_letters_and_write_the_pairs(five_systems, tmp_pat
 
 
 def test_baseline_pairs_are_the_tables_tests(table):
-    pairs = tables.baseline_pairs(table, ["map"])
-    assert list(pairs.columns) == list(tables.PAIR_COLUMNS)
+    pairs = comparison.baseline_pairs(table, ["map"])
+    assert list(pairs.columns) == list(comparison.PAIR_COLUMNS)
     assert pairs["system"].tolist() == ["tied", BEST, ODD_NAME] and (pairs["other"] == "base").all()
     assert pairs["winner"].tolist() == ["", BEST, "base"]
     np.testing.assert_array_equal(pairs["p_rand_holm"], table["map"].loc[["tied", BEST, ODD_NAME], "p_rand_holm"])
@@ -764,7 +765,7 @@ def test_every_html_table_fits_a_screen_1000_px_wide(tmp_path):
     (the main table in one piece when it fits, other tables in blocks of metrics)."""
     frame = leaderboard_like(0.01)
     table = comparison_table(frame, LEADERBOARD_METRICS, "ranknet [first]", n_resamples=100)
-    pairs = tables.all_pairs_comparison(frame, LEADERBOARD_METRICS, list(table.index), n_resamples=100,
+    pairs = comparison.all_pairs_comparison(frame, LEADERBOARD_METRICS, list(table.index), n_resamples=100,
                                         decided_by="ttest")  # the t-test: no resampling to wait for
     assert (pairs["winner"] != "").sum() > 300  # informative: long lists of letters
     # against the baseline; every pair with its letters; every pair with none won (all alike)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from rankstudy.reporting import budget, chosen, pages, plots, tables, timing
+from rankstudy.reporting import budget, chosen, comparison, pages, plots, tables, timing
 from rankstudy.pipeline import results
 from rankstudy.pipeline.records import FoldMeta
 from rankstudy.pipeline.jobs import job_logging
@@ -68,19 +68,19 @@ with job_logging(snakemake, "tables"):
     # has neither key, nor the fold_meta input
     compare = report.get("compare", "baseline")
     tests = dict(n_resamples=report["n_resamples"], alpha=report["alpha"], seed=0,
-                 min_queries=report.get("min_queries", tables.DEFAULT_MIN_QUERIES))
+                 min_queries=report.get("min_queries", comparison.DEFAULT_MIN_QUERIES))
     summaries = results.summaries(snakemake.input.summaries, p.systems)
-    table = tables.comparison_table(per_query, metric_names, p.baseline, **tests)
-    tables.mark_not_learned(table, results.not_learned(summaries))
+    table = comparison.comparison_table(per_query, metric_names, p.baseline, **tests)
+    comparison.mark_not_learned(table, results.not_learned(summaries))
     max_tied = report.get("max_tied_share", tables.MAX_TIED_SHARE)
-    tables.mark_tied_scores(table, results.tied_scores(summaries, max_tied), max_tied)
+    comparison.mark_tied_scores(table, results.tied_scores(summaries, max_tied), max_tied)
     # a random ranking's scores depend on the test queries only: any system's summary holds them
     random = next((summaries[s].random for s in order if s in summaries and summaries[s].random), {})
     table.attrs["random"] = {m: random[f"test.{m}"] for m in metric_names if f"test.{m}" in random}
     fold_metas = [FoldMeta.read(path) for path in snakemake.input.get("fold_meta", [])]
-    tables.mark_validation_queries(table, {m.fold: m.sizes["vali.n_queries"] for m in fold_metas})
-    pairs = (tables.all_pairs_comparison(per_query, metric_names, list(table.index), **tests)
-             if compare == "all_pairs" else tables.baseline_pairs(table, metric_names))
+    comparison.mark_validation_queries(table, {m.fold: m.sizes["vali.n_queries"] for m in fold_metas})
+    pairs = (comparison.all_pairs_comparison(per_query, metric_names, list(table.index), **tests)
+             if compare == "all_pairs" else comparison.baseline_pairs(table, metric_names))
     caption = (f"{w.dataset}, study {w.study}: test split, {folds_text(p.folds)}; "
                f"{significance_text(compare, p.baseline, report['alpha'])}. "
                f"Score ties are broken by input order; queries without a relevant document "
