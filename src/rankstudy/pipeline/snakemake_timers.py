@@ -8,6 +8,14 @@ study (2 cores, one fold) Snakemake held 26 threads after 21 jobs, each with its
 arena reserved; under ``ulimit -v 1048576`` it stopped with "can't start new thread" after a few
 jobs (snakemake/snakemake#3804 is the same pile-up at 10000 jobs). A timer already pending wakes
 the loop within the same timespan, so a second one adds nothing: it is not started.
+
+The one private name of a tool this project still touches (issue 44.3), kept on purpose: Snakemake
+9.27.1 (the newest release, 2026-10) has no public way around it. ``--max-jobs-per-timespan`` only
+changes the delay (every value keeps a timer per pass, so one chain per finished job either way),
+and the scheduler plugins choose jobs, not the loop's wake-ups. Without the patch a leaderboard's
+thousands of jobs leave as many 1-s timer chains waking the scheduler. When Snakemake stops
+starting a timer per pass, drop this module: tests/test_faults.py checks that the method it
+replaces still exists, and fails when it is gone.
 """
 
 from __future__ import annotations
