@@ -13,7 +13,7 @@ A tier marker on a test or its module (``pytestmark = pytest.mark.integration``)
 ``slow`` is e2e plus realdata (``-m "not slow"`` = unit and integration). A unit-tier test that
 starts the Snakemake CLI, Python, MLflow or a shell fails, naming the command.
 
-Under pytest-xdist (``-n 2 --dist loadgroup``, pyproject.toml) a test shares a worker with the
+Under pytest-xdist (``-n 3 --dist loadgroup``, pyproject.toml) a test shares a worker with the
 tests it shares a costly fixture with (``group_for_workers``), and the long groups start first."""
 
 from __future__ import annotations
@@ -245,7 +245,7 @@ def pytest_collection_modifyitems(config, items):
     group_for_workers(config, items)
 
 
-# ---- two workers (pytest-xdist; pyproject.toml's addopts: -n 2 --dist loadgroup; -n 0 runs serially)
+# ---- the workers (pytest-xdist; pyproject.toml's addopts: -n 3 --dist loadgroup; -n 0 runs serially)
 
 BASE_GROUP = "tiny_base"  # every test of the session's tiny run, on one worker: built once
 GROUPS = "rankstudy_groups"  # a worker's input: the folder where it writes each test's group
