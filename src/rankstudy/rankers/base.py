@@ -142,7 +142,7 @@ class Ranker(metaclass=_CheckedParams):
 
     @classmethod
     def part_name(cls, namespace: str, params: dict[str, Any]) -> str:
-        """What the part under ``namespace`` is for ``params``, for a message ("solver lbfgs")."""
+        """What the part under ``namespace`` is for ``params``, for a message ("the lbfgs solver's own settings")."""
         return namespace
 
     @classmethod
