@@ -8,11 +8,11 @@ from rankstudy.features.featuresets import FeatureSet
 from rankstudy.losses.groups import GROUP_AGGREGATES
 from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
 from rankstudy.util.params import Choice, Constraint, Integer, Listing, LogUniform, Mapping, Param, ParamError, Real
-from rankstudy.rankers.scored import ScoredRanker, loss_options_error, registered_solver, solver_params_error
+from rankstudy.rankers.scored import ScoredRanker, loss_options_error, solver_params_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import QuadraticScorer
 from rankstudy.solvers import settings
-from rankstudy.solvers.registry import SOLVERS, default_solver
+from rankstudy.solvers.registry import SOLVERS
 
 FUNCTIONALS = ("linear", "quadratic")
 
@@ -92,17 +92,6 @@ class LinearRanker(ScoredRanker):
 
     def make_loss(self):
         return bind_loss(self.loss, self.loss_params, seed=self.seed, group=self.group)
-
-    @classmethod
-    def resolved_solver(cls, params: dict) -> str:
-        return params["solver"] or default_solver(loss_entry(params["loss"]), l2=params["l2"])
-
-    def solver_name(self) -> str:
-        # resolved here, not stored: the saved parameters keep what the config asked for
-        return self.resolved_solver(self.get_params())
-
-    def make_solver(self):
-        return registered_solver(self)
 
     @property
     def coef_(self) -> np.ndarray:

@@ -8,17 +8,17 @@ plain-data parameters; fitting, predicting, saving and loading are shared here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from rankstudy.losses.padded import LossFn
-from rankstudy.losses.registry import check_loss_options
+from rankstudy.losses.registry import check_loss_options, loss_entry
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.util.params import Param, ParamError
 from rankstudy.scorers.base import Scorer
 from rankstudy.solvers.objective import Objective
-from rankstudy.solvers.registry import SOLVERS, check_solver, check_solver_params, make_solver
+from rankstudy.solvers.registry import SOLVERS, check_solver, check_solver_params, default_solver, make_solver
 
 # a ranker's own parameters that the solvers declaring them take (lbfgs max_iter and tol, the
 # cutting plane max_iter, the stochastic solvers seed); the rest of a solver's settings go in
@@ -55,6 +55,8 @@ class ScoredRanker(Ranker):
 
     l2: float
     seed: int = 0  # a subclass without a seed parameter starts from seed 0
+    # whether the scores are linear in the parameters (the default solver of resolved_solver)
+    linear_scores: ClassVar[bool] = True
 
     def make_scorer(self) -> Scorer:
         raise NotImplementedError
@@ -63,14 +65,20 @@ class ScoredRanker(Ranker):
         raise NotImplementedError
 
     def make_solver(self):
+        # a ranker that takes solver_params chooses a registered solver by name; the others say theirs
+        if "solver_params" in self.parameters:
+            return registered_solver(self)
         raise NotImplementedError
 
     @classmethod
     def resolved_solver(cls, params: dict) -> str | None:
         """The registered solver a ranker with ``params`` (defaults filled in) trains with, for
-        the rankers whose ``solver`` may be null (the first that fits the loss); None: not known
-        from the parameters alone."""
-        return None
+        the rankers that take ``solver_params`` (their ``solver`` may be null: the first that fits
+        the loss, for scores that are or are not linear in the parameters, ``linear_scores``);
+        None for the others."""
+        if "solver_params" not in cls.parameters:
+            return None
+        return params["solver"] or default_solver(loss_entry(params["loss"]), l2=params["l2"], linear=cls.linear_scores)
 
     @classmethod
     def part_parameters(cls, namespace: str, params: dict) -> dict[str, Param]:
@@ -105,7 +113,8 @@ class ScoredRanker(Ranker):
         """The registered name of the solver: the ``solver`` parameter where the ranker has one,
         known without importing the solver (a job that only scores, or only checks a spec, needs
         no SciPy optimiser), else the built solver's (None: not a registered solver)."""
-        name = getattr(self, "solver", None)
+        # resolved, not stored: the saved parameters keep what the config asked for (null)
+        name = self.resolved_solver(self.get_params()) or getattr(self, "solver", None)
         return name if isinstance(name, str) else getattr(self.make_solver(), "name", None)
 
     def solver_allowances(self) -> dict:

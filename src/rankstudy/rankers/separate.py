@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
+from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Mapping, Param, Real
-from rankstudy.rankers.scored import ScoredRanker, loss_options_error, registered_solver, solver_params_error
+from rankstudy.rankers.scored import ScoredRanker, loss_options_error, solver_params_error
 from rankstudy.scorers.separate import ACTIVATIONS, SEPARATE_FUNCTIONALS, SeparateScorer
 from rankstudy.solvers import settings
-from rankstudy.solvers.registry import SOLVERS, default_solver
+from rankstudy.solvers.registry import SOLVERS
 
 
 class SeparateRanker(ScoredRanker):
@@ -44,6 +44,7 @@ class SeparateRanker(ScoredRanker):
                                help="the solver's own settings by name, e.g. {learning_rate: 0.01} for adam"),
     }
     data_kind = "qa"
+    linear_scores = False  # f1 and f2 are not linear in (A, B): the default solver is one that needs no linearity
     featureset_types = ("first",)
 
     @classmethod
@@ -56,17 +57,6 @@ class SeparateRanker(ScoredRanker):
 
     def make_loss(self):
         return bind_loss(self.loss, self.loss_params, seed=self.seed)
-
-    @classmethod
-    def resolved_solver(cls, params: dict) -> str:
-        return params["solver"] or default_solver(loss_entry(params["loss"]), l2=params["l2"], linear=False)
-
-    def solver_name(self) -> str:
-        # f1 and f2 are not linear in (A, B); resolved here, not stored (the saved parameters keep null)
-        return self.resolved_solver(self.get_params())
-
-    def make_solver(self):
-        return registered_solver(self)
 
     @property
     def A_(self) -> np.ndarray:

@@ -65,7 +65,7 @@ def batch_rows(offsets: np.ndarray, queries: np.ndarray, max_length: int | None,
     return rows[keep], np.concatenate([[0], np.cumsum(kept)])
 
 
-class Adam:
+class Adam(settings.Declared):
     """See the module docstring."""
 
     name = "adam"
@@ -73,8 +73,7 @@ class Adam:
 
     def __init__(self, *, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8, **given) -> None:
         """``given``: any of :data:`PARAMETERS` by name (checked), the others their declared defaults."""
-        for name, value in settings.settled(PARAMETERS, given, self.name).items():
-            setattr(self, name, value)
+        super().__init__(**given)
         self.beta1, self.beta2, self.eps = beta1, beta2, eps
 
     def rate(self, step: int, epoch: int, total_steps: int) -> float:

@@ -53,7 +53,7 @@ from rankstudy.solvers.base import Solution
 from rankstudy.util.progress import Progress
 
 
-class CuttingPlane:
+class CuttingPlane(settings.Declared):
     """Cutting-plane training with the working-set QP solved by ``qp_solver`` (a name
     qpsolvers knows, default Clarabel). ``epsilon`` is the absolute violation tolerance,
     ``rel_epsilon`` the one relative to the objective's decrease (module docstring).
@@ -72,8 +72,7 @@ class CuttingPlane:
     def __init__(self, **given) -> None:
         """``given``: any of :data:`rankstudy.solvers.settings.CUTTING_PLANE` (checked), the others
         their defaults."""
-        for name, value in settings.settled(self.parameters, given, self.name).items():
-            setattr(self, name, value)
+        super().__init__(**given)
         # what is installed is known here, not where the settings are declared (no QP library import there)
         if self.qp_solver not in qpsolvers.available_solvers:
             raise ValueError(f"QP solver {self.qp_solver!r} is not installed; available: "

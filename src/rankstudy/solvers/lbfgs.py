@@ -10,7 +10,7 @@ from rankstudy.solvers.base import Solution
 from rankstudy.util.progress import Progress
 
 
-class LBFGS:
+class LBFGS(settings.Declared):
     """Quasi-Newton minimisation of ``objective(theta) -> (value, grad)``; stops after
     ``max_iter`` iterations or when SciPy's ``tol`` criteria are met.
 
@@ -21,11 +21,6 @@ class LBFGS:
     name = "lbfgs"
 
     parameters = settings.LBFGS
-
-    def __init__(self, **given) -> None:
-        """``given``: any of :data:`rankstudy.solvers.settings.LBFGS` (checked), the others their defaults."""
-        for name, value in settings.settled(self.parameters, given, self.name).items():
-            setattr(self, name, value)
 
     def solve(self, objective, theta0: np.ndarray, vali=None) -> Solution:
         history: list[dict] = []

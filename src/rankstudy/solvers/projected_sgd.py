@@ -68,7 +68,7 @@ def project_l1(theta: np.ndarray, nonnegative: np.ndarray, bound: float | None) 
     return np.sign(theta) * np.maximum(size - tau, 0.0)
 
 
-class ProjectedSGD:
+class ProjectedSGD(settings.Declared):
     """History: one dict per epoch (step 0 = the start) with ``train_loss`` (at step 0 over the
     whole training split, then the mean over the epoch's queries of their loss when met),
     ``vali_loss`` when ``vali`` is given, ``step_size``, ``projected`` (how many updates the
@@ -84,8 +84,7 @@ class ProjectedSGD:
     def __init__(self, progress: Callable[[str], None] = print, **given) -> None:
         """``given``: any of :data:`rankstudy.solvers.settings.PROJECTED_SGD` (checked), the others
         their defaults."""
-        for name, value in settings.settled(self.parameters, given, self.name).items():
-            setattr(self, name, value)
+        super().__init__(**given)
         self.progress = progress  # an epoch can take minutes (e.g. a full CDN on long queries)
 
     def feasible(self, theta: np.ndarray, nonnegative: np.ndarray) -> bool:

@@ -1,7 +1,7 @@
 """Every solver's settings, declared once: what each may be, its default, its tuning space
 (:class:`rankstudy.util.params.Param`). Kept apart from the solvers so that checking a config
 imports no optimiser (SciPy's L-BFGS, the QP library). A solver fills its settings from here
-(:func:`settled`); a ranker composes them (its ``solver_params``, the neural ranker's Adam
+(:class:`Declared`); a ranker composes them (its ``solver_params``, the neural ranker's Adam
 settings), and the docs list them from here.
 """
 
@@ -54,6 +54,18 @@ ADAM = {
     "max_list_length": Param([None, Integer(1)], None, help="longer training lists are sampled (null: whole)"),
     "seed": Param(Integer(), 0),
 }
+
+
+class Declared:
+    """A solver whose settings are its ``parameters`` (one of the dicts above): ``Solver(**given)``
+    sets each given one, checked, and the others to their declared defaults."""
+
+    name: str
+    parameters: dict[str, Param]
+
+    def __init__(self, **given) -> None:
+        for key, value in settled(self.parameters, given, self.name).items():
+            setattr(self, key, value)
 
 
 def settled(parameters: dict[str, Param], given: dict, owner: str) -> dict:
