@@ -107,7 +107,7 @@ def board_seconds(jobs: list[float], cores: int) -> float:
 def tuned_trials_under_cap(fit_seconds: float, trials: int, cpu_seconds: float | None) -> int:
     """Trials a tuned job runs when its trials cost ``fit_seconds`` each: ``trials``, or fewer when
     the CPU cap is spent first (a trial starts while less than the cap is spent, so the first
-    always runs: rankstudy.rankers.tuning.run_trials)."""
+    always runs: rankstudy.selection.tuning.run_trials)."""
     if cpu_seconds is None:
         return trials
     return max(1, min(trials, math.ceil(cpu_seconds / fit_seconds)))
@@ -132,7 +132,7 @@ def study_methods(study: Path, only: list[str] | None) -> dict[str, dict]:
 
 def candidates(spec: dict) -> tuple[list[dict], int]:
     """The grid's candidates in order and the index of the reference (the middle one)."""
-    from rankstudy.rankers.spec import grid_candidates
+    from rankstudy.selection.spec import grid_candidates
 
     cands = grid_candidates(spec.get("grid"))
     return cands, (len(cands) - 1) // 2
@@ -380,7 +380,7 @@ def draws(kind: str, params: dict, count: int, seed: int) -> list[dict]:
         return []
     import optuna
 
-    from rankstudy.rankers.tuning import tuning_space
+    from rankstudy.selection.tuning import tuning_space
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     space = tuning_space(kind, params)
@@ -394,7 +394,7 @@ def draws(kind: str, params: dict, count: int, seed: int) -> list[dict]:
 
 
 def run(args: argparse.Namespace, methods: dict[str, dict]) -> None:
-    from rankstudy.rankers.spec import training_params
+    from rankstudy.selection.spec import training_params
 
     out = args.workdir / "fits.jsonl"
     fits = load_fits(out)

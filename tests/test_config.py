@@ -518,7 +518,7 @@ def test_job_params_are_the_same_for_a_setting_spelled_differently(config):
     """rel_threshold 1.0 is config.yaml's 1; the evaluation keys and a method's params in another
     order, params: {} or a method written with its keys reordered, are the same params."""
     from rankstudy.pipeline.config import evaluate_params
-    from rankstudy.rankers.spec import canonical_spec
+    from rankstudy.selection.spec import canonical_spec
 
     plain, _ = resolved()
     respelled, _ = resolved({"evaluation": {"no_relevant": "zero", "rel_threshold": 1.0, "selection_metric": "ndcg@10"},

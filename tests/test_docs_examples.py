@@ -18,9 +18,9 @@ from rankstudy.losses import baseline
 from rankstudy.losses.registry import LOSSES, Loss
 from rankstudy.pipeline.config import check_method
 from rankstudy.pipeline.errors import ConfigError
-from rankstudy.rankers.spec import training_params
+from rankstudy.selection.spec import training_params
 from rankstudy.rankers import registry as rankers
-from rankstudy.rankers.selection import select_and_fit
+from rankstudy.selection.search import select_and_fit
 from rankercheck import make_data, mean_ndcg_at_10
 
 

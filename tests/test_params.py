@@ -109,7 +109,7 @@ def test_the_train_job_imports_only_what_training_a_linear_ranker_uses(repo_root
     imports = [line for line in script.read_text().splitlines() if line.startswith(("import ", "from "))]
     code = "\n".join(imports + [
         "from rankstudy.rankers.registry import make_ranker",
-        "from rankstudy.rankers.spec import training_params",
+        "from rankstudy.selection.spec import training_params",
         "make_ranker('linear', training_params({'kind': 'linear', 'params': {'loss': 'ranknet'}}, 0, 1))",
         "import sys; print(' '.join(sorted(sys.modules)))"])
     loaded = set(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split())

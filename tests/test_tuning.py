@@ -1,4 +1,4 @@
-"""Tuning with one budget (rankstudy.rankers.tuning), for real against Optuna's journal storage:
+"""Tuning with one budget (rankstudy.selection.tuning), for real against Optuna's journal storage:
 the budget is kept, a rerun resumes, a changed space is a new study, diverged trials are marked
 and left out, a killed worker loses its running trial only, spaces outside a parameter's
 constraints are refused."""
@@ -19,9 +19,9 @@ import pytest
 
 from rankercheck import make_data
 from rankstudy.evaluation import metrics
-from rankstudy.rankers.selection import AllDiverged, select_and_fit
-from rankstudy.rankers.tuning import (StorageError, TuneSettings, TuningError, open_storage, study_name,
-                                      tune_and_fit, tuning_space)
+from rankstudy.selection.search import AllDiverged, select_and_fit
+from rankstudy.selection.tuning import (StorageError, TuneSettings, TuningError, open_storage, study_name,
+                                        tune_and_fit, tuning_space)
 from rankstudy.util.params import LogUniform
 
 pytest.importorskip("optuna")
@@ -123,7 +123,7 @@ def test_a_space_outside_the_constraints_or_for_an_unknown_parameter_is_refused(
 
 
 def test_an_unopenable_storage_is_one_line_after_bounded_retries(tmp_path, monkeypatch):
-    import rankstudy.rankers.tuning as tuning
+    import rankstudy.selection.tuning as tuning
 
     monkeypatch.setattr(tuning.time, "sleep", lambda s: None)
     blocked = tmp_path / "file"
@@ -139,7 +139,7 @@ WORKER = textwrap.dedent("""
     sys.path[:0] = [{tests!r}]
     from rankercheck import make_data
     from tuningcheck import register
-    from rankstudy.rankers.tuning import TuneSettings, run_trials, tuning_space
+    from rankstudy.selection.tuning import TuneSettings, run_trials, tuning_space
     register()
     params = {{"seed": 0, "sleep": float(sys.argv[1])}}
     space = tuning_space("toy", params)
@@ -185,7 +185,7 @@ def test_every_kind_starts_its_study_from_its_own_defaults_even_outside_its_spac
     import optuna
 
     from rankstudy.rankers.registry import RANKERS
-    from rankstudy.rankers.tuning import _enqueue_base, _trial_values, base_candidates
+    from rankstudy.selection.tuning import _enqueue_base, _trial_values, base_candidates
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     outside = set()
@@ -210,7 +210,7 @@ def test_the_first_trial_is_the_untuned_selection_and_grid_candidates_open_a_stu
                name="s/d/f/toy/fold1#a", base=[{"rate": 0.1}])  # 0.1: outside the space, used as it is
     assert out.rows[0]["param.rate"] == 0.1 and out.rows[0]["untuned"]
     assert not any(r["untuned"] for r in out.rows[1:])
-    from rankstudy.rankers.tuning import base_candidates
+    from rankstudy.selection.tuning import base_candidates
 
     grid = {"rate": [2.0, 1.0, 0.3]}
     base = base_candidates("toy", params, space, grid)
@@ -272,7 +272,7 @@ def test_tuning_never_ends_below_the_untuned_selection_on_validation(kind, tmp_p
     scored exactly as the default scored it, and the tuned model is at least as good on validation
     (the quick board had it below in 12 of 50 folds, issue 45)."""
     from rankstudy.rankers.registry import RANKERS
-    from rankstudy.rankers.tuning import base_candidates
+    from rankstudy.selection.tuning import base_candidates
 
     if kind not in RANKERS:
         pytest.skip(f"{kind} needs an extra that is not installed")
@@ -399,7 +399,7 @@ def test_a_pruner_stops_trials_whose_curve_falls_behind_and_they_count_as_spent(
 def test_trials_fit_on_a_seeded_share_of_the_training_queries_and_the_model_on_all(tmp_path):
     """tune.train_fraction (issue 43): the trials see a subsample drawn once per study (each fold
     its own), the chosen trial is fitted again on the whole training split."""
-    from rankstudy.rankers.tuning import tuning_subsample
+    from rankstudy.selection.tuning import tuning_subsample
 
     half = tuning_subsample(TRAIN, 0.5, 0, "s/d/f/toy/fold1#h")
     assert half.n_queries == 30 and set(half.qid) < set(TRAIN.qid)
@@ -420,7 +420,7 @@ def test_trials_fit_on_a_seeded_share_of_the_training_queries_and_the_model_on_a
 
 
 def test_the_steps_given_to_optuna_are_about_two_per_doubling_whatever_a_loop_reports():
-    from rankstudy.rankers.pruning import ReportSchedule
+    from rankstudy.selection.pruning import ReportSchedule
 
     every = ReportSchedule()
     assert [s for s in range(1, 70) if every(s)] == [1, 2, 4, 5, 8, 11, 16, 22, 32, 45, 64]

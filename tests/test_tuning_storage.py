@@ -15,8 +15,8 @@ import pytest
 
 from rankercheck import make_data
 from rankstudy.pipeline.jobs import no_space_message
-from rankstudy.rankers.tuning import TuneSettings, tune_and_fit, tuning_space
-from rankstudy.rankers.tuning_storage import StorageError, masked, open_storage, repair_journal, shown_storage
+from rankstudy.selection.tuning import TuneSettings, tune_and_fit, tuning_space
+from rankstudy.selection.tuning_storage import StorageError, masked, open_storage, repair_journal, shown_storage
 
 pytest.importorskip("optuna")
 

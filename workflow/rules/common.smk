@@ -144,7 +144,7 @@ def tune_workers(wildcards):
 
 def tune_base(wildcards):
     """A tuned twin's untuned method's fit on the same fold (tune.base_method): what it selected
-    there is the first trial, so tuning starts from the untuned model (rankstudy.rankers.tuning)."""
+    there is the first trial, so tuning starts from the untuned model (rankstudy.selection.tuning)."""
     base = (config["methods"][wildcards.method].get("tune") or {}).get("base_method")
     if not base:
         return []

@@ -1,5 +1,5 @@
 """Train one method on one fold: fit every candidate of its grid on the training split (or, for
-a tuned method, run its tuning trials: rankstudy.rankers.tuning), keep the best on the
+a tuned method, run its tuning trials: rankstudy.selection.tuning), keep the best on the
 validation split's selection metric, and save the chosen model with its training curve, the
 candidates' table and when and from which commit and code (its digest) it was trained. Scoring and the report metrics
 are the evaluate job's, so adding a metric retrains nothing."""
@@ -13,7 +13,7 @@ from rankstudy.pipeline.records import FitRecord
 from rankstudy.pipeline.stepjob import exit_done, from_argv
 from rankstudy.pipeline.training import training_job, tuning_of
 from rankstudy.rankers.base import SAVE_FORMAT, SAVE_VERSION
-from rankstudy.rankers.selection import AllDiverged, select_and_fit
+from rankstudy.selection.search import AllDiverged, select_and_fit
 from rankstudy.tracking.provenance import code_digest, git_commit
 from rankstudy.util import atomic
 from rankstudy.util.params import value_at
@@ -30,7 +30,7 @@ with job_logging(job, "train", keep_attempts=bool(job.params.spec.get("tune"))):
         print(f"{fit.pairs} second-order pairs left to the ranker")
     metric, tuning = fit.metric, None
     if spec.get("tune"):
-        from rankstudy.rankers.tuning import tune_and_fit
+        from rankstudy.selection.tuning import tune_and_fit
 
         tuned = tuning_of(job, fit)
         settings = tuned.settings

@@ -31,7 +31,7 @@ from rankstudy.data.letor import read_letor
 from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation import metrics
 from rankstudy.features.normalize import Normalizer
-from rankstudy.rankers.selection import select_and_fit
+from rankstudy.selection.search import select_and_fit
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: its config/config.yaml
 SPLITS = ("train", "vali", "test")

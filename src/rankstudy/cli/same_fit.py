@@ -34,7 +34,7 @@ def fit(args) -> int:
     from rankstudy.cli.learn_check import prepared_fold, study_config
     from rankstudy.evaluation import metrics
     from rankstudy.rankers.registry import make_ranker
-    from rankstudy.rankers.spec import training_params
+    from rankstudy.selection.spec import training_params
     from rankstudy.util.threads import use_job_threads
 
     use_job_threads(args.threads)

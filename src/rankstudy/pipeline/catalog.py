@@ -251,7 +251,7 @@ def example(kind: str) -> str:
     import yaml
 
     from rankstudy.rankers.registry import ranker_class
-    from rankstudy.rankers.spec import RUN_PARAMS
+    from rankstudy.selection.spec import RUN_PARAMS
     from rankstudy.util.params import describe
 
     cls = ranker_class(kind)

@@ -27,8 +27,8 @@ from rankstudy.reporting.paper_cells import paper_systems
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.pipeline.tuned import expand_tuned_methods
 from rankstudy.rankers.footprint import FOOTPRINTS, load_footprints, node_overrun, node_problem
-from rankstudy.rankers.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
-from rankstudy.rankers.tuning import TuningError, check_tuned_spec
+from rankstudy.selection.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
+from rankstudy.selection.tuning import TuningError, check_tuned_spec
 
 
 @dataclass(frozen=True)
@@ -357,7 +357,7 @@ def resolve_path(path: str | Path, basedir: Path) -> Path:
 
 def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
     """ConfigError naming the key (``methods.NAME.params.l2``) of a method spec's first problem
-    (:func:`rankstudy.rankers.spec.check_spec`, the train job's own rules)."""
+    (:func:`rankstudy.selection.spec.check_spec`, the train job's own rules)."""
     try:
         check_spec(spec, seed, rel_threshold)
         if spec.get("tune"):

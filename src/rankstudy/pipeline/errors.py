@@ -19,8 +19,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from rankstudy.data.registry import RegistryError
     from rankstudy.data.splitfiles import DataPathError, DatasetNotFound
     from rankstudy.features.normalize import UnrepresentableValue
-    from rankstudy.rankers.selection import AllDiverged
-    from rankstudy.rankers.tuning import StorageError, TuningError
+    from rankstudy.selection.search import AllDiverged
+    from rankstudy.selection.tuning import StorageError, TuningError
     from rankstudy.tracking.errors import TrackingUnavailable
     from rankstudy.util.atomic import DamagedFile
     from rankstudy.util.jax_runtime import JaxPlatformError

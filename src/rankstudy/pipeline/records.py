@@ -122,7 +122,7 @@ class FitRecord(Record):
     # None for rankers that report none
     objective: dict[str, float | None] | None = None
     selection_score: float | None = None  # the chosen candidate's validation score
-    # a tuned method's budget and what it bought (rankstudy.rankers.tuning.Outcome.summary): trials,
+    # a tuned method's budget and what it bought (rankstudy.selection.tuning.Outcome.summary): trials,
     # CPU-seconds, the best trial, the study; None for a grid
     tuning: dict[str, Any] | None = None
     # every candidate diverged (NaN or infinite scores or objective): why, in one line; the model is the

@@ -13,7 +13,7 @@ from rankstudy.data.kinds import load_split
 from rankstudy.features.featuresets import FeatureSet
 from rankstudy.pipeline.records import FitRecord, FoldMeta
 from rankstudy.rankers.registry import ranker_class
-from rankstudy.rankers.spec import training_params
+from rankstudy.selection.spec import training_params
 
 
 @dataclass
@@ -46,7 +46,7 @@ def training_job(job) -> TrainingJob:
 
 @dataclass
 class Tuning:
-    settings: object  # rankstudy.rankers.tuning.TuneSettings
+    settings: object  # rankstudy.selection.tuning.TuneSettings
     space: dict
     storage: str
     name: str  # the Optuna study's
@@ -55,7 +55,7 @@ class Tuning:
 
 def tuning_of(job, fit: TrainingJob) -> Tuning:
     """A tuned method's settings, space, storage, study name and first trials."""
-    from rankstudy.rankers.tuning import TuneSettings, base_candidates, study_name, tuning_space
+    from rankstudy.selection.tuning import TuneSettings, base_candidates, study_name, tuning_space
 
     spec, w = job.params.spec, job.wildcards
     settings = TuneSettings.from_config(spec["tune"])

@@ -2,7 +2,7 @@
 resolved settings (the study's budget, sampler and workers, overridden by its own ``tune``
 mapping), and with ``variants: [default, tuned]`` it runs twice, as itself and as
 ``NAME-tuned``, so a board shows both side by side. Everything downstream sees ordinary methods:
-a spec with a ``tune`` key is tuned by its train job (:mod:`rankstudy.rankers.tuning`)
+a spec with a ``tune`` key is tuned by its train job (:mod:`rankstudy.selection.tuning`)
 instead of fitting its grid.
 
 A grid key the ranker declares no search space for becomes a choice among the grid's values,
@@ -17,9 +17,9 @@ import copy
 import sys
 
 from rankstudy.pipeline.errors import ConfigError
-from rankstudy.rankers.pruning import PrunerError, pruner_settings
+from rankstudy.selection.pruning import PrunerError, pruner_settings
 from rankstudy.rankers.registry import RANKERS
-from rankstudy.rankers.tuning_storage import passwords
+from rankstudy.selection.tuning_storage import passwords
 
 TUNED_SUFFIX = "-tuned"
 # the study-wide settings a method's own tune mapping may override (workers and storage are the run's)

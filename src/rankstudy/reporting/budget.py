@@ -2,7 +2,7 @@
 trials, CPU cap, pruner), and why a tuned method ran fewer trials than the budget or spent more
 CPU-seconds than the cap.
 
-The numbers are each fold's ``fit.json`` ``tuning`` summary (:mod:`rankstudy.rankers.tuning`):
+The numbers are each fold's ``fit.json`` ``tuning`` summary (:mod:`rankstudy.selection.tuning`):
 the budget it ran with (``sampler``, ``budget_trials``, ``budget_cpu_seconds``, ``pruner``,
 ``train_fraction``) and what it spent (``trials`` counted: complete, diverged or pruned; their
 ``cpu_seconds``; ``diverged``, ``pruned``, ``lost``). A summary from before the pruner has none.

@@ -11,7 +11,7 @@ string as its type (a value from ``snakemake --config``, or ``1e-2``, which YAML
 string). ``None`` in a list stands for "null is allowed".
 
 A search space (:class:`LogUniform`, :class:`Uniform`, :class:`IntRange`, :class:`Choices`)
-is what tuning draws the parameter from (:mod:`rankstudy.rankers.tuning`); a space that leaves
+is what tuning draws the parameter from (:mod:`rankstudy.selection.tuning`); a space that leaves
 the parameter's constraints is refused when the class is defined, and one given in a config
 before any job runs.
 

@@ -13,7 +13,7 @@ PostgreSQL URL under SLURM), so:
 
 The study opens with what the untuned method selects (:func:`base_candidates`), so the tuned
 model is never below it on validation. The budget is a number of trials (those ``complete``,
-``diverged`` or ``pruned``: Optuna's pruner, :mod:`rankstudy.rankers.pruning`, may stop a trial
+``diverged`` or ``pruned``: Optuna's pruner, :mod:`rankstudy.selection.pruning`, may stop a trial
 whose validation curve falls behind) and an optional cap on their CPU-seconds; the best trial is
 chosen among the first ``trials`` by number, once no running trial could change which those are,
 so a worker that started one trial too many (two workers racing for the last one) changes
@@ -39,13 +39,13 @@ import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.registry import ranker_class
-from rankstudy.rankers.pruning import PrunerError, ReportSchedule, make_pruner, pruner_settings
-from rankstudy.rankers.selection import (COMPLETE, DIVERGED, PRUNED, AllDiverged, Candidate, candidate_row,
-                                         diverged_message, fit_candidate)
+from rankstudy.selection.pruning import PrunerError, ReportSchedule, make_pruner, pruner_settings
+from rankstudy.selection.search import (COMPLETE, DIVERGED, PRUNED, AllDiverged, Candidate, candidate_row,
+                                        diverged_message, fit_candidate)
+from rankstudy.selection.spec import grid_candidates
+from rankstudy.selection.tuning_storage import (JournalWatch, StorageError, is_journal, open_storage,  # noqa: F401
+                                                shown_storage)
 from rankstudy.util import intermediate
-from rankstudy.rankers.spec import grid_candidates
-from rankstudy.rankers.tuning_storage import (JournalWatch, StorageError, is_journal, open_storage,  # noqa: F401
-                                              shown_storage)
 from rankstudy.util.params import ParamError, Space, space_from_config, space_problem, with_values
 
 SAMPLERS = ("tpe", "random")
@@ -73,7 +73,7 @@ class TuneSettings:
     space: dict = field(default_factory=dict)  # {param: space config data, or None: not tuned}
     base_method: str | None = None  # the default twin whose selection on the fold is the first trial
     grid: dict = field(default_factory=dict)  # the untuned method's grid: its candidates open the study
-    pruner: object = None  # tune.pruner as written: a name, a mapping with kind, or None (rankers.pruning)
+    pruner: object = None  # tune.pruner as written: a name, a mapping with kind, or None (selection.pruning)
     train_fraction: float = 1.0  # the share of the training queries the trials fit on (seeded; the model: all)
 
     @classmethod
@@ -327,7 +327,7 @@ def _storage_faults(storage: str, watch: JournalWatch | None):
 def _pruning_listener(trial, curve: list, prune: bool):
     """What a trial's fit reports while it trains (:mod:`rankstudy.util.intermediate`): every
     step kept in ``curve``; with ``prune``, some given to Optuna
-    (:class:`rankstudy.rankers.pruning.ReportSchedule`) and the fit stopped (Pruned) when the
+    (:class:`rankstudy.selection.pruning.ReportSchedule`) and the fit stopped (Pruned) when the
     study's pruner says so."""
 
     reported = ReportSchedule()

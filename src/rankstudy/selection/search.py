@@ -16,7 +16,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation import metrics
 from rankstudy.rankers.base import Ranker
 from rankstudy.rankers.registry import make_ranker
-from rankstudy.rankers.spec import grid_candidates
+from rankstudy.selection.spec import grid_candidates
 from rankstudy.util.intermediate import Pruned
 
 COMPLETE, DIVERGED, PRUNED = "complete", "diverged", "pruned"
@@ -80,7 +80,7 @@ def fit_candidate(kind: str, params: dict, train: RankData, vali: RankData, metr
         if not problem:
             value = metrics.mean_metrics(metrics.per_query(scores, vali.y, vali.offsets, [metric],
                                                            **(metric_options or {})))[metric]
-    except Pruned as exc:  # tuning's pruner stopped it (rankstudy.rankers.pruning)
+    except Pruned as exc:  # tuning's pruner stopped it (rankstudy.selection.pruning)
         problem, state = str(exc), PRUNED
     except Exception as exc:
         if ranker is None or not _numeric_failure(exc):
