@@ -1,21 +1,26 @@
 """A tuning study's storage under faults, for real against Optuna's journal file: a journal cut
 mid-line by a crash is repaired (nothing that can be kept is lost), one deleted while a study
-runs is one line naming it, a full disk under it names the journal, and a password in a storage
-URL never shows, whatever its form (issue 45)."""
+runs is one line naming it, a full disk under it names the journal, a password in a storage URL
+never shows, whatever its form (issue 45), and on a database Optuna's own heartbeat finds a trial
+whose worker on another host stopped (issue 44)."""
 
 from __future__ import annotations
 
 import errno
 import os
+import signal
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from rankercheck import make_data
 from rankstudy.pipeline.jobs import no_space_message
 from rankstudy.selection.tuning import TuneSettings, tune_and_fit, tuning_space
+from rankstudy.selection import tuning_storage
 from rankstudy.selection.tuning_storage import StorageError, masked, open_storage, repair_journal, shown_storage
 
 pytest.importorskip("optuna")
@@ -32,11 +37,46 @@ def toy_kind(monkeypatch):
     monkeypatch.setitem(RANKERS, "toy", ToyRanker)
 
 
-def tune(journal, trials, params=None, lines=None):
+def tune(journal, trials, params=None, lines=None, name="s/d/f/toy/fold1#x"):
     params = params or {"seed": 0}
     return tune_and_fit("toy", params, tuning_space("toy", params), TRAIN, VALI, metric=METRIC, metric_options=OPTIONS,
                         settings=TuneSettings(sampler="random", trials=trials), storage=str(journal),
-                        name="s/d/f/toy/fold1#x", progress=(lines.append if lines is not None else lambda _: None))
+                        name=name, progress=(lines.append if lines is not None else lambda _: None))
+
+
+# a worker on another host: its trial says nothing our liveness check reads (no host, no pid), so
+# only Optuna's heartbeat, kept while study.optimize runs the trial, can tell that it stopped
+ELSEWHERE = """
+import sys, time, optuna
+storage = optuna.storages.RDBStorage(sys.argv[1], heartbeat_interval=1, grace_period=2)
+study = optuna.create_study(study_name=sys.argv[2], storage=storage, direction="maximize")
+def objective(trial):
+    print("started", flush=True)
+    time.sleep(600)
+study.optimize(objective, n_trials=1)
+"""
+
+
+def test_on_a_database_optunas_heartbeat_finds_a_trial_whose_worker_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(tuning_storage, "HEARTBEAT_SECONDS", 1)
+    monkeypatch.setattr(tuning_storage, "STALE_SECONDS", 2)
+    url, name = f"sqlite:///{tmp_path / 'tuning.db'}", "s/d/f/toy/fold1#db"
+    script = tmp_path / "elsewhere.py"
+    script.write_text(ELSEWHERE)
+    worker = subprocess.Popen([sys.executable, str(script), url, name], stdout=subprocess.PIPE, text=True)
+    assert worker.stdout.readline().strip() == "started"
+    time.sleep(1.5)  # a heartbeat recorded
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.wait()
+    lines, out = [], []
+    # without the heartbeat the choice would wait for that trial for ever: bounded here
+    run = threading.Thread(target=lambda: out.append(tune(url, 3, lines=lines, name=name)), daemon=True)
+    run.start()
+    run.join(120)
+    assert out, "tuning still waits for the stopped worker's trial"
+    assert "tuning: trial 1 was lost (its worker None stopped)" in lines, lines
+    assert [r["state"] for r in out[0].rows] == ["lost", "complete", "complete", "complete"], lines
+    assert out[0].summary["lost"] == 1 and out[0].summary["trials"] == 3
 
 
 def test_a_journal_cut_mid_line_is_repaired_and_the_study_resumes(tmp_path):

@@ -31,8 +31,9 @@ import os
 import socket
 import threading
 import time
+import warnings
 from collections.abc import Callable
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,15 +44,13 @@ from rankstudy.selection.pruning import PrunerError, ReportSchedule, make_pruner
 from rankstudy.selection.search import (COMPLETE, DIVERGED, PRUNED, AllDiverged, Candidate, candidate_row,
                                         diverged_message, fit_candidate)
 from rankstudy.selection.spec import grid_candidates
-from rankstudy.selection.tuning_storage import (JournalWatch, StorageError, is_journal, open_storage,  # noqa: F401
-                                                shown_storage)
+from rankstudy.selection.tuning_storage import (HEARTBEAT_SECONDS, STALE_SECONDS, JournalWatch,  # noqa: F401
+                                                StorageError, is_journal, lost_line, open_storage, shown_storage)
 from rankstudy.util import intermediate
 from rankstudy.util.params import ParamError, Space, space_from_config, space_problem, with_values
 
 SAMPLERS = ("tpe", "random")
 LOST = "lost"
-HEARTBEAT_SECONDS = 20.0  # a running trial says it is alive this often ...
-STALE_SECONDS = 120.0  # ... and counts as lost when it has not for this long (another host's worker)
 
 
 class TuningError(ValueError):
@@ -208,7 +207,8 @@ def _is_lost(trial, now: float) -> bool:
 
 
 class _Heartbeat:
-    """Marks the running trial alive every HEARTBEAT_SECONDS from a daemon thread."""
+    """Marks the running trial alive every HEARTBEAT_SECONDS from a daemon thread (on a journal:
+    on a database, Optuna's own heartbeat does, tuning_storage.open_storage)."""
 
     def __init__(self, storage, trial_id: int) -> None:
         self.storage, self.trial_id, self.stop = storage, trial_id, threading.Event()
@@ -230,6 +230,13 @@ class _Heartbeat:
         self.thread.join()
 
 
+def _journal_heartbeat(store, study_id: int, trial, journal: bool):
+    if not journal:
+        return nullcontext()
+    trial.set_user_attr("heartbeat", time.time())
+    return _Heartbeat(store, store.get_trial_id_from_study_id_trial_number(study_id, trial.number))
+
+
 @dataclass
 class Outcome:
     """What tuning a method on a fold ended with."""
@@ -242,6 +249,12 @@ class Outcome:
 
 def _values(trial) -> dict:
     return json.loads(trial.user_attrs.get("values", "{}"))
+
+
+def _lost(trial) -> bool:
+    """Ended without a state of ours: found lost by us (``lost``), or by Optuna's heartbeat, or
+    failed by an error in its worker."""
+    return trial.state.is_finished() and trial.user_attrs.get("state") not in (COMPLETE, DIVERGED, PRUNED)
 
 
 def _counted(trials, budget: int) -> list:
@@ -295,6 +308,10 @@ def _mark_lost(study, store, study_id: int, progress: Callable[[str], None]) -> 
     """Mark the running trials whose worker is gone as lost (failed, not waited for); returns the
     study's trials as they are then."""
     optuna = _optuna()
+    if isinstance(store, optuna.storages.RDBStorage):  # Optuna's heartbeat: its stale trials failed
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            optuna.storages.fail_stale_trials(study)
     now, trials = time.time(), study.get_trials(deepcopy=False)
     gone = [t for t in trials if t.state == optuna.trial.TrialState.RUNNING and _is_lost(t, now)]
     for t in gone:
@@ -304,8 +321,27 @@ def _mark_lost(study, store, study_id: int, progress: Callable[[str], None]) -> 
             store.set_trial_state_values(trial_id, optuna.trial.TrialState.FAIL)
         except optuna.exceptions.UpdateFinishedTrialError:
             continue  # another worker found it lost first
-        progress(f"tuning: trial {t.number + 1} was lost (its worker {t.user_attrs.get('worker')} stopped)")
+        progress(lost_line(t))
     return study.get_trials(deepcopy=False) if gone else trials
+
+
+def _budget_left(study, store, study_id: int, settings: TuneSettings, progress: Callable[[str], None],
+                 watch: JournalWatch | None) -> bool:
+    """Whether another trial may start: fewer than the budget's trials counted or running (every
+    worker's), and the CPU cap, if any, not spent by the counted ones."""
+    if watch is not None:
+        watch.check()
+    trials = _mark_lost(study, store, study_id, progress)
+    counted = _counted(trials, settings.trials)
+    running = [t for t in trials if t.state == _optuna().trial.TrialState.RUNNING]
+    if len(counted) + len(running) >= settings.trials:
+        return False
+    spent = sum(float(t.user_attrs.get("cpu_seconds", 0.0)) for t in counted)
+    if settings.cpu_seconds is not None and spent >= settings.cpu_seconds:
+        progress(f"tuning: the CPU budget is spent ({spent:.3g} CPU-s of {settings.cpu_seconds:g}) "
+                 f"after {len(counted)} trials")
+        return False
+    return True
 
 
 @contextmanager
@@ -314,14 +350,32 @@ def _storage_faults(storage: str, watch: JournalWatch | None):
     line naming the journal (a failed write there names no file: the job would name its output)."""
     try:
         yield
-    except OSError as exc:
-        if watch is not None and exc.filename is None and exc.errno is not None:
-            raise OSError(exc.errno, exc.strerror, watch.path) from exc
-        raise
     except Exception as exc:
+        # study.optimize may hide the error under its own: in Optuna 5.0, when the tell that ends
+        # a trial fails (the journal deleted, the disk full) it raises UnboundLocalError, the
+        # journal's error (and ours, StorageError, from inside the trial) in its context
+        chain = list(_causes(exc))
+        ours = next((e for e in chain if isinstance(e, StorageError)), None)
+        if ours is not None and ours is not exc:
+            raise ours from None
+        disk = next((e for e in chain if isinstance(e, OSError)), None)
+        if disk is not None:
+            if watch is not None:
+                watch.check()  # the journal deleted or replaced: said so, not as a missing file
+            if watch is not None and disk.filename is None and disk.errno is not None:
+                raise OSError(disk.errno, disk.strerror, watch.path) from disk
+            if disk is not exc:
+                raise disk from None
+            raise
         if watch is not None:
             watch.explain(exc)
         raise
+
+
+def _causes(exc: BaseException | None):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
 
 
 def _pruning_listener(trial, curve: list, prune: bool):
@@ -375,55 +429,53 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
         _enqueue_base(study, space, base)
         kept: dict[int, Candidate] = {}
         said_unpruned = False
-        while True:
-            if watch is not None:
-                watch.check()
-            trials = _mark_lost(study, store, study_id, progress)
-            counted = _counted(trials, settings.trials)
-            running = [t for t in trials if t.state == optuna.trial.TrialState.RUNNING]
-            spent = sum(float(t.user_attrs.get("cpu_seconds", 0.0)) for t in counted)
-            if len(counted) + len(running) >= settings.trials:
-                break
-            if settings.cpu_seconds is not None and spent >= settings.cpu_seconds:
-                progress(f"tuning: the CPU budget is spent ({spent:.3g} CPU-s of {settings.cpu_seconds:g}) "
-                         f"after {len(counted)} trials")
-                break
-            trial = study.ask()
-            for key, value in (("host", socket.gethostname()), ("pid", os.getpid()), ("worker", worker),
-                               ("heartbeat", time.time())):
+        prune = pruner["kind"] != "none"
+
+        def objective(trial) -> float:
+            nonlocal said_unpruned
+            for key, value in (("host", socket.gethostname()), ("pid", os.getpid()), ("worker", worker)):
                 trial.set_user_attr(key, value)
+            position = len(_counted(study.get_trials(deepcopy=False), settings.trials)) + 1
             values = _trial_values(trial, space)
             trial.set_user_attr("values", json.dumps(values))
             curve: list[list] = []
-            with _Heartbeat(store, store.get_trial_id_from_study_id_trial_number(study_id, trial.number)), \
-                    intermediate.listened(_pruning_listener(trial, curve, pruner["kind"] != "none")):
+            with _journal_heartbeat(store, study_id, trial, watch is not None), \
+                    intermediate.listened(_pruning_listener(trial, curve, prune)):
                 fitted = fit_candidate(kind, with_values(params, values), train, vali, metric, metric_options)
             if watch is not None:
                 watch.check()
-            trial.set_user_attr("seconds", round(fitted.seconds, 3))
-            trial.set_user_attr("cpu_seconds", round(fitted.cpu_seconds, 3))
-            trial.set_user_attr("state", fitted.state)
-            trial.set_user_attr("curve", json.dumps(curve))
-            if pruner["kind"] != "none" and not curve and not said_unpruned:
+            for key, value in (("seconds", round(fitted.seconds, 3)), ("cpu_seconds", round(fitted.cpu_seconds, 3)),
+                               ("state", fitted.state), ("curve", json.dumps(curve))):
+                trial.set_user_attr(key, value)
+            if prune and not curve and not said_unpruned:
                 progress(f"tuning: {kind} reports no validation score while it trains: its trials run unpruned")
                 said_unpruned = True
             shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+            head = f"trial {trial.number + 1} ({position} of {settings.trials}) [{shown}]"
             if fitted.state == COMPLETE and math.isfinite(fitted.value):
-                study.tell(trial, fitted.value)
-                progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: "
-                         f"vali {metric} = {fitted.value:.5f} ({fitted.seconds:.1f} s)")
+                progress(f"{head}: vali {metric} = {fitted.value:.5f} ({fitted.seconds:.1f} s)")
                 best = max(kept.values(), key=lambda c: c.value, default=None)
                 if best is None or fitted.value > best.value:
-                    kept = {trial.number: fitted}
-            elif fitted.state == PRUNED:
-                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-                progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: "
-                         f"{fitted.problem}, vali score there {curve[-1][1]:.5f} ({fitted.seconds:.1f} s)")
-            else:
-                trial.set_user_attr("problem", fitted.problem[:500] or f"vali {metric} is NaN")
-                study.tell(trial, state=optuna.trial.TrialState.FAIL)
-                progress(f"trial {trial.number + 1} ({len(counted) + 1} of {settings.trials}) [{shown}]: "
-                         f"{fitted.state} ({fitted.problem or f'vali {metric} is NaN'})")
+                    kept.clear()
+                    kept[trial.number] = fitted
+                return fitted.value
+            if fitted.state == PRUNED:
+                progress(f"{head}: {fitted.problem}, vali score there {curve[-1][1]:.5f} ({fitted.seconds:.1f} s)")
+                raise optuna.TrialPruned(fitted.problem)
+            trial.set_user_attr("problem", fitted.problem[:500] or f"vali {metric} is NaN")
+            progress(f"{head}: {fitted.state} ({fitted.problem or f'vali {metric} is NaN'})")
+            return math.nan  # Optuna fails a trial whose value is NaN: diverged, counted by its state attribute
+
+        def stop_when_spent(study, _trial) -> None:
+            if not _budget_left(study, store, study_id, settings, progress, watch):
+                study.stop()
+
+        # Optuna's loop (and, on a database, its heartbeat); the budget is ours, checked before the
+        # first trial and after each: MaxTrialsCallback counts every failed trial (lost ones too,
+        # where ours counts diverged ones only) and only finished ones (ours counts running trials
+        # of other workers, so k workers do not overrun by k - 1 trials), and Optuna has no CPU cap
+        if _budget_left(study, store, study_id, settings, progress, watch):
+            study.optimize(objective, callbacks=[stop_when_spent])
     return study, kept, store
 
 
@@ -459,11 +511,19 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
     best counted trial's model: the one fitted here, or fitted again from its parameters (the
     same seed gives the same model; ``summary["refit"]`` says so)."""
     check_settings(settings)
-    study, kept, store = run_trials(kind, params, space, train, vali, metric=metric, metric_options=metric_options,
-                             settings=settings, storage=storage, name=name, seed=seed, base=base,
-                             progress=progress, notice=notice)
-    trials = settled_trials(study, store, settings, progress)
-    counted = _counted(trials, settings.trials)
+    kept: dict[int, Candidate] = {}
+    while True:
+        study, ran, store = run_trials(kind, params, space, train, vali, metric=metric, metric_options=metric_options,
+                                       settings=settings, storage=storage, name=name, seed=seed, base=base,
+                                       progress=progress, notice=notice)
+        kept.update(ran)
+        running = {t.number for t in study.get_trials(deepcopy=False) if not t.state.is_finished()}
+        trials = settled_trials(study, store, settings, progress)
+        counted = _counted(trials, settings.trials)
+        # a trial the budget counted as running, found lost while the choice waited for it, leaves
+        # the budget short: run the trials it left (run_trials stops at once if none is left)
+        if len(counted) >= settings.trials or not any(t.number in running and _lost(t) for t in trials):
+            break
     complete = [t for t in counted if t.user_attrs.get("state") == COMPLETE and t.value is not None]
     rows = []
     for t in sorted(trials, key=lambda t: t.number):
@@ -509,7 +569,7 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
     summary = {
         "sampler": settings.sampler, "budget_trials": settings.trials, "budget_cpu_seconds": settings.cpu_seconds,
         "trials": len(counted), "diverged": sum(t.user_attrs.get("state") == DIVERGED for t in counted),
-        "lost": sum(t.user_attrs.get("state") == LOST for t in trials),
+        "lost": sum(_lost(t) for t in trials),
         "cpu_seconds": round(sum(float(t.user_attrs.get("cpu_seconds", 0.0)) for t in counted), 3),
         "best_trial": best.number + 1, "best_value": float(best.value), "refit": refit,
         "workers": sorted({t.user_attrs.get("worker") for t in counted}), "study": name,

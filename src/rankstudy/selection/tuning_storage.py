@@ -12,10 +12,13 @@ import os
 import re
 import time
 import traceback
+import warnings
 from collections.abc import Callable
 from urllib.parse import unquote
 
 STORAGE_ATTEMPTS = 3  # opening the storage: tries, 1 s then 2 s apart, before one line names it
+HEARTBEAT_SECONDS = 20  # a running trial says it is alive this often ...
+STALE_SECONDS = 120  # ... and counts as lost when it has not for this long (a worker on another host)
 # libpq's and SQLAlchemy's query-string spellings of a password
 _QUERY_PASSWORD = re.compile(r"(?i)([?&;](?:password|passwd|pwd)=)([^&;#\s]*)")
 _OP = b'{"op_code"'  # how Optuna's journal writes every operation (json.dumps of a dict, op_code first)
@@ -171,6 +174,11 @@ class JournalWatch:
                            f"it while this one did: run again (a cut line is repaired at the start)") from None
 
 
+def lost_line(trial) -> str:
+    """What is said of a running trial found lost (its worker gone)."""
+    return f"tuning: trial {trial.number + 1} was lost (its worker {trial.user_attrs.get('worker')} stopped)"
+
+
 def open_storage(storage: str, say: Callable[[str], None] = print):
     """An Optuna storage: a database URL (``postgresql://...``, ``sqlite:///...``) or a journal
     file's path (repaired first, :func:`repair_journal`). Tried :data:`STORAGE_ATTEMPTS` times;
@@ -181,7 +189,13 @@ def open_storage(storage: str, say: Callable[[str], None] = print):
     for attempt in range(STORAGE_ATTEMPTS):
         try:
             if not is_journal(storage):
-                return optuna.storages.RDBStorage(storage, engine_kwargs={"pool_pre_ping": True})
+                # Optuna's own heartbeat: study.optimize records it, and fails a trial whose worker
+                # stopped beating at the next trial's start (the journal has none: tuning.py's own)
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+                    return optuna.storages.RDBStorage(storage, engine_kwargs={"pool_pre_ping": True},
+                                                      heartbeat_interval=HEARTBEAT_SECONDS, grace_period=STALE_SECONDS,
+                                                      heartbeat_stale_trial_callback=lambda _, trial: say(lost_line(trial)))
             from optuna.storages.journal import JournalFileBackend
 
             os.makedirs(os.path.dirname(os.path.abspath(storage)), exist_ok=True)
