@@ -6,12 +6,17 @@ candidate) and tuned (trials x one fit, and at the study's budget: the trials st
 CPU cap is spent), on this 2-core machine and on N nodes of 2 cores.
 
     python benchmarks/bench_board_cost.py [--study config/studies/leaderboard.yaml] [--methods M ...]
-        [--shape mslr30k|yahoo|istella] [--sizes 16 8 4] [--max-seconds 600] [--trials 20]
+        [--shape mslr30k|yahoo|istella] [--sizes 16 8 4] [--max-seconds 600] [--wall-guard 4] [--trials 20]
         [--trial-draws 0] [--cpu-seconds 60] [--nodes 1 4 16] [--workdir DIR] [--report-only]
 
-Each fit runs in a child process of its own (so a fit over ``--max-seconds`` can be stopped, and
-its memory is its own), one at a time, on one thread (BLAS, OpenMP, LightGBM, XGBoost, CatBoost:
-``use_job_threads(1)``; JAX's XLA may still use a second core, CPU/wall shows it). The child
+Each fit runs in a child process of its own (so a fit over its cap can be stopped, and its memory
+is its own), one at a time, on one thread (BLAS, OpenMP, LightGBM, XGBoost, CatBoost:
+``use_job_threads(1)``; JAX's XLA may still use a second core, CPU/wall shows it). The cap,
+``--max-seconds``, is the child's CPU-seconds of fitting (user and system, all its threads): the
+fit's cost, which the footprints predict, and which the shared machine's other load does not
+stretch as it stretches wall time. A guard of ``--wall-guard`` (4) times the cap in wall seconds
+still stops a child that hangs asleep; a stopped fit records which stopped it (``stopped_by``:
+cpu, wall or memory) and the caps it ran under (``cpu_cap_s``, ``wall_cap_s``). The child
 builds the ranker as the train job does (``make_ranker(kind, training_params(spec) + candidate)``),
 fits it once untimed on 5 queries (compilation, first imports), then times ``fit(train, vali)``:
 wall and CPU seconds, and the peak RSS above the RSS with both splits in memory (the kernel's
@@ -21,11 +26,13 @@ validation NDCG@10 (did it learn) and the length of the training history.
 Order: every method at the smallest size first (every grid candidate there; the middle candidate,
 the "reference", first), then the larger sizes (the reference candidate only; the default job's
 cost is the reference's times the ratio of all candidates to it at the smallest size). A method
-whose reference fit is stopped at the cap is not run at larger sizes; one whose next size is
-predicted (from its points so far, b = 1 from a single point) above 1.5x the cap is skipped:
-both are extrapolated from fewer points and the report says so. ``--trial-draws K`` also fits K
-parameter sets drawn at random from the method's search space (``tuning_space``) at the smallest
-size, so a tuned trial's cost is the mean of the drawn and the default fit, not the default's.
+whose reference fit was stopped at the memory limit is not run at larger sizes, nor one stopped at
+a cap whose CPU spent, grown at least linearly to the next size, is over the CPU cap (a fit the
+wall guard stopped early may run there); one whose next size's CPU is predicted (from its points
+so far, b = 1 from a single point) above 1.5x the cap is skipped: all are extrapolated from fewer
+points and the report says so. ``--trial-draws K`` also fits K parameter sets drawn at random
+from the method's search space (``tuning_space``) at the smallest size, so a tuned trial's cost is
+the mean of the drawn and the default fit, not the default's.
 
 Each fit is appended to ``fits.jsonl`` in the workdir (default ``$TMPDIR/board-cost``); a rerun
 skips the fits already there, so a stopped run continues. ``--report-only`` writes
@@ -228,7 +235,8 @@ def child(args: argparse.Namespace) -> None:
 
 
 def _proc(pid: int) -> tuple[float, int]:
-    """(CPU seconds, RSS bytes) of a running process, from /proc."""
+    """(CPU seconds, RSS bytes) of a running process, from /proc (its CPU: user and system time of
+    all its threads, as /proc/PID/stat sums them)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
     rss = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
@@ -242,11 +250,23 @@ def _available() -> int:
     raise KeyError("MemAvailable")
 
 
-def run_child(kind: str, params: dict, data: Path, cap: float, max_gb: float, load_timeout: float = 1800) -> dict:
-    """Run one fit in a child process; stop it ``cap`` seconds after its fit started, or when its
-    RSS grows ``max_gb`` above what it held at the start of the fit, or when the machine is left
-    with under MIN_AVAILABLE_GB (the machine is shared: no neighbour is to be killed by the OOM killer)."""
+def run_child(kind: str, params: dict, data: Path, cap: float, max_gb: float, wall_guard: float = 4,
+              load_timeout: float = 1800) -> dict:
+    """Run one fit in a child process and ``watch`` it (``cap`` CPU-seconds of fitting, a wall
+    guard of ``wall_guard`` times that)."""
     cmd = [sys.executable, __file__, "--child", "--kind", kind, "--params", json.dumps(params), "--data", str(data)]
+    return watch(cmd, cap, max_gb, wall_guard * cap, load_timeout)
+
+
+def watch(cmd: list[str], cap: float, max_gb: float, wall_cap: float, load_timeout: float = 1800,
+          grace: float = 30) -> dict:
+    """Run ``cmd`` (a fit that prints FIT_START, then its RESULT line) and stop it when its fit has
+    spent ``cap`` CPU-seconds (user and system, all its threads: the fit's cost, which the machine's
+    other load does not stretch), or ``wall_cap`` seconds of wall have passed (a guard for a child
+    that hangs asleep, spending no CPU), or its RSS grows ``max_gb`` above what it held at the start
+    of the fit, or the machine is left with under MIN_AVAILABLE_GB (the machine is shared: no
+    neighbour is to be killed by the OOM killer). A stopped fit says which stopped it (stopped_by:
+    cpu, wall or memory)."""
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: list[str] = []
     started = threading.Event()
@@ -271,25 +291,34 @@ def run_child(kind: str, params: dict, data: Path, cap: float, max_gb: float, lo
         return {"status": "error", "problem": "no fit started: " + "".join(err)[-500:]}
     fit0 = time.perf_counter()
     cpu0, rss0 = _proc(proc.pid)
+    caps = {"cpu_cap_s": cap, "wall_cap_s": wall_cap}
     peak, stop = rss0, None
     while proc.poll() is None:
-        # the result line follows the fit's prediction on vali: 30 s of grace
         wall = time.perf_counter() - fit0
         try:
             cpu, rss = _proc(proc.pid)
         except (FileNotFoundError, ProcessLookupError, IndexError):
             break  # it just ended
+        spent = cpu - cpu0
         peak = max(peak, rss)
-        if wall > cap + 30:
-            stop = {"status": "capped", "problem": f"stopped after {wall:.0f} s of fitting"}
+        # the result line follows the fit's prediction on vali: the grace lets it come
+        if spent > cap + grace:
+            stop = {"status": "capped", "stopped_by": "cpu",
+                    "problem": f"stopped after {spent:.0f} CPU-s of fitting ({wall:.0f} s wall), over the "
+                               f"{cap:g} CPU-s cap"}
+        elif wall > wall_cap + grace:
+            stop = {"status": "capped", "stopped_by": "wall",
+                    "problem": f"stopped by the {wall_cap:g} s wall guard after {wall:.0f} s of fitting "
+                               f"({spent:.0f} CPU-s)"}
         elif rss - rss0 > max_gb * 2**30 or _available() < MIN_AVAILABLE_GB * 2**30:
-            stop = {"status": "memory", "problem": f"stopped after {wall:.0f} s at {(rss - rss0) / 2**30:.1f} GiB above "
-                                                   f"its start (limit {max_gb:g} GiB; machine's available "
-                                                   f"{_available() / 2**30:.1f} GiB)"}
+            stop = {"status": "memory", "stopped_by": "memory",
+                    "problem": f"stopped after {spent:.0f} CPU-s ({wall:.0f} s wall) at {(rss - rss0) / 2**30:.1f} GiB "
+                               f"above its start (limit {max_gb:g} GiB; machine's available "
+                               f"{_available() / 2**30:.1f} GiB)"}
         if stop:
             proc.kill()
             proc.wait()
-            return {**stop, "wall_s": round(wall, 1), "cpu_s": round(cpu - cpu0, 1),
+            return {**stop, **caps, "wall_s": round(wall, 1), "cpu_s": round(spent, 1),
                     "rss_growth_mb": round((peak - rss0) / 2**20, 1)}
         time.sleep(0.2)
     proc.wait()
@@ -297,10 +326,12 @@ def run_child(kind: str, params: dict, data: Path, cap: float, max_gb: float, lo
     result = next((json.loads(line[len("RESULT "):]) for line in lines if line.startswith("RESULT ")), None)
     if result is None:
         return {"status": "error", "problem": "".join(err)[-800:]}
-    if result["wall_s"] > cap:
-        # finished between the cap and the kill: over the cap all the same
-        result.update(status="capped", problem=f"finished after {result['wall_s']:.0f} s, over the cap")
-    return result
+    # finished between the cap and the kill: over the cap all the same (a fit that ended past the
+    # wall guard is kept: its CPU is measured, and the guard is only there for a child that hangs)
+    if result["cpu_s"] > cap:
+        result.update(status="capped", stopped_by="cpu", problem=f"finished after {result['cpu_s']:.0f} CPU-s, "
+                                                                 f"over the {cap:g} CPU-s cap")
+    return {**result, **caps}
 
 
 # ---------------------------------------------------------------- the run
@@ -426,7 +457,7 @@ def run(args: argparse.Namespace, methods: dict[str, dict]) -> None:
                 else:
                     print(f"  {name} [{cand}] 1/{k} ...", end=" ", flush=True)
                     rec.update(run_child(spec["kind"], params, data_dir(args.workdir, args.shape, k), args.max_seconds,
-                                         args.max_gb))
+                                         args.max_gb, args.wall_guard))
                 rec["at"] = time.strftime("%Y-%m-%d %H:%M:%S")
                 shown = (f"{rec['cpu_s']:.1f} CPU-s, {rec['wall_s']:.1f} s, +{rec['rss_growth_mb']:.0f} MB, "
                          f"vali NDCG@10 {rec['vali_ndcg10']:.4f}" if rec["status"] == "ok" else rec.get("problem", ""))
@@ -440,27 +471,41 @@ def run(args: argparse.Namespace, methods: dict[str, dict]) -> None:
 
 def skip_reason(fits: list[dict], shape: str, method: str, n: int, cap: float, max_gb: float,
                 other: str | None) -> str:
-    """Why a fit is not run: its method's reference fit was stopped (at the cap or the memory
-    limit) at a smaller size (or, for a non-reference candidate, at this one), or its time at
-    ``n`` is predicted above SKIP_FACTOR x the cap, or its memory above the limit, from the
-    method's smaller sizes."""
+    """Why a fit is not run, all in CPU-seconds against the CPU cap: its method's reference fit
+    was stopped at the memory limit at a smaller size (or, for a non-reference candidate, at this
+    one), or stopped at a cap after CPU that, grown to ``n`` as a floor (at least linearly), is
+    already over the cap; or its CPU at ``n`` is predicted above SKIP_FACTOR x the cap, or its
+    memory above the limit, from the method's smaller sizes."""
     points = reference_points(fits, shape, method)
-    capped = [p for p in points if p["status"] in ("capped", "memory") and p["train_docs"] <= n]
-    if capped:
-        what = f"the {cap:g} s cap" if capped[0]["status"] == "capped" else f"the {max_gb:g} GiB memory limit"
-        return f"its reference fit was over {what} at 1/{capped[0]['k']}"
+    stopped = [p for p in points if p["status"] in ("capped", "memory") and p["train_docs"] <= n]
+    memory = [p for p in stopped if p["status"] == "memory"]
+    if memory:
+        return f"its reference fit was over the {max_gb:g} GiB memory limit at 1/{memory[0]['k']}"
+    # a fit stopped by the wall guard (or by the wall cap of older runs) may have spent little CPU:
+    # only what it spent, grown to n, says it would be over this cap
+    for p in stopped:
+        spent = p.get("cpu_s", p["wall_s"])
+        floor = spent * (n / p["train_docs"]) ** FLOOR_EXPONENT.get((p["kind"], "cpu_s"), 1.0)
+        if floor >= cap:
+            return (f"its reference fit was stopped at 1/{p['k']} after {spent:.0f} CPU-s"
+                    + (f" (by the wall {'guard' if p.get('stopped_by') == 'wall' else 'cap'})"
+                       if p.get("stopped_by") != "cpu" else "")
+                    + (f", at least {floor:.0f} CPU-s here" if p["train_docs"] < n else "")
+                    + f": over the {cap:g} CPU-s cap")
     if other and other.startswith("draw"):  # draws only where the reference is cheap: a trial can be dearer
         ref = next((p for p in points if p["train_docs"] == n), None)
-        return "" if ref and ref["wall_s"] <= cap / 3 else f"its reference fit took over a third of the {cap:g} s cap"
+        return "" if ref and ref["status"] == "ok" and ref["cpu_s"] <= cap / 3 else \
+            f"its reference fit took over a third of the {cap:g} CPU-s cap"
     if other:
         return ""
     ok = [p for p in points if p["status"] == "ok" and p["train_docs"] < n]
     if not ok:
         return ""
-    a, b = power_law([p["train_docs"] for p in ok], [p["wall_s"] for p in ok])
+    a, b = power_law([p["train_docs"] for p in ok], [p["cpu_s"] for p in ok])
     guess = predict(a, b, n)
     if guess > SKIP_FACTOR * cap:
-        return f"predicted {guess:.0f} s wall (from {len(ok)} smaller size(s)), over {SKIP_FACTOR:g}x the {cap:g} s cap"
+        return (f"predicted {guess:.0f} CPU-s (from {len(ok)} smaller size(s)), over {SKIP_FACTOR:g}x the "
+                f"{cap:g} CPU-s cap")
     a, b = power_law([p["train_docs"] for p in ok], [max(p["rss_growth_mb"], 1.0) for p in ok])
     memory = predict(a, b, n) / 1024
     if memory > max_gb:
@@ -589,7 +634,10 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
             if p is None:
                 cells.append("skipped" if k in r["skipped"] else "-")
             elif p["status"] == "capped":
-                cells.append(f">{p.get('wall_s', args.max_seconds):.0f} (stopped)")  # its own cap: the caps differ by size
+                # the CPU it had spent: its own cap (the caps differ by size), or less if the wall guard
+                # (or an older run's wall cap) stopped it
+                how = " by the wall guard" if p.get("stopped_by") == "wall" else ""
+                cells.append(f">{p.get('cpu_s', p['wall_s']):.0f} (stopped{how})")
             elif p["status"] == "memory":
                 cells.append(f"over {args.max_gb:g} GiB (stopped at {p.get('cpu_s', p['wall_s']):,.0f})")
             else:
@@ -641,7 +689,8 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
           f"candidates; tuned: {args.trials} trials"
         + ("" if not args.trial_draws else f", each as dear as the mean of the default and {args.trial_draws} random draws from the method's space where measured")
         + f"); boards: 5 folds on {CORES} cores, max(sum of jobs / cores, longest job). '>': a lower bound "
-          f"(stopped at the {args.max_seconds:g} s cap, or a single point, taken as linear).",
+          f"(a fit stopped at the {args.max_seconds:g} CPU-s cap or by the wall guard: the CPU it had spent; or "
+          f"a single point, taken as linear).",
         "",
         *lines,
         *board,
@@ -661,7 +710,13 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", help="the study's methods to time (default: its run_methods)")
     parser.add_argument("--shape", choices=sorted(SHAPES), default="mslr30k")
     parser.add_argument("--sizes", type=int, nargs="+", default=[16, 8, 4], help="k of 1/k of the data set's queries")
-    parser.add_argument("--max-seconds", type=float, default=600, help="a fit's cap (wall seconds of fitting)")
+    parser.add_argument("--max-seconds", type=float, default=600,
+                        help="a fit's cap: CPU-seconds of fitting (user and system, all the child's threads), so "
+                             "the machine's other load does not stop a cheap fit; a fit is also stopped after "
+                             "--wall-guard times this in wall seconds (a child that hangs asleep spends no CPU)")
+    parser.add_argument("--wall-guard", type=float, default=4, metavar="FACTOR",
+                        help="the wall-time guard, a multiple of --max-seconds (default 4: a fit that gets a "
+                             "quarter of a core or more is stopped by its CPU cap, not by this)")
     parser.add_argument("--max-gb", type=float, default=12,
                         help="a fit's cap on its RSS growth (GiB), for a shared machine: it is stopped above it")
     parser.add_argument("--trials", type=int, default=TUNED["trials"],

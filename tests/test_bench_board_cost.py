@@ -2,14 +2,18 @@
 predicted at full size, the default job (grid candidates), the tuned job (trials, as dear as the
 drawn trials), a method stopped at the cap as a lower bound, and the board on 2 cores and on N
 nodes (the longest job bounds it). The benchmark tabulates the made-up fits in a child process,
-as a user runs it with --report-only: tests import nothing from benchmarks/."""
+as a user runs it with --report-only. The caps on a fit (its CPU-seconds, a wall guard) and the
+rule that skips a size have no command of their own: those tests load the benchmark's file and
+watch stand-in children that sleep or spin, as a fit does in the child the benchmark starts."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -165,3 +169,71 @@ def test_footprints_written_from_the_fits_predict_what_the_report_predicts(workd
     problem = node_problem(prints["structrank"], FULL, 136, memory_gb=16, fit_cpu_hours=2)
     assert problem.startswith("predicted at least 85.9 h of CPU a fit")  # 600 s at 100k documents, quadratically
     assert f"up to about {(2 * 3600 / 600) ** 0.5 * DOCS[16]:,.0f}" in problem
+
+
+# ---------------------------------------------------------------- the caps on one fit
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_board_cost", REPO / "benchmarks" / "bench_board_cost.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def stand_in(body: str) -> list[str]:
+    """A child that behaves as the benchmark's: FIT_START, the fit (``body``), then its RESULT line."""
+    return [sys.executable, "-c", textwrap.dedent("""
+        import json, time
+        print("FIT_START", flush=True)
+        wall, cpu = time.perf_counter(), time.process_time()
+        {body}
+        print("RESULT " + json.dumps({{"status": "ok", "wall_s": time.perf_counter() - wall,
+                                      "cpu_s": time.process_time() - cpu, "rss_growth_mb": 0.0}}), flush=True)
+        """).format(body=body)]
+
+
+def test_a_fit_that_sleeps_past_the_cap_is_not_stopped_by_it(bench):
+    """The machine's other load stretches a fit's wall time, not its CPU: a fit that waits well
+    past the cap in wall seconds but spends little CPU ends and is measured (SVM-NDCG's Yahoo-shaped
+    fit at 1/16 took 8 CPU-s in 194 s of wall beside the test suite: a wall cap stops such fits
+    for the load, not for their cost)."""
+    out = bench.watch(stand_in("time.sleep(1.5)"), cap=0.3, max_gb=1, wall_cap=30, grace=0.3)
+    assert out["status"] == "ok", out
+    assert out["wall_s"] >= 1.5 and out["cpu_s"] < 0.3
+    assert (out["cpu_cap_s"], out["wall_cap_s"]) == (0.3, 30)
+
+
+def test_a_fit_that_spends_the_cap_in_cpu_is_stopped_there(bench):
+    out = bench.watch(stand_in("while True: pass"), cap=0.3, max_gb=1, wall_cap=60, grace=0.3)
+    assert (out["status"], out["stopped_by"]) == ("capped", "cpu"), out
+    # stopped once the cap and its grace are spent, long before the wall guard
+    assert 0.6 <= out["cpu_s"] < 3 and out["wall_s"] < 30
+    assert "CPU-s" in out["problem"]
+
+
+def test_a_fit_that_hangs_asleep_is_stopped_by_the_wall_guard(bench):
+    out = bench.watch(stand_in("time.sleep(3600)"), cap=0.3, max_gb=1, wall_cap=1.0, grace=0.3)
+    assert (out["status"], out["stopped_by"]) == ("capped", "wall"), out
+    assert 1.3 <= out["wall_s"] < 10 and out["cpu_s"] < 0.3
+    assert "wall guard" in out["problem"]
+
+
+def test_the_next_size_is_predicted_and_skipped_in_cpu_seconds(bench):
+    """The skip rule compares CPU-seconds with the CPU cap: a fit that took 8 CPU-s in 250 s of
+    wall (a busy machine) is not predicted over a 300 s cap at twice the documents."""
+    slow_wall = fit(16, "svm_ndcg", "grid0", 8.0, True) | {"wall_s": 250.0}
+    assert bench.skip_reason([slow_wall], "mslr30k", "svm_ndcg", DOCS[8], 300, 12, None) == ""
+    dear = fit(16, "svm_ndcg", "grid0", 250.0, True) | {"wall_s": 260.0}
+    assert "CPU-s" in bench.skip_reason([dear], "mslr30k", "svm_ndcg", DOCS[8], 300, 12, None)
+
+
+def test_a_fit_stopped_with_little_cpu_spent_does_not_skip_the_next_size(bench):
+    """A fit stopped by the wall (the guard, or an older run's wall cap) after 30 CPU-s is at least
+    60 CPU-s at twice the documents, not over a 300 s CPU cap: that size is run. One stopped at the
+    CPU cap is over it at any larger size, and its other candidates at its own size are skipped."""
+    by_wall = fit(16, "mart", "grid0", None, True, "capped") | {"wall_s": 330.0, "cpu_s": 30.0}
+    assert bench.skip_reason([by_wall], "mslr30k", "mart", DOCS[8], 300, 12, None) == ""
+    by_cpu = fit(16, "mart", "grid0", None, True, "capped") | {"wall_s": 400.0, "cpu_s": 330.0, "stopped_by": "cpu"}
+    assert "over the 300 CPU-s cap" in bench.skip_reason([by_cpu], "mslr30k", "mart", DOCS[8], 300, 12, None)
+    assert bench.skip_reason([by_cpu], "mslr30k", "mart", DOCS[16], 300, 12, "grid1")
