@@ -73,7 +73,8 @@ def folds(args: argparse.Namespace):
 
 def study(kind: str, params: dict, grid: dict, train, vali, max_label: float, trials: int, sampler: str,
           pruner, journal: Path, name: str, cpu_seconds: float | None = None) -> dict:
-    from rankstudy.selection.tuning import TuneSettings, base_candidates, study_name, tune_and_fit, tuning_space
+    from rankstudy.selection.settings import TuneSettings
+    from rankstudy.selection.tuning import base_candidates, study_name, tune_and_fit, tuning_space
 
     options = {"rel_threshold": 1, "no_relevant": "zero", "max_label": max_label}
     settings = TuneSettings(sampler=sampler, trials=trials, pruner=pruner, grid=grid, cpu_seconds=cpu_seconds)

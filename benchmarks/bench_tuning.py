@@ -18,7 +18,8 @@ from pathlib import Path
 
 from rankstudy.data.letor import read_letor
 from rankstudy.selection.search import fit_candidate
-from rankstudy.selection.tuning import TuneSettings, study_name, tune_and_fit, tuning_space
+from rankstudy.selection.settings import TuneSettings
+from rankstudy.selection.tuning import study_name, tune_and_fit, tuning_space
 
 PARAMS = {"loss": "ranknet", "max_iter": 200, "seed": 0}
 SPACE = {"l2": {"log_uniform": [1e-6, 10.0]}}

@@ -7,17 +7,15 @@ from pathlib import Path
 
 import pytest
 import yaml
-from snakemake.exceptions import WorkflowError
-from snakemake.utils import validate
 
 from rankstudy.data.registry import RegistryError
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.pipeline.config import ConfigError, apply_defaults, check_config, check_config_files, check_method, \
-    own_methods, prepare_cli_values, schema_problem
+    load_schema, own_methods, prepare_cli_values, schema_problem, validate_config
 from rankstudy.reporting import paper_tables
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = str(REPO / "workflow/schemas/config.schema.yaml")
+SCHEMA = load_schema(REPO)
 
 
 @pytest.fixture
@@ -26,19 +24,19 @@ def config():
 
 
 def test_default_config_is_valid(config):
-    validate(copy.deepcopy(config), SCHEMA)
+    validate_config(copy.deepcopy(config), SCHEMA)
     settings = check_config(config, REPO)
     assert list(settings.featuresets) == ["first", "rho0.10"]
     assert settings.baseline == "ranknet [first]"
 
 
 def test_schema_rejects_unknown_key_and_bad_value(config):
-    with pytest.raises(WorkflowError, match="nosuchkey"):
-        validate({**config, "nosuchkey": 1}, SCHEMA)
+    with pytest.raises(ConfigError, match="nosuchkey"):
+        validate_config({**config, "nosuchkey": 1}, SCHEMA)
     bad = copy.deepcopy(config)
     bad["features"]["normalization"] = "minmax"
-    with pytest.raises(WorkflowError, match="minmax"):
-        validate(bad, SCHEMA)
+    with pytest.raises(ConfigError, match="minmax"):
+        validate_config(bad, SCHEMA)
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -93,7 +91,7 @@ def test_study_configs_are_valid_over_the_defaults(study):
 
 
 def check_paper_section(config: dict) -> None:
-    validate(copy.deepcopy(config), SCHEMA)
+    validate_config(copy.deepcopy(config), SCHEMA)
     settings = check_config(config, REPO)
     if "paper" not in config:
         return  # a study without the paper's numbers renders only the comparison tables
@@ -135,8 +133,8 @@ def test_datasets_layout_allows_rows_the_paper_only_quotes(config):
     check_paper_section(config)
     with pytest.raises(AssertionError):
         check_paper_section({**config, "paper": {**config["paper"], "layout": "cells"}})
-    with pytest.raises(WorkflowError, match="bogus"):
-        validate({**config, "paper": {**config["paper"], "layout": "bogus"}}, SCHEMA)
+    with pytest.raises(ConfigError, match="bogus"):
+        validate_config({**config, "paper": {**config["paper"], "layout": "bogus"}}, SCHEMA)
 
 
 @pytest.mark.parametrize("given, folds", [(["3", "4"], [3, 4]), ([1, 2], [1, 2]), ([1, "2"], [1, 2]), (["12"], [12])])
@@ -182,8 +180,8 @@ def test_folds_beyond_the_data_sets_folds_name_the_valid_ones(config):
 
 
 def test_schema_refuses_repeated_folds(config):
-    with pytest.raises(WorkflowError, match="folds"):
-        validate({**config, "folds": [1, 1]}, SCHEMA)
+    with pytest.raises(ConfigError, match="folds"):
+        validate_config({**config, "folds": [1, 1]}, SCHEMA)
 
 
 MY_DATA = {"MyData": {"source": "local", "folder": "MQ2008", "n_features": 46, "labels": [0, 2], "folds": 5,
@@ -216,7 +214,7 @@ def test_registry_extra_merges_a_users_data_sets_over_the_shipped_registry(confi
     config.update(datasets=["MyData"], registry_extra=str(extra) if form == "string" else [str(extra)],
                   data_root=str(toy_files(tmp_path / "data")))
     prepare_cli_values(config)
-    validate(copy.deepcopy(config), SCHEMA)
+    validate_config(copy.deepcopy(config), SCHEMA)
     settings = check_config(config, REPO)
     assert settings.registry["MyData"]["source"] == "local" and "MQ2008" in settings.registry
     assert settings.registry_extra == (extra,)
@@ -304,7 +302,7 @@ def validated(config: dict, **evaluation) -> dict:
     from rankstudy.pipeline.config import apply_defaults
 
     update_config(config, {"evaluation": evaluation})
-    validate(config, SCHEMA)
+    validate_config(config, SCHEMA)
     apply_defaults(config)
     return config
 
@@ -385,7 +383,7 @@ def test_a_subset_of_a_studys_methods_is_told_which_paper_rows_stay_empty(config
               "evaluation": {**config["evaluation"], **study.get("evaluation", {})}}
     merged["run_methods"] = ["DORM", "SVMmrr", "RankSVM"]
     merged["report"]["baseline"] = "RankSVM"
-    validate(merged, SCHEMA)
+    validate_config(merged, SCHEMA)
     apply_defaults(merged)
     notes = check_config(merged, REPO).notes
     assert len(notes) == 1 and "SVMauc [first]" in notes[0] and "'not run'" in notes[0] and "DORM [first]" not in notes[0]

@@ -20,8 +20,9 @@ import pytest
 from rankercheck import make_data
 from rankstudy.evaluation import metrics
 from rankstudy.selection.search import AllDiverged, select_and_fit
-from rankstudy.selection.tuning import (StorageError, TuneSettings, TuningError, open_storage, study_name,
-                                        tune_and_fit, tuning_space)
+from rankstudy.selection.settings import TuneSettings, TuningError
+from rankstudy.selection.tuning import study_name, tune_and_fit, tuning_space
+from rankstudy.selection.tuning_storage import StorageError, open_storage
 from rankstudy.util.params import LogUniform
 
 pytest.importorskip("optuna")
@@ -139,7 +140,8 @@ WORKER = textwrap.dedent("""
     sys.path[:0] = [{tests!r}]
     from rankercheck import make_data
     from tuningcheck import register
-    from rankstudy.selection.tuning import TuneSettings, run_trials, tuning_space
+    from rankstudy.selection.settings import TuneSettings
+    from rankstudy.selection.tuning import run_trials, tuning_space
     register()
     params = {{"seed": 0, "sleep": float(sys.argv[1])}}
     space = tuning_space("toy", params)

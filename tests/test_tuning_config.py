@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rankstudy.pipeline.config import apply_defaults, check_method, schema_problem
+from rankstudy.pipeline.config import apply_defaults, check_method, load_schema, schema_problem, validate_config
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.tuned import expand_tuned_methods, tuned_from
 
 REPO = Path(__file__).resolve().parents[1]
-SCHEMA = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+SCHEMA = load_schema(REPO)
 BASE = yaml.safe_load((REPO / "config/config.yaml").read_text())
 
 
@@ -37,9 +37,7 @@ def test_a_bad_budget_or_sampler_is_refused_naming_its_key(tune, key):
 
 def resolved(config: dict) -> dict:
     config = copy.deepcopy(config)
-    for k, v in {"sampler": "tpe", "trials": 20, "cpu_seconds": None, "workers": 1, "variants": ["tuned"]}.items():
-        config.get("tune", {}).setdefault(k, v)
-    config.setdefault("evaluation", {}).setdefault("extra_metrics", [])
+    validate_config(config, SCHEMA)  # the schema's defaults, the tune block's from their declarations
     apply_defaults(config)
     return config
 
@@ -135,3 +133,47 @@ def test_a_pruner_is_resolved_with_its_defaults_and_a_method_may_set_its_own():
     with pytest.raises(ConfigError, match=r"^config key methods.ranknet.tune.pruner.reduction_factor: must be"):
         check_method("ranknet", config["methods"]["ranknet"])
     assert "pruner" not in resolved({**BASE, "tune": {}})["methods"]["pointwise"]["tune"]
+
+
+def test_the_tune_settings_are_declared_once_and_the_schema_built_from_them():
+    """Each tune setting's bounds and default live in TUNE_PARAMS only: the schema file holds none
+    of them, the schema in use has them (with the defaults at the study's block, without at a
+    method's, whose unset key takes the study's), and TuneSettings' defaults are theirs."""
+    from rankstudy.selection.settings import METHOD_SETTINGS, TUNE_PARAMS, TuneSettings
+
+    written = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    def method_tune(schema):
+        return schema["properties"]["methods"]["additionalProperties"]["properties"]["tune"]["oneOf"][1]
+
+    assert not set(TUNE_PARAMS) & set(written["properties"]["tune"]["properties"])
+    assert not set(TUNE_PARAMS) & set(method_tune(written)["properties"])
+    study = SCHEMA["properties"]["tune"]["properties"]
+    assert {name: study[name]["default"] for name in TUNE_PARAMS} == {n: p.default for n, p in TUNE_PARAMS.items()}
+    assert study["trials"] == {"type": "integer", "minimum": 1, "default": 20,
+                               "description": TUNE_PARAMS["trials"].help}
+    assert study["cpu_seconds"]["type"] == ["number", "null"] and study["cpu_seconds"]["exclusiveMinimum"] == 0
+    own = method_tune(SCHEMA)["properties"]
+    assert set(METHOD_SETTINGS) <= set(own) and not any("default" in own[name] for name in METHOD_SETTINGS)
+    assert "workers" not in own
+    defaults = TuneSettings()
+    assert {name: getattr(defaults, name) for name in TUNE_PARAMS} == {n: p.default for n, p in TUNE_PARAMS.items()}
+    config = copy.deepcopy(BASE)
+    config["tune"] = {"methods": ["ranknet"]}
+    validate_config(config, SCHEMA)
+    assert {name: config["tune"][name] for name in TUNE_PARAMS} == {n: p.default for n, p in TUNE_PARAMS.items()}
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"trials": 0}, "tune.trials: must be an integer >= 1, got 0"),
+    ({"trials": 2.5}, "tune.trials: must be an integer >= 1, got 2.5"),
+    ({"sampler": "grid"}, "tune.sampler: unknown sampler 'grid'; valid: tpe, random"),
+    ({"cpu_seconds": float("inf")}, "tune.cpu_seconds: must be a number > 0 or null, got inf"),
+    ({"train_fraction": 0}, "tune.train_fraction: must be a number > 0 and <= 1, got 0"),
+    ({"pruner": "sometimes"}, "tune.pruner"),
+])
+def test_the_jobs_check_the_tune_settings_by_their_declarations(settings, message):
+    from rankstudy.selection.settings import TuneSettings, TuningError, check_settings
+
+    with pytest.raises(TuningError) as caught:
+        check_settings(TuneSettings(**settings))
+    assert str(caught.value).startswith(message), str(caught.value)

@@ -19,7 +19,8 @@ import pytest
 
 from rankercheck import make_data
 from rankstudy.pipeline.jobs import no_space_message
-from rankstudy.selection.tuning import TuneSettings, tune_and_fit, tuning_space
+from rankstudy.selection.settings import TuneSettings
+from rankstudy.selection.tuning import tune_and_fit, tuning_space
 from rankstudy.selection import tuning_storage
 from rankstudy.selection.tuning_storage import StorageError, masked, open_storage, repair_journal, shown_storage
 

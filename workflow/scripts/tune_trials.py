@@ -12,7 +12,8 @@ from rankstudy.util import atomic
 
 job = from_argv()  # run by `shell:` (rankstudy.pipeline.stepjob)
 with job_logging(job, "tune_trials", keep_attempts=True):
-    from rankstudy.selection.tuning import check_settings, run_trials
+    from rankstudy.selection.settings import check_settings
+    from rankstudy.selection.tuning import run_trials
 
     w, spec = job.wildcards, job.params.spec
     start = time.perf_counter()

@@ -28,7 +28,8 @@ from rankstudy.rankers.registry import ranker_class
 from rankstudy.pipeline.tuned import expand_tuned_methods
 from rankstudy.rankers.footprint import FOOTPRINTS, load_footprints, node_overrun, node_problem
 from rankstudy.selection.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
-from rankstudy.selection.tuning import TuningError, check_tuned_spec
+from rankstudy.selection.settings import TuningError, tune_schema
+from rankstudy.selection.tuning import check_tuned_spec
 
 
 @dataclass(frozen=True)
@@ -128,16 +129,47 @@ def _coerce(value, schema: dict):
     return value
 
 
+def load_schema(basedir: Path) -> dict:
+    """The config schema: workflow/schemas/config.schema.yaml, with the tune block's declared
+    settings (:data:`rankstudy.selection.settings.TUNE_PARAMS`) at the study's ``tune`` (with their
+    defaults) and at a method's own ``tune``, so each setting's default and bounds live in one place."""
+    schema = yaml.safe_load((basedir / SCHEMA).read_text())
+    schema["properties"]["tune"]["properties"].update(tune_schema())
+    method_tune = schema["properties"]["methods"]["additionalProperties"]["properties"]["tune"]["oneOf"][1]
+    method_tune["properties"].update(tune_schema(method=True))
+    return schema
+
+
 def schema_problem(config: dict, schema: dict) -> str | None:
-    """The config's first departure from the schema as one line naming the key (Snakemake's own
-    message is followed by the whole schema, hundreds of lines)."""
+    """The config's first departure from the schema as one line naming the key (a validator's
+    own message is followed by the whole schema, hundreds of lines)."""
     import jsonschema
 
-    error = jsonschema.exceptions.best_match(jsonschema.Draft7Validator(schema).iter_errors(config))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
     if error is None:
         return None
     key = ".".join(str(part) for part in error.absolute_path)
     return f"config key {key or '(top level)'}: {error.message}"
+
+
+def validate_config(config: dict, schema: dict) -> None:
+    """ConfigError naming the key of the config's first departure from ``schema``; else the
+    schema's defaults set in place (a copy each), where a mapping leaves the key out, as
+    Snakemake's ``validate(set_default=True)`` does (which reads a schema file only)."""
+    from jsonschema import Draft202012Validator, validators
+
+    if problem := schema_problem(config, schema):
+        raise ConfigError(problem)
+    check_properties = Draft202012Validator.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, subschema):
+        if isinstance(instance, dict):
+            for name, entry in properties.items():
+                if "default" in entry:
+                    instance.setdefault(name, copy.deepcopy(entry["default"]))
+        yield from check_properties(validator, properties, instance, subschema)
+
+    validators.extend(Draft202012Validator, {"properties": set_defaults})(schema).validate(config)
 
 
 def own_methods(config: dict, given: dict, cli: dict | None = None, defaults: dict | None = None) -> None:
@@ -266,19 +298,15 @@ def resolve_config(config: dict, basedir: Path, files: dict | None = None, cli: 
     ``--config`` values brought to their types; the schema (one line naming the key), its defaults
     set; ``method_defaults`` merged; defaults that depend on other keys; one spelling per method;
     the baseline when ``run_methods`` leaves it out; the names and values (:func:`check_config`)."""
-    from snakemake.utils import validate
-
     files, cli = files or {}, cli or {}
     # Snakemake reads a --config value's scalars as strings: hidden: [64, 32] as ['64', '32']
     typed = {key: yaml_values(cli[key]) for key in ("methods", "method_defaults") if isinstance(cli.get(key), dict)}
     own_methods(config, files, {**cli, **typed}, defaults)
     if "method_defaults" in typed and isinstance(config.get("method_defaults"), dict):
         _merge(config["method_defaults"], typed["method_defaults"])
-    schema = yaml.safe_load((basedir / SCHEMA).read_text())
+    schema = load_schema(basedir)
     prepare_cli_values(config, schema)
-    if problem := schema_problem(config, schema):
-        raise ConfigError(problem)
-    validate(config, str(basedir / SCHEMA))  # also sets the schema's defaults
+    validate_config(config, schema)
     apply_method_defaults(config)
     whole_numbers(config)
     apply_defaults(config)

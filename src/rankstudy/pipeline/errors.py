@@ -20,7 +20,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from rankstudy.data.splitfiles import DataPathError, DatasetNotFound
     from rankstudy.features.normalize import UnrepresentableValue
     from rankstudy.selection.search import AllDiverged
-    from rankstudy.selection.tuning import StorageError, TuningError
+    from rankstudy.selection.settings import TuningError
+    from rankstudy.selection.tuning_storage import StorageError
     from rankstudy.tracking.errors import TrackingUnavailable
     from rankstudy.util.atomic import DamagedFile
     from rankstudy.util.jax_runtime import JaxPlatformError

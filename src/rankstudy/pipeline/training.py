@@ -55,7 +55,8 @@ class Tuning:
 
 def tuning_of(job, fit: TrainingJob) -> Tuning:
     """A tuned method's settings, space, storage, study name and first trials."""
-    from rankstudy.selection.tuning import TuneSettings, base_candidates, study_name, tuning_space
+    from rankstudy.selection.settings import TuneSettings
+    from rankstudy.selection.tuning import base_candidates, study_name, tuning_space
 
     spec, w = job.params.spec, job.wildcards
     settings = TuneSettings.from_config(spec["tune"])

@@ -34,51 +34,23 @@ import time
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.registry import ranker_class
-from rankstudy.selection.pruning import PrunerError, ReportSchedule, make_pruner, pruner_settings
+from rankstudy.selection.pruning import ReportSchedule, make_pruner, pruner_settings
 from rankstudy.selection.search import (COMPLETE, DIVERGED, PRUNED, AllDiverged, Candidate, candidate_row,
                                         diverged_message, fit_candidate)
+from rankstudy.selection.settings import TuneSettings, TuningError, check_settings
 from rankstudy.selection.spec import grid_candidates
-from rankstudy.selection.tuning_storage import (HEARTBEAT_SECONDS, STALE_SECONDS, JournalWatch,  # noqa: F401
-                                                StorageError, is_journal, lost_line, open_storage, shown_storage)
+from rankstudy.selection.tuning_storage import (HEARTBEAT_SECONDS, STALE_SECONDS, JournalWatch, StorageError,
+                                                is_journal, lost_line, open_storage)
 from rankstudy.util import intermediate
 from rankstudy.util.params import ParamError, Space, space_from_config, space_problem, with_values
 
-SAMPLERS = ("tpe", "random")
 LOST = "lost"
-
-
-class TuningError(ValueError):
-    """A tuning setting a method cannot take; ``key`` is relative to the method (``tune.space.l2``)."""
-
-    def __init__(self, key: str, problem: str) -> None:
-        self.key, self.problem = key, problem
-        super().__init__(f"{key}: {problem}")
-
-
-@dataclass(frozen=True)
-class TuneSettings:
-    """The ``tune`` block as one method's train job sees it (study-wide, overridden per method)."""
-
-    sampler: str = "tpe"
-    trials: int = 20
-    cpu_seconds: float | None = None
-    workers: int = 1
-    space: dict = field(default_factory=dict)  # {param: space config data, or None: not tuned}
-    base_method: str | None = None  # the default twin whose selection on the fold is the first trial
-    grid: dict = field(default_factory=dict)  # the untuned method's grid: its candidates open the study
-    pruner: object = None  # tune.pruner as written: a name, a mapping with kind, or None (selection.pruning)
-    train_fraction: float = 1.0  # the share of the training queries the trials fit on (seeded; the model: all)
-
-    @classmethod
-    def from_config(cls, data: dict) -> "TuneSettings":
-        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**known)
 
 
 def tuning_space(kind: str, params: dict, overrides: dict | None = None) -> dict[str, Space]:
@@ -106,27 +78,6 @@ def tuning_space(kind: str, params: dict, overrides: dict | None = None) -> dict
         raise TuningError("tune", f"{kind!r} declares no search space for these settings: give one as tune.space "
                                   f"(e.g. tune: {{space: {{PARAM: {{log_uniform: [1.0e-4, 1.0]}}}}}}) or tune: false")
     return space
-
-
-def check_settings(settings: TuneSettings) -> None:
-    """TuningError naming the key of a budget or sampler a tuning cannot run with (the schema
-    checks the same before any job; this is the train job's own guard)."""
-    if settings.sampler not in SAMPLERS:
-        raise TuningError("tune.sampler", f"unknown sampler {settings.sampler!r}; valid: {', '.join(SAMPLERS)}")
-    if not (isinstance(settings.trials, int) and settings.trials >= 1):
-        raise TuningError("tune.trials", f"must be an integer >= 1, got {settings.trials!r}")
-    if settings.cpu_seconds is not None and not settings.cpu_seconds > 0:
-        raise TuningError("tune.cpu_seconds", f"must be a number > 0 or null, got {settings.cpu_seconds!r}")
-    if not (isinstance(settings.workers, int) and settings.workers >= 1):
-        raise TuningError("tune.workers", f"must be an integer >= 1, got {settings.workers!r}")
-    try:
-        pruner_settings(settings.pruner)
-    except PrunerError as exc:
-        raise TuningError(f"tune.{exc.key}", exc.problem) from None
-    fraction = settings.train_fraction
-    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 < fraction <= 1:
-        raise TuningError("tune.train_fraction", f"must be a number > 0 and <= 1 (the share of the training "
-                                                 f"queries trials fit on), got {fraction!r}")
 
 
 def check_tuned_spec(spec: dict) -> None:

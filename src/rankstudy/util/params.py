@@ -22,6 +22,7 @@ the parameter so the config check can name the key.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
 from collections.abc import Callable, Iterable
@@ -51,6 +52,11 @@ class Constraint:
         """``text`` as a value of this constraint's type, or ``text`` itself when it is not one."""
         return text
 
+    def json_schema(self) -> dict:
+        """The JSON schema of the values it accepts, as far as a schema can say (a Real's
+        finiteness, a Text's check: the declaration's own check says the rest)."""
+        raise NotImplementedError
+
 
 def _bounds(low, high, low_open: bool, high_open: bool) -> str:
     parts = []
@@ -79,6 +85,16 @@ class Real(Constraint):
         bounds = _bounds(self.low, self.high, self.low_open, self.high_open)
         return f"a number {bounds}" if bounds else "a number"
 
+    json_type = "number"
+
+    def json_schema(self) -> dict:
+        schema = {"type": self.json_type}
+        if self.low is not None:
+            schema["exclusiveMinimum" if self.low_open else "minimum"] = self.low
+        if self.high is not None:
+            schema["exclusiveMaximum" if self.high_open else "maximum"] = self.high
+        return schema
+
     def read(self, text: str):
         try:  # YAML 1.2 numbers too: 1e-2 (a string to YAML 1.1), .5, 1_000 are numbers here
             return float(text.strip().replace("_", "")) if text.strip() else text
@@ -88,6 +104,8 @@ class Real(Constraint):
 
 class Integer(Real):
     """An integer (not a bool; 3.0 is not one either) within optional bounds."""
+
+    json_type = "integer"
 
     def accepts(self, value) -> bool:
         return isinstance(value, numbers.Integral) and not isinstance(value, bool) and super().accepts(value)
@@ -120,6 +138,9 @@ class Choice(Constraint):
     def describe(self) -> str:
         return f"one of {', '.join(self.options)}"
 
+    def json_schema(self) -> dict:
+        return {"enum": self.options}
+
 
 class Boolean(Constraint):
     def accepts(self, value) -> bool:
@@ -127,6 +148,9 @@ class Boolean(Constraint):
 
     def describe(self) -> str:
         return "true or false"
+
+    def json_schema(self) -> dict:
+        return {"type": "boolean"}
 
     def read(self, text: str):
         read = _yaml(text)
@@ -153,6 +177,9 @@ class Text(Constraint):
     def describe(self) -> str:
         return self.what
 
+    def json_schema(self) -> dict:
+        return {"type": "string"}
+
 
 class Mapping(Constraint):
     def accepts(self, value) -> bool:
@@ -160,6 +187,9 @@ class Mapping(Constraint):
 
     def describe(self) -> str:
         return "a mapping"
+
+    def json_schema(self) -> dict:
+        return {"type": "object"}
 
 
 class Listing(Constraint):
@@ -173,6 +203,9 @@ class Listing(Constraint):
 
     def describe(self) -> str:
         return self.what
+
+    def json_schema(self) -> dict:
+        return {"type": "array", **({"items": self.item.json_schema()} if self.item is not None else {})}
 
 
 def _yaml(text: str):
@@ -190,6 +223,20 @@ def describe(constraints: list) -> str:
     if None in constraints:
         words.append("null")
     return " or ".join(words)
+
+
+def json_schema(constraints: list) -> dict:
+    """The JSON schema of a constraint list: one alternative as it is, ``None`` as null (joined
+    to a typed alternative's type, whose bounds then apply to numbers only, as JSON Schema reads
+    them), several as ``anyOf``."""
+    real = [c.json_schema() for c in constraints if c is not None]
+    if None in constraints:
+        if len(real) == 1 and "type" in real[0]:
+            return {**real[0], "type": [real[0]["type"], "null"]}
+        if len(real) == 1 and "enum" in real[0]:
+            return {"enum": [*real[0]["enum"], None]}
+        real.append({"type": "null"})
+    return real[0] if len(real) == 1 else {"anyOf": real}
 
 
 def check_value(name: str, value, constraints: list, owner: str = "") -> None:
@@ -418,6 +465,16 @@ class Param:
         self.constraints = list(constraints) if isinstance(constraints, list | tuple) else [constraints]
         self.default, self.space, self.tune_when, self.help = default, space, dict(tune_when or {}), help
         self.library = library
+
+    def json_schema(self, default: bool = True) -> dict:
+        """The JSON schema of its values, with its help and (``default``) its default: a config
+        schema's entry built from the declaration (the config's tune block)."""
+        schema = json_schema(self.constraints)
+        if self.help:
+            schema["description"] = self.help
+        if default:
+            schema["default"] = copy.deepcopy(self.default)
+        return schema
 
     def check_declaration(self, name: str, owner: str) -> None:
         """TypeError (a programming error, raised when the class is defined) when the default or
