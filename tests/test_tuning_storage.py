@@ -183,3 +183,24 @@ def test_a_storage_password_never_shows(url):
     with pytest.raises(StorageError) as caught:
         open_storage(url)
     assert "s3cr" not in str(caught.value)
+
+
+def test_a_journal_lock_left_by_a_killed_worker_is_released_after_its_grace(tmp_path, monkeypatch):
+    """A worker killed while it held the journal's lock (kill -9 of Snakemake, the end-with-
+    Snakemake watch) leaves Optuna's lock link beside the journal. The rerun took it for a live
+    writer's for ever when the journal's path was relative (the link's target then resolved from
+    its own folder, so Optuna's grace period never ran out): a relative path in a folder, as the
+    pipeline's results/tuning/... are. Now the lock is on the absolute path and released after
+    LOCK_GRACE_SECONDS without a write."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(tuning_storage, "LOCK_GRACE_SECONDS", 3)
+    journal = Path("tuning") / "fold1.journal"
+    tune(journal, 1)
+    # the link a killed writer leaves (Optuna's symlink lock, made on the path it was given)
+    os.symlink(os.path.abspath(journal), str(journal) + ".lock")
+    out = []
+    run = threading.Thread(target=lambda: out.append(tune(journal, 2)), daemon=True)
+    run.start()
+    run.join(20)  # Optuna's own 30 s grace would not do either
+    assert out, "the rerun still waits for the dead writer's lock"
+    assert out[0].summary["trials"] == 2 and not os.path.lexists(str(journal) + ".lock")

@@ -19,6 +19,7 @@ from urllib.parse import unquote
 STORAGE_ATTEMPTS = 3  # opening the storage: tries, 1 s then 2 s apart, before one line names it
 HEARTBEAT_SECONDS = 20  # a running trial says it is alive this often ...
 STALE_SECONDS = 120  # ... and counts as lost when it has not for this long (a worker on another host)
+LOCK_GRACE_SECONDS = 30  # a journal's lock unchanged this long is a dead writer's (Optuna's default)
 # libpq's and SQLAlchemy's query-string spellings of a password
 _QUERY_PASSWORD = re.compile(r"(?i)([?&;](?:password|passwd|pwd)=)([^&;#\s]*)")
 _OP = b'{"op_code"'  # how Optuna's journal writes every operation (json.dumps of a dict, op_code first)
@@ -77,6 +78,17 @@ def _salvage(line: bytes) -> bytes | None:
     return None
 
 
+def journal_lock(path: str):
+    """The lock Optuna's JournalFileBackend takes (a symlink beside the journal), on the journal's
+    absolute path: a worker killed while it held the lock (kill -9, or the end-with-Snakemake
+    watch) leaves the link, and Optuna releases it after LOCK_GRACE_SECONDS without a write by
+    reading the time of the link's target, which a relative target (resolved from the link's
+    folder, not the working one) never gives: a rerun then waited for ever."""
+    from optuna.storages.journal import JournalFileSymlinkLock
+
+    return JournalFileSymlinkLock(os.path.abspath(path), grace_period=LOCK_GRACE_SECONDS)
+
+
 def repair_journal(path: str, say: Callable[[str], None] = print) -> None:
     """Mend a journal a crash or a full disk left damaged, under its lock (no worker writes then):
     a last line cut mid-write is dropped, a cut operation run into the next one is dropped from
@@ -84,9 +96,7 @@ def repair_journal(path: str, say: Callable[[str], None] = print) -> None:
     kept in ``<path>.damaged-<time>``; every whole operation before it stays."""
     if not os.path.exists(path) or os.path.getsize(path) == 0:
         return
-    from optuna.storages.journal import JournalFileSymlinkLock  # the lock Optuna's JournalFileBackend takes
-
-    lock = JournalFileSymlinkLock(path)
+    lock = journal_lock(path)
     lock.acquire()
     try:
         with open(path, "rb") as f:
@@ -200,7 +210,7 @@ def open_storage(storage: str, say: Callable[[str], None] = print):
 
             os.makedirs(os.path.dirname(os.path.abspath(storage)), exist_ok=True)
             repair_journal(storage, say)
-            journal = optuna.storages.JournalStorage(JournalFileBackend(storage))
+            journal = optuna.storages.JournalStorage(JournalFileBackend(storage, lock_obj=journal_lock(storage)))
             journal.get_all_studies()  # reads the file now: a locked or unreadable one fails here
             return journal
         except Exception as exc:  # SQLAlchemy's, the OS's: said in one line below
