@@ -110,5 +110,5 @@ def test_the_board_page_states_the_budget_and_the_notes(tmp_path):
             "but the one running then finishes): cb-tuned: the CPU cap was spent after 6-7") in md
     assert "Tuning budget" in (tmp_path / "lb.html").read_text()
     csv = pd.read_csv(tmp_path / "lb.csv").set_index("system")
-    assert csv.loc["cb-tuned", "tune_note"].startswith("the CPU cap was spent after 6-7 of 20 trials")
+    assert csv.loc["cb-tuned", "tuning_note"].startswith("the CPU cap was spent after 6-7 of 20 trials")
     assert np.isnan(csv.loc["cb", "gain"])

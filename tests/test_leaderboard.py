@@ -338,7 +338,7 @@ def test_default_and_tuned_twins_side_by_side_with_the_gain_and_its_interval(tmp
          for a, b in [("lm [first]", "rn [first]"), ("lm [first]", "rn-tuned [first]"),
                       ("lm-tuned [first]", "rn [first]"), ("lm-tuned [first]", "rn-tuned [first]")]])
     cpu = pd.DataFrame({"system": list(means), "train_job_seconds": [1.0, 9.0, 1.0, 5.0],
-                        "tune_cpu_seconds": [np.nan, 8.0, np.nan, 4.5], "tune_trials": [np.nan, 20, np.nan, 7]})
+                        "tuning_cpu_seconds": [np.nan, 8.0, np.nan, 4.5], "tuning_trials": [np.nan, 20, np.nan, 7]})
     board = lb.dataset_board(numbers(means), tested, cpu, METRIC)
     found = lb.tuning_gains(board, tested, cpu, METRIC)
     gains = found.set_index("system")
@@ -347,7 +347,7 @@ def test_default_and_tuned_twins_side_by_side_with_the_gain_and_its_interval(tmp
         [0.49, 0.54, 0.05, 0.02, 0.08])
     assert gains.loc["rn [first]", ["default", "tuned", "gain", "gain_lo", "gain_hi"]].tolist() == pytest.approx(
         [0.449, 0.448, -0.001, -0.01, 0.008])
-    assert gains["gain_sig"].tolist() == [True, False] and gains["tune_cpu_seconds"].tolist() == [8.0, 4.5]
+    assert gains["gain_sig"].tolist() == [True, False] and gains["tuning_cpu_seconds"].tolist() == [8.0, 4.5]
     written = lb.write_leaderboard({"D": board}, METRIC, tmp_path / "leaderboard", "cap", alpha=0.05, folds=[1],
                                    gains={"D": found})
     text = (tmp_path / "leaderboard.md").read_text()
@@ -357,7 +357,7 @@ def test_default_and_tuned_twins_side_by_side_with_the_gain_and_its_interval(tmp
             line.startswith("| rn [")}
     assert rows["lm [first]"][:4] == ["0.4900", "0.5400", "+0.0500 ▲", "[+0.0200, +0.0800] at 99.0%"]
     assert rows["rn [first]"][:4] == ["0.4490", "0.4480", "-0.0010", "[-0.0100, +0.0080] at 99.64%"]
-    assert gains["tune_trials"].tolist() == [20, 7]
+    assert gains["tuning_trials"].tolist() == [20, 7]
     csv = pd.read_csv(tmp_path / "leaderboard.csv").set_index("system")
     assert csv.loc["lm-tuned [first]", "tuned_from"] == "lm [first]"
     assert csv.loc["lm-tuned [first]", ["pooled_default", "pooled_tuned"]].tolist() == [0.49, 0.54]

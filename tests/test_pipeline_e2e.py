@@ -130,12 +130,12 @@ def test_mlflow_holds_one_run_per_fold_and_method_plus_parents(tiny_run):
     parents = runs[runs.level == "parent"].set_index("name")
     assert parents.loc["default: pointwise [first] synthetic", "folds"] == "1,2"
     parent_tags = client.get_run(parents.loc["default: pointwise [first] synthetic", "id"]).data.tags
-    assert parent_tags["kind"] == "linear" and parent_tags["params.loss"] == "pointwise_mse"
+    assert parent_tags["kind"] == "linear" and parent_tags["method.loss"] == "pointwise_mse"
     assert parent_tags["grid.l2"] == "[0.01, 1.0]"
     # the settings are the parent's params too (the compare view lines parents up by params), and
     # a parent holds its folds' means under the fold runs' metric names
     parent = client.get_run(parents.loc["default: pointwise [first] synthetic", "id"])
-    assert parent.data.params == {"kind": "linear", "params.loss": "pointwise_mse", "grid.l2": "[0.01, 1.0]"}
+    assert parent.data.params == {"kind": "linear", "method.loss": "pointwise_mse", "grid.l2": "[0.01, 1.0]"}
     pointwise = folds[folds.key.str.startswith("default/synthetic/first/pointwise/")]
     assert parent.data.metrics["test.ndcg10"] == pytest.approx(
         np.mean([client.get_run(i).data.metrics["test.ndcg10"] for i in pointwise.id]))

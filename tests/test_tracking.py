@@ -326,7 +326,7 @@ def test_a_method_logged_again_unchanged_writes_no_new_parent_revision(sqlite_ur
     did not change keeps its run ids and its parent's metric history; a changed mean adds a step."""
     keys = dict(study="main", dataset="MQ2008", featureset="all", method="lambdamart")
     folds = [{k: v for k, v in fold_kwargs(f, uid=f"u{f}").items() if k not in keys} for f in (1, 2)]
-    settings = {"kind": "lambdamart", "params": {"n_estimators": 30}}
+    settings = {"kind": "lambdamart", "method": {"n_estimators": 30}}
     parent = {"metrics": {"test.ndcg@10": 0.415, "std.test.ndcg@10": float("nan")}, "params": settings,
               "tags": {"folds": "1,2"}}
     first = log_method(sqlite_uri, EXPERIMENT, keys, folds, parent)
@@ -335,7 +335,7 @@ def test_a_method_logged_again_unchanged_writes_no_new_parent_revision(sqlite_ur
     parent_id, fold_ids = first
     assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg10")] == [0]
     run = client.get_run(parent_id)
-    assert run.data.tags["params.n_estimators"] == "30" and run.data.tags["folds"] == "1,2"
+    assert run.data.tags["method.n_estimators"] == "30" and run.data.tags["folds"] == "1,2"
     assert {client.get_run(i).data.tags["mlflow.parentRunId"] for i in fold_ids.values()} == {parent_id}
     log_method(sqlite_uri, EXPERIMENT, keys, folds, {**parent, "metrics": {"test.ndcg@10": 0.42}})
     assert [m.step for m in client.get_metric_history(parent_id, "test.ndcg10")] == [0, 1]
@@ -343,11 +343,11 @@ def test_a_method_logged_again_unchanged_writes_no_new_parent_revision(sqlite_ur
 
 def test_parent_params_are_the_settings_and_new_settings_replace_the_parent(sqlite_uri):
     keys = dict(study="main", dataset="MQ2008", featureset="all", method="lambdamart")
-    settings = {"kind": "lambdamart", "params": {"n_estimators": 30}, "grid": {"num_leaves": [7, 15]}}
+    settings = {"kind": "lambdamart", "method": {"n_estimators": 30}, "grid": {"num_leaves": [7, 15]}}
     first = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(1))
     parent_id = log_parent_metrics(sqlite_uri, EXPERIMENT, **keys, metrics={"test.map": 0.3}, params=settings)
     client = MlflowClient(sqlite_uri)
-    flat = {"kind": "lambdamart", "params.n_estimators": "30", "grid.num_leaves": "[7, 15]"}
+    flat = {"kind": "lambdamart", "method.n_estimators": "30", "grid.num_leaves": "[7, 15]"}
     assert client.get_run(parent_id).data.params == flat
     # the same settings again: the same parent, its metric history goes on
     assert log_parent_metrics(sqlite_uri, EXPERIMENT, **keys, metrics={"test.map": 0.4}, params=settings) == parent_id
@@ -356,10 +356,10 @@ def test_parent_params_are_the_settings_and_new_settings_replace_the_parent(sqli
     # new settings: MLflow cannot change a param, so a new parent holds them and the old one's
     # children, and the old parent is gone from the store
     second = log_fold_run(sqlite_uri, EXPERIMENT, **fold_kwargs(2))
-    changed = {**settings, "params": {"n_estimators": 60}}
+    changed = {**settings, "method": {"n_estimators": 60}}
     new_id = log_parent_metrics(sqlite_uri, EXPERIMENT, **keys, metrics={"test.map": 0.5}, params=changed)
     assert new_id != parent_id
-    assert client.get_run(new_id).data.params == {**flat, "params.n_estimators": "60"}
+    assert client.get_run(new_id).data.params == {**flat, "method.n_estimators": "60"}
     assert [m.value for m in client.get_metric_history(new_id, "test.map")] == [0.5]
     assert [run.info.run_id for run in live_runs(client, "parent")] == [new_id]
     assert {client.get_run(run).data.tags["mlflow.parentRunId"] for run in (first, second)} == {new_id}

@@ -97,6 +97,10 @@ def test_the_tuned_board_states_its_budget_and_why_a_method_ran_one_trial(tmp_pa
     assert sorted(folds["system"]) == ["listnet-tuned [first]", "ranknet-tuned [first]"]
     assert (folds["trials"] == 1).all() and (folds["budget_trials"] == 3).all()
     assert (folds["budget_cpu_seconds"] == 0.001).all() and (folds["cpu_seconds"] > 0.001).all()
+    # what tuning did is tuning.* (as fit.json names it); tune.* is what the config set
+    params = pd.read_csv(workdir / (layout.fill(layout.TABLES, study="tuned", dataset="synthetic") + ".params.csv"))
+    assert {"tuning.trials", "tuning.cpu_seconds", "tuning.best_trial"} <= set(params.columns)
+    assert not any(column.startswith("tune.") for column in params.columns)
     md = (workdir / (board + ".md")).read_text()
     assert ("random search (Optuna's random sampler), 3 trials or 0.001 CPU-s of trials, whichever ends first, "
             "pruner: none;") in md
@@ -104,7 +108,7 @@ def test_the_tuned_board_states_its_budget_and_why_a_method_ran_one_trial(tmp_pa
     csv = pd.read_csv(workdir / (board + ".csv")).set_index("system")
     tuned = csv.loc["ranknet-tuned [first]"]
     assert tuned["gain"] == tuned["pooled_tuned"] - tuned["pooled_default"]
-    assert tuned["tune_note"].startswith("a trial dearer than the cap runs once (fold 1; ")
+    assert tuned["tuning_note"].startswith("a trial dearer than the cap runs once (fold 1; ")
 
 
 def test_a_bad_tuning_space_is_refused_before_any_job_naming_its_key(tmp_path):

@@ -25,17 +25,17 @@ SETTLED = ("best_iteration", "chosen_restart")
 
 def chosen_settings(fit: FitRecord, model_path: str, selection: pd.DataFrame) -> dict:
     """The params table's row of a fold: the grid's (or the tuned space's) chosen values, what the
-    model settled itself, a tuned method's budget spent (``tune.*``), the number of candidates that
-    diverged where any did, and the chosen candidate's validation score."""
+    model settled itself, what a tuned method's tuning did (``tuning.*``, as fit.json's ``tuning``
+    names it; ``tune.*`` is what the config set), the number of candidates that diverged where any
+    did, and the chosen candidate's validation score."""
     state = atomic.read_json(model_path)["state"]
     tuned = fit.tuning or {}
     shown = [*fit.grid, *tuned.get("space", {})]
-    spent = ({"tune.trials": tuned["trials"], "tune.cpu_s": tuned["cpu_seconds"], "tune.best_trial": tuned["best_trial"]}
-             if tuned else {})
+    spent = ({f"tuning.{k}": tuned[k] for k in ("trials", "cpu_seconds", "best_trial")} if tuned else {})
     if tuned.get("train_fraction", 1) < 1:  # the trials saw this share of the training queries
         spent["tune.train_fraction"] = tuned["train_fraction"]
     if tuned.get("pruner", "none") != "none":  # how many trials the pruner stopped (or why it could not)
-        spent["tune.pruned"] = tuned["pruned"] if tuned.get("reports") else "unpruned (no curve)"
+        spent["tuning.pruned"] = tuned["pruned"] if tuned.get("reports") else "unpruned (no curve)"
     diverged = int((selection["state"] == "diverged").sum()) if "state" in selection else 0
     return {**{k: value_at(fit.params, k) for k in shown}, **{k: state[k] for k in SETTLED if k in state}, **spent,
             **({"diverged": diverged} if diverged else {}), "selection_score": fit.selection_score}
@@ -46,8 +46,8 @@ def fold_timing(fit: FitRecord, history: list[dict], selection: pd.DataFrame) ->
     candidate's fit, and of that the solver's time in the argmax and in the QP when it records
     them (the cutting-plane solver does)."""
     recorded = lambda key: sum(h[key] for h in history) if history and key in history[0] else None  # noqa: E731
-    return {"train_job_seconds": fit.seconds, "tune_cpu_seconds": (fit.tuning or {}).get("cpu_seconds"),
-            "tune_trials": (fit.tuning or {}).get("trials"),
+    return {"train_job_seconds": fit.seconds, "tuning_cpu_seconds": (fit.tuning or {}).get("cpu_seconds"),
+            "tuning_trials": (fit.tuning or {}).get("trials"),
             "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0]),
             "argmax_seconds": recorded("argmax_seconds"), "qp_seconds": recorded("qp_seconds")}
 
@@ -90,9 +90,8 @@ with job_logging(snakemake, "aggregate"):
                  "fit_seconds": float(selection.loc[selection["selected"], "fit_seconds"].iloc[0]),
                  **job_benchmarks(inputs, i)}
         if fit.tuning:  # what the tuning budget bought, on the fold run beside its scores
-            chosen.update({"tune.trials": fit.tuning["trials"], "tune.cpu_seconds": fit.tuning["cpu_seconds"],
-                           "tune.best_trial": fit.tuning["best_trial"], "tune.diverged": fit.tuning["diverged"],
-                           "tune.lost": fit.tuning.get("lost", 0), "tune.pruned": fit.tuning.get("pruned", 0)})
+            chosen.update({f"tuning.{k}": fit.tuning.get(k, 0)
+                           for k in ("trials", "cpu_seconds", "best_trial", "diverged", "lost", "pruned")})
         fold_plans.append(dict(
             fold=fold,
             params={"method": fit.params, "kind": fit.kind, "featureset": w.featureset, "fold": fold,
@@ -130,7 +129,8 @@ with job_logging(snakemake, "aggregate"):
         random={k: float(np.nanmean([f.random[k] for f in folds]))
                 for k in sorted(set.intersection(*(set(f.random) for f in folds)))})
     not_learned = method.not_learned
-    settings = {"kind": snakemake.params.spec["kind"], "params": snakemake.params.spec.get("params") or {},
+    # a setting has one name on the parent and its fold runs: method.x (the fold runs': the value used)
+    settings = {"kind": snakemake.params.spec["kind"], "method": snakemake.params.spec.get("params") or {},
                 "grid": snakemake.params.spec.get("grid") or {}}
     parent = dict(
         # the fold runs' names, holding the fold means, so one column of the runs table shows both

@@ -44,7 +44,7 @@ COLUMNS = ("dataset", "system", "metric", "rank", "mean", "std", "n_folds", "bes
 # with default and tuned twins, each tuned system's row also has (tuning_gains)
 # pooled_default, pooled_tuned: the pooled means the gain is computed from (tuning_gains' default, tuned)
 GAIN_COLUMNS = ("tuned_from", "pooled_default", "pooled_tuned", "gain", "gain_lo", "gain_hi", "gain_level", "gain_test", "gain_sig",
-                "tune_cpu_seconds", "tune_trials", "tune_note")
+                "tuning_cpu_seconds", "tuning_trials", "tuning_note")
 _BEST_TOLERANCE = 1e-12  # relative, as the tables' "best": rounding noise does not break a tie
 
 
@@ -156,18 +156,18 @@ def tuning_gains(board: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame 
     the ``gain`` = tuned - default, and the pair's t-interval ``gain_lo``..``gain_hi`` at
     ``gain_level`` (the level Holm's step-down tested the pair at: it excludes 0 exactly where the
     Holm-adjusted paired t-test has p < alpha); ``gain_test`` (the test that decides the board's
-    pairs, the randomization test) and ``gain_sig`` (its Holm-adjusted decision), ``tune_cpu_seconds``
-    and ``tune_trials`` (mean over folds), ``tune_note`` (``notes``: why fewer trials ran, or more
+    pairs, the randomization test) and ``gain_sig`` (its Holm-adjusted decision), ``tuning_cpu_seconds``
+    and ``tuning_trials`` (mean over folds), ``tuning_note`` (``notes``: why fewer trials ran, or more
     than the cap was spent). In the board's order of the tuned systems; empty without twins.
     ValueError for a pairs file without the pooled means (written before them)."""
     columns = ["system", "tuned_system", "default", "tuned", "gain", "gain_lo", "gain_hi", "gain_level", "gain_test",
-               "gain_sig", "tune_cpu_seconds", "tune_trials", "tune_note"]
+               "gain_sig", "tuning_cpu_seconds", "tuning_trials", "tuning_note"]
     names = set(board["system"])
     part = pairs[pairs["metric"] == metric] if "metric" in pairs else pairs.iloc[0:0]
     def spent(column):
         return ({} if timing is None or column not in timing
                 else dict(zip(timing["system"].astype(str), timing[column].astype(float))))
-    cpu, trials = spent("tune_cpu_seconds"), spent("tune_trials")
+    cpu, trials = spent("tuning_cpu_seconds"), spent("tuning_trials")
     rows = []
     for tuned in board["system"]:
         method, featureset = _method_and_featureset(tuned)
@@ -180,8 +180,8 @@ def tuning_gains(board: pd.DataFrame, pairs: pd.DataFrame, timing: pd.DataFrame 
                              "(snakemake --forcerun tables)")
         row = {"system": base, "tuned_system": tuned, "default": np.nan, "tuned": np.nan, "gain": np.nan,
                "gain_lo": np.nan, "gain_hi": np.nan, "gain_level": np.nan, "gain_test": "", "gain_sig": False,
-               "tune_cpu_seconds": cpu.get(tuned, np.nan), "tune_trials": trials.get(tuned, np.nan),
-               "tune_note": (notes or {}).get(tuned, "")}
+               "tuning_cpu_seconds": cpu.get(tuned, np.nan), "tuning_trials": trials.get(tuned, np.nan),
+               "tuning_note": (notes or {}).get(tuned, "")}
         pair = part[((part["system"] == tuned) & (part["other"] == base))
                     | ((part["system"] == base) & (part["other"] == tuned))]
         if len(pair):  # the board has every pair (top_group checks): none only for a hand-made file
@@ -310,7 +310,7 @@ def gains_rows(gains: pd.DataFrame) -> list[list[str]]:
         rows.append([r.system, "–" if np.isnan(r.default) else f"{r.default:.4f}",
                      "–" if np.isnan(r.tuned) else f"{r.tuned:.4f}",
                      "–" if np.isnan(r.gain) else f"{_signed(r.gain)} {mark}".rstrip(), interval,
-                     "–" if np.isnan(r.tune_trials) else f"{r.tune_trials:.3g}", _seconds_text(r.tune_cpu_seconds)])
+                     "–" if np.isnan(r.tuning_trials) else f"{r.tuning_trials:.3g}", _seconds_text(r.tuning_cpu_seconds)])
     return rows
 
 
@@ -323,7 +323,7 @@ def gains_line(gains: pd.DataFrame) -> str:
 def notes_line(gains: pd.DataFrame) -> str:
     """Under the default-and-tuned table: why a tuned system ran fewer trials than its budget, or
     spent more CPU-seconds than its cap (:func:`rankstudy.reporting.budget.system_notes`); ''."""
-    said = [f"{r.tuned_system}: {r.tune_note}" for r in gains.itertuples() if isinstance(r.tune_note, str) and r.tune_note]
+    said = [f"{r.tuned_system}: {r.tuning_note}" for r in gains.itertuples() if isinstance(r.tuning_note, str) and r.tuning_note]
     return ("Fewer trials than the budget, or more CPU-seconds than the cap (no trial starts once the cap is spent, "
             "but the one running then finishes): " + "; ".join(said) + ".") if said else ""
 

@@ -17,7 +17,7 @@ from rankstudy.util import atomic
 COLUMNS = {"train_job_seconds": "train job (s)", "train_job_cpu_seconds": "train job (CPU-s)",
            "fit_seconds": "chosen fit (s)",
            "argmax_seconds": "of which argmax (s)", "qp_seconds": "of which QP (s)",
-           "tune_cpu_seconds": "tuning (CPU-s)", "tune_trials": "tuning trials"}
+           "tuning_cpu_seconds": "tuning (CPU-s)", "tuning_trials": "tuning trials"}
 
 
 def timing_frame(timings: Mapping[str, Mapping[str, float | None]]) -> pd.DataFrame:
@@ -25,8 +25,8 @@ def timing_frame(timings: Mapping[str, Mapping[str, float | None]]) -> pd.DataFr
     solver does not record a part."""
     frame = pd.DataFrame.from_dict({s: dict(t) for s, t in timings.items()}, orient="index")
     frame = frame.reindex(columns=list(COLUMNS)).astype(float)
-    if frame["tune_cpu_seconds"].isna().all():  # a study that tunes nothing keeps its columns
-        frame = frame.drop(columns=["tune_cpu_seconds", "tune_trials"])
+    if frame["tuning_cpu_seconds"].isna().all():  # a study that tunes nothing keeps its columns
+        frame = frame.drop(columns=["tuning_cpu_seconds", "tuning_trials"])
     frame.index.name = "system"
     return frame
 
