@@ -80,3 +80,29 @@ def test_each_solver_default_is_declared_once_and_the_rankers_reuse_the_declarat
         assert all(getattr(solver, key) == p.default for key, p in entry.parameters.items())
     with pytest.raises(ParamError, match="epochs must be an integer >= 1"):
         SOLVERS["projected_sgd"].cls(epochs=0)
+
+
+def test_a_grid_may_name_a_solver_setting_and_each_candidate_fits_with_it():
+    """grid: {solver_params.learning_rate: [...]}: each value checked by the solver's declaration
+    before any job (named by its key), each candidate fitted with it (the method's other solver
+    settings kept), the chosen one's full parameters holding it."""
+    from rankstudy.selection.search import select_and_fit
+    from rankstudy.selection.spec import SpecError, check_spec
+
+    spec = {"kind": "linear", "params": {"loss": "listnet", "solver": "adam", "solver_params": {"epochs": 3}},
+            "grid": {"solver_params.learning_rate": [1e-5, 0.05]}}
+    check_spec(spec)
+    for grid, message in (({"solver_params.learning_rate": [0.0]}, "grid.solver_params.learning_rate: must be a number > 0"),
+                          ({"solver_params.rate": [0.1]}, "grid.solver_params.rate: unknown setting 'rate'")):
+        with pytest.raises(SpecError, match=message):
+            check_spec({**spec, "grid": grid})
+    with pytest.raises(SpecError, match="of solver_params \\(the lbfgs solver's own settings"):
+        check_spec({"kind": "linear", "params": {"loss": "listnet"}, "grid": {"solver_params.learning_rate": [0.1]}})
+    train, vali = linear_signal_data(0, n_queries=30), linear_signal_data(1, n_queries=10)
+    ranker, chosen, rows = select_and_fit("linear", spec["params"], spec["grid"], train, vali, progress=lambda _: None)
+    assert [row["param.solver_params.learning_rate"] for row in rows] == [1e-5, 0.05]
+    assert rows[0]["vali.ndcg@10"] != rows[1]["vali.ndcg@10"]
+    assert chosen["solver_params"]["epochs"] == 3
+    assert chosen["solver_params"]["learning_rate"] == [r["param.solver_params.learning_rate"] for r in rows
+                                                        if r["selected"]][0]
+    assert ranker.make_solver().learning_rate == chosen["solver_params"]["learning_rate"]

@@ -18,6 +18,7 @@ from rankstudy.rankers.base import Ranker
 from rankstudy.rankers.registry import make_ranker
 from rankstudy.selection.spec import grid_candidates
 from rankstudy.util.intermediate import Pruned
+from rankstudy.util.params import with_values
 
 COMPLETE, DIVERGED, PRUNED = "complete", "diverged", "pruned"
 
@@ -116,7 +117,7 @@ def select_and_fit(kind: str, params: dict, grid: dict | None, train: RankData, 
     rows, best, last, problems, first = [], None, None, [], None
     candidates = grid_candidates(grid)
     for n, values in enumerate(candidates, 1):
-        fitted = fit_candidate(kind, {**params, **values}, train, vali, metric, metric_options)
+        fitted = fit_candidate(kind, with_values(params, values), train, vali, metric, metric_options)
         rows.append(candidate_row(n, fitted, values, metric))
         if fitted.state == DIVERGED:
             problems.append(fitted.problem)

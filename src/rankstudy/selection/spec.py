@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 
-from rankstudy.util.params import ParamError, check_value, read_value
+from rankstudy.util.params import ParamError, check_value, read_value, with_values
 from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
 
 # set once per run, for every method that takes them (training_params): their config keys
@@ -59,14 +59,20 @@ def read_spec_values(spec) -> None:
     reads ``1e-2`` as one. A string the parameter takes as it is stays a string."""
     if not isinstance(spec, dict) or spec.get("kind") not in RANKERS:
         return  # check_spec names the problem
-    constraints = RANKERS[spec["kind"]].parameter_constraints
+    cls = RANKERS[spec["kind"]]
+    constraints = cls.parameter_constraints
     params, grid = spec.get("params"), spec.get("grid")
     for name, value in (params.items() if isinstance(params, dict) else ()):
         if name in constraints:
             params[name] = read_value(value, constraints[name])
     for name, values in (grid.items() if isinstance(grid, dict) else ()):
-        if name in constraints and isinstance(values, list):
-            grid[name] = [read_value(v, constraints[name]) for v in values]
+        if not isinstance(values, list):
+            continue
+        try:  # a dotted key is a part's setting (solver_params.learning_rate): its declaration's
+            wanted = cls.declaration(name, params if isinstance(params, dict) else {}).constraints
+        except ParamError:
+            continue  # check_names_and_values names it
+        grid[name] = [read_value(v, wanted) for v in values]
 
 
 def grid_candidates(grid: dict | None) -> list[dict]:
@@ -84,7 +90,7 @@ def check_spec(spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
     kind = spec["kind"]
     base = training_params(spec, seed, rel_threshold)
     for candidate in grid_candidates(spec.get("grid")):
-        params = {**base, **candidate}
+        params = with_values(base, candidate)  # a dotted key sets one setting of a part
         try:
             make_ranker(kind, params)
         except ParamError as exc:
@@ -111,7 +117,11 @@ def check_names_and_values(spec: dict) -> None:
                 raise SpecError(f"{section}.{name}", f"set once for the whole run, as config key "
                                                      f"{RUN_PARAMS[name]}; remove it from the method")
             try:
-                cls.check_names([name])
+                if section == "grid":  # a grid key may name a part's setting: solver_params.learning_rate
+                    constraints = cls.declaration(name, spec.get("params") or {}).constraints or [_ANY]
+                else:
+                    cls.check_names([name])
+                    constraints = cls.parameter_constraints.get(name, [_ANY])
             except ParamError as exc:
                 raise SpecError(f"{section}.{name}", exc.problem) from None
             values = value if section == "grid" else [value]
@@ -119,7 +129,7 @@ def check_names_and_values(spec: dict) -> None:
                 raise SpecError(f"grid.{name}", f"must be a non-empty list of values, got {value!r}")
             for v in values:
                 try:
-                    check_value(name, v, cls.parameter_constraints.get(name, [_ANY]))
+                    check_value(name, v, constraints)
                 except ParamError as exc:
                     raise SpecError(f"{section}.{name}", exc.problem) from None
 

@@ -98,7 +98,7 @@ def base_candidates(kind: str, params: dict, space: dict[str, Space], grid: dict
     declared = {name: p.default for name, p in cls.parameters.items()}
     out = []
     for candidate in [selected] if selected is not None else grid_candidates(grid):
-        values = {**declared, **params, **candidate}
+        values = with_values({**declared, **params}, candidate)
         row = {name: _value_of(cls, values, name) for name in space if name.partition(".")[0] in values}
         if row not in out:  # a grid key the space leaves out (tune.space: {KEY: null}) varies nothing here
             out.append(row)
