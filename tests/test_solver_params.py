@@ -92,7 +92,8 @@ def test_a_grid_may_name_a_solver_setting_and_each_candidate_fits_with_it():
     spec = {"kind": "linear", "params": {"loss": "listnet", "solver": "adam", "solver_params": {"epochs": 3}},
             "grid": {"solver_params.learning_rate": [1e-5, 0.05]}}
     check_spec(spec)
-    for grid, message in (({"solver_params.learning_rate": [0.0]}, "grid.solver_params.learning_rate: must be a number > 0"),
+    for grid, message in (({"solver_params.learning_rate": [0.0]},
+                           "grid.solver_params.learning_rate: must be a number > 0"),
                           ({"solver_params.rate": [0.1]}, "grid.solver_params.rate: unknown setting 'rate'")):
         with pytest.raises(SpecError, match=message):
             check_spec({**spec, "grid": grid})
