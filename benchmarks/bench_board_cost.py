@@ -381,6 +381,12 @@ def footprints(fits: list[dict], methods: dict[str, dict], shape: str, measured:
     out = {}
     for name, spec in methods.items():
         points = reference_points(fits, shape, name)
+        ok = [p for p in points if p["status"] == "ok"]
+        steps = [p.get("history") or 0 for p in ok]
+        if len(ok) > 1 and min(steps) > 0 and max(steps) > ERRATIC_STEPS * min(steps):
+            # as the report reads it: rounds that jump between sizes (early stopping) are no power
+            # law in n, so linear from the largest fit (a lower bound: b None)
+            points = [p for p in points if p["status"] != "ok"] + ok[-1:]
         cpu = _growth([{**p, "cpu_s": p.get("cpu_s", p["wall_s"])} for p in points], "cpu_s", spec["kind"])
         if cpu is None:
             continue

@@ -133,6 +133,16 @@ def test_a_fit_whose_rounds_jump_between_sizes_is_grown_linearly_from_its_larges
     row = pd.read_csv(workdir / "board-cost.csv").set_index("method").loc["adarank_map"]
     assert row["fit_s"] == pytest.approx(50.0 * FULL / DOCS[8]) and bool(row["lower_bound"])
     assert "rounds 8 -> 500: linear from the largest" in out.stdout
+    # and the footprint the config check reads says the same (a power law would refuse it: days)
+    from rankstudy.rankers.footprint import load_footprints
+
+    path = workdir / "footprints.yaml"
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_board_cost.py"), "--report-only",
+                          "--workdir", str(workdir), "--methods", "adarank_map", "--write-footprints", str(path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    growth = {f.method: f for f in load_footprints(path)}["adarank_map"].cpu_seconds
+    assert growth.at(FULL) == pytest.approx(row["fit_s"], rel=1e-9) and growth.bound
 
 
 def test_an_exponent_from_fits_stopped_at_a_larger_size_is_not_lent(workdir: Path):
