@@ -49,16 +49,10 @@ from rankstudy.losses.padded import (
     plackett_luce_order,
     query_weights,
 )
-from rankstudy.util.params import Choice, Integer, Real
 
 TOPOLOGIES = ("full", "random", "disconnected")
 REDUCTIONS = ("sum", "mean")
 BACKENDS = ("numba", "numpy")  # of the full topology; numpy is the reference
-# what each option may be, checked before any job without calling the loss (its first call
-# compiles numba kernels: a second); the defaults are the function's
-OPTIONS = {"topology": [Choice(TOPOLOGIES, "topology")], "w1": [Real(0)], "w2": [Real(0)], "degree": [Integer(1)],
-           "n_topologies": [Integer(1)], "seed": [Integer()], "reduction": [Choice(REDUCTIONS, "reduction")],
-           "backend": [Choice(BACKENDS, "backend")], "block_elements": [Integer(1)]}
 
 
 def clique_terms(u: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -57,16 +57,9 @@ import numpy as np
 from scipy.special import expit, logsumexp, softmax
 
 from rankstudy.losses.padded import PAIR_BLOCK_ELEMENTS, clean, query_chunks, query_weights
-from rankstudy.losses.swap_sampler import METRICS, SPREADS, SamplerSettings, deltas, draw_walks
-from rankstudy.util.params import Boolean, Choice, Integer, Real
+from rankstudy.losses.swap_sampler import METRICS, SamplerSettings, deltas, draw_walks
 
 GAINS = METRICS
-# what each option may be, checked before any job without calling the loss (its first call
-# compiles the sampler's numba kernels); the defaults are the functions'
-SAMPLED_OPTIONS = {"rel_threshold": [Real()], "normalize": [Boolean()], "sample_size": [Integer(1)],
-                   "walk_length": [Integer(0)], "restart_states": [Integer(2)], "restart_skew": [Real()],
-                   "seed": [Integer()], "restart_spread": [Choice(SPREADS, "restart_spread")]}
-GAINED_OPTIONS = {"gain": [Choice(GAINS, "gain")], "k": [Integer(1)], **SAMPLED_OPTIONS}
 # (query, state, document) entries of one chunk of a split's sample: 32 MB of coefficients, and
 # about ten arrays of that size while the chunk is built (walks, deduplication keys, gathers)
 SAMPLE_BLOCK_ELEMENTS = 1 << 22

@@ -43,16 +43,10 @@ from rankstudy.losses.padded import (
     query_chunks,
     query_weights,
 )
-from rankstudy.util.params import Boolean, Choice, Integer, Real
 
 GAINS = ("label", "exp")
 # NeuralNDCG's (Qc, L, L) chunks: 2 MB a matrix; the 50 Sinkhorn steps keep one each for autodiff
 NEURAL_BLOCK_ELEMENTS = 1 << 18
-# NeuralNDCG's options, checked before any job without calling it (calling it imports JAX); the
-# defaults are the function's
-NEURAL_NDCG_OPTIONS = {"temperature": [Real(0, low_open=True)], "k": [None, Integer(1)], "transposed": [Boolean()],
-                       "sinkhorn_iterations": [Integer(0)], "gain": [Choice(GAINS, "gain")],
-                       "block_elements": [Integer(1)]}
 
 
 # --------------------------------------------------------------------------- shared parts
