@@ -80,20 +80,6 @@ def n_cliques(E: int, topology: str, degree: int = 1) -> int:
     return E
 
 
-def _check(topology: str, w1: float, w2: float, degree: int, n_topologies: int, reduction: str = "sum",
-           backend: str = "numba") -> None:
-    if topology not in TOPOLOGIES:
-        raise ValueError(f"unknown topology {topology!r}; valid: {', '.join(TOPOLOGIES)}")
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"unknown reduction {reduction!r}; valid: {', '.join(REDUCTIONS)}")
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
-    if not (w1 >= 0 and w2 >= 0):
-        raise ValueError(f"CDN weights must be >= 0 (a valid CDF), got w1={w1!r}, w2={w2!r}")
-    if int(degree) < 1 or int(n_topologies) < 1:
-        raise ValueError(f"degree and n_topologies must be >= 1, got {degree!r} and {n_topologies!r}")
-
-
 def _query_loss(r: np.ndarray, topology: str, w1: float, w2: float, degree: int, n_topologies: int,
                 rng: np.random.Generator | None, block_elements: int, backend: str = "numpy"):
     """-log F of one query's edges: (value, d/dr, d/dw1, d/dw2)."""
@@ -144,7 +130,6 @@ def cdn_with_weights(scores, labels, mask, *, topology: str = "full", w1: float 
                      degree: int = 1, n_topologies: int = 1, seed: int = 0, reduction: str = "sum",
                      backend: str = "numba", block_elements: int = PAIR_BLOCK_ELEMENTS):
     """The CDN loss (see the module docstring) and its gradients: (value, d/dscores, d/d(w1, w2))."""
-    _check(topology, w1, w2, degree, n_topologies, reduction, backend)
     s, y, mask = clean(scores, labels, mask)
     Q = s.shape[0]
     grad = np.zeros(s.shape)
@@ -184,14 +169,14 @@ def cdn(scores, labels, mask, *, topology: str = "full", w1: float = 1.0, w2: fl
 class CDNLoss:
     """The CDN loss with trainable CDN weights theta = (w1, w2) >= 0: a loss with parameters
     of its own, which :class:`rankstudy.solvers.objective.Objective` appends to the scorer's.
-    ``loss(scores, labels, mask, params) -> (value, d/dscores, d/dparams)``."""
+    ``loss(scores, labels, mask, params) -> (value, d/dscores, d/dparams)``; its options are the
+    ``cdn`` loss's, checked where they are given (StructRank's parameters)."""
 
     n_params = 2
     nonnegative = True  # w1, w2 >= 0 keep every CDN function a valid CDF
 
     def __init__(self, topology: str = "full", degree: int = 1, n_topologies: int = 1, seed: int = 0,
                  reduction: str = "sum", backend: str = "numba", block_elements: int = PAIR_BLOCK_ELEMENTS) -> None:
-        _check(topology, 1.0, 1.0, degree, n_topologies, reduction, backend)
         self.options = dict(topology=topology, degree=int(degree), n_topologies=int(n_topologies), seed=int(seed),
                             reduction=reduction, backend=backend, block_elements=int(block_elements))
 

@@ -373,12 +373,6 @@ def _settings(sample_size, walk_length, restart_states, restart_skew, seed, rest
                            str(restart_spread))
 
 
-def _check_gain(gain: str) -> str:
-    if gain not in GAINS:
-        raise ValueError(f"unknown gain {gain!r}; valid: {', '.join(GAINS)}")
-    return gain
-
-
 def mle(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False, sample_size: int = 100,
         walk_length: int = 10, restart_states: int = 11, restart_skew: float = -5.0, seed: int = 0,
         restart_spread: str = "delta"):
@@ -394,7 +388,7 @@ def exp_gain(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_thres
     """ExpGain (Eqs. 6-7): mean over queries of -log E_{y ~ Pr(y|x;w)} G(y) over the sample,
     G = AUC, AP or NDCG@k (``gain``). Not convex: train it from several starts."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
-    return _sampled("exp_gain", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
+    return _sampled("exp_gain", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
 def l3(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
@@ -402,7 +396,7 @@ def l3(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: 
        restart_skew: float = -5.0, seed: int = 0, restart_spread: str = "delta"):
     """L3 (Eq. 12): MLE + E_y[Delta(y)] (Eq. 11) over the sample. Not convex."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
-    return _sampled("l3", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
+    return _sampled("l3", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
 def convex_loss(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
@@ -411,7 +405,7 @@ def convex_loss(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_th
     """ConvexLoss (Eq. 14): mean over queries of log sum_y exp(w'phi(y) - w'phi(y*) + Delta(y))
     over the sample; convex in the scores, an upper bound of L1 + L2."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
-    return _sampled("convex_loss", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
+    return _sampled("convex_loss", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
 def exp_gain_auc(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False):
