@@ -16,6 +16,7 @@ from rankstudy.data.blocks import pad
 from rankstudy.losses.baseline import listmle, listnet, ranknet
 from rankstudy.losses.cdn import _query_loss, cdn, cdn_with_weights, listmle_cdn, listnet_cdn, order_edges
 from rankstudy.losses.cdn_numba import full_cdn_query
+from rankstudy.losses.registry import check_loss_options
 
 TOPOLOGY_OPTIONS = [{"topology": "full"}, {"topology": "full", "backend": "numpy"}, {"topology": "disconnected"},
                     {"topology": "random", "degree": 2, "n_topologies": 3},
@@ -144,15 +145,16 @@ def test_a_150_document_query_stays_in_bounded_memory():
     assert peak < 64 * 2**20, peak
 
 
-def test_checks():
-    s, y, mask = make_batch(0)
-    with pytest.raises(ValueError, match="topology"):
-        cdn(s, y, mask, topology="ring")
-    with pytest.raises(ValueError, match=">= 0"):
-        cdn(s, y, mask, w1=-0.1)
-    with pytest.raises(ValueError, match="degree"):
-        cdn(s, y, mask, topology="random", degree=0)
-    with pytest.raises(ValueError, match="reduction"):
-        cdn(s, y, mask, reduction="max")
-    with pytest.raises(ValueError, match="backend"):
-        cdn(s, y, mask, backend="cuda")
+@pytest.mark.parametrize("options,match", [
+    ({"topology": "ring"}, "unknown topology 'ring'"),
+    ({"w1": -0.1}, "w1 must be a number >= 0"),
+    ({"w2": -1}, "w2 must be a number >= 0"),
+    ({"topology": "random", "degree": 0}, "degree must be an integer >= 1"),
+    ({"n_topologies": 0}, "n_topologies must be an integer >= 1"),
+    ({"reduction": "max"}, "unknown reduction 'max'"),
+    ({"backend": "cuda"}, "unknown backend 'cuda'"),
+])
+def test_checks(options, match):
+    # by the declaration, before any job, without calling the loss (whose first call compiles numba)
+    with pytest.raises(ValueError, match=match):
+        check_loss_options("cdn", options)

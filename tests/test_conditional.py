@@ -16,7 +16,7 @@ from rankstudy.data.blocks import pad
 from rankstudy.losses import conditional
 from rankstudy.losses.conditional import RankingSample, draw_sample, sample_objective, support_from_states
 from rankstudy.losses.inference import paper_discount
-from rankstudy.losses.registry import LOSSES
+from rankstudy.losses.registry import LOSSES, check_loss_options
 from rankstudy.losses.swap_sampler import (SamplerSettings, deltas, draw_walks, numba_available, reference_walk)
 
 BACKENDS = ["numpy"] + (["numba"] if numba_available() else [])
@@ -282,9 +282,15 @@ def test_convex_loss_bounds_l3_from_above():
 
 
 def test_bad_options_are_rejected():
+    for loss, options, match in [("convex_loss", {"gain": "err"}, "unknown gain 'err'"),
+                                 ("mle", {"sample_size": 0}, "sample_size must be an integer >= 1"),
+                                 ("mle", {"restart_states": 1}, "restart_states must be an integer >= 2"),
+                                 ("exp_gain", {"k": 0}, "k must be an integer >= 1"),
+                                 ("exp_gain_auc", {"normalize": 1}, "normalize must be true or false")]:
+        with pytest.raises(ValueError, match=match):
+            check_loss_options(loss, options)  # by the declaration, before any job
+    # the sampler's own settings check themselves too (benchmarks and scripts draw samples directly)
     s, y, mask = make_batch(0)
-    with pytest.raises(ValueError, match="gain"):
-        LOSSES["convex_loss"](s, y, mask, gain="err")
     with pytest.raises(ValueError, match="sample_size"):
         LOSSES["mle"](s, y, mask, sample_size=0)
     with pytest.raises(ValueError, match="restart_states"):

@@ -15,7 +15,8 @@ from docblocks import one, registry_line
 from losscheck import finite_difference, make_batch, relative_error
 from rankstudy.evaluation import metrics
 from rankstudy.losses import baseline
-from rankstudy.losses.registry import LOSSES, Loss
+from rankstudy.losses import registry
+from rankstudy.losses.registry import LOSSES
 from rankstudy.pipeline.config import check_method
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.selection.spec import training_params
@@ -62,14 +63,19 @@ def test_the_tutorial_loss_checks_its_gradient_and_learns(splits, monkeypatch):
     for function in new:  # the function now stands in its module, as the page says
         monkeypatch.setattr(baseline, function, namespace[function], raising=False)
     name, expression = registry_line(registration)
-    loss = eval(expression, {"Loss": Loss})  # noqa: S307 - the page's own example
+    loss = eval(expression, vars(registry))  # noqa: S307 - the page's own example, in its module
     monkeypatch.setitem(LOSSES, name, loss)
+    assert list(loss.options) == registry.loss_options(name)  # every option declared, and only those
     s, y, mask = make_batch()
     value, grad = loss(s, y, mask)
     assert relative_error(grad, finite_difference(lambda v: loss(v, y, mask)[0], s)) < 1e-6
     for method, spec in study["methods"].items():
         check_method(method, spec)  # the config check passes every method of the study
-    [spec] = [spec for spec in study["methods"].values() if spec["params"]["loss"] == name]
+    [(method, spec)] = [(m, spec) for m, spec in study["methods"].items() if spec["params"]["loss"] == name]
+    bad = {**spec, "params": {**spec["params"], "loss_params": {"delta": 0}}}
+    with pytest.raises(ConfigError, match=rf"^config key methods\.{method}\.params\.loss_params: delta must be a "
+                                          r"number > 0, got 0$"):  # as the page says
+        check_method(method, bad)
     learns(spec["kind"], spec, splits)
 
 

@@ -25,7 +25,7 @@ from rankstudy.losses.elementwise import (
 from rankstudy.losses.baseline import listmle
 from rankstudy.losses.padded import plackett_luce_order
 from rankstudy.evaluation.metrics import ndcg
-from rankstudy.losses.registry import LOSSES
+from rankstudy.losses.registry import LOSSES, check_loss_options
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.objective import Objective
 
@@ -224,14 +224,14 @@ def test_tied_positions_follow_the_seeded_order():
 
 
 def test_unknown_weight_lists_valid_names():
-    s, y, mask = make_batch(0)
-    order = plackett_luce_order(y, mask, 0)
-    with pytest.raises(ValueError) as info:
-        element_weights("ndcg", y, mask, order)
-    for name in ELEMENT_WEIGHTS:
-        assert name in str(info.value)
-    with pytest.raises(ValueError, match="inv_log_pos"):
-        wpl(s, y, mask, weight="bogus")
+    for loss in ("weighted_regression", "wpl", "rpl", "wpll"):  # by the declaration, before any job
+        with pytest.raises(ValueError) as info:
+            check_loss_options(loss, {"weight": "ndcg"})
+        assert "unknown weight 'ndcg'" in str(info.value)
+        for name in ELEMENT_WEIGHTS:
+            assert name in str(info.value)
+    with pytest.raises(ValueError, match="n_levels must be an integer >= 1 or null"):
+        check_loss_options("multiclass_logistic", {"n_levels": 0})
 
 
 def test_bad_levels_and_labels_are_rejected():

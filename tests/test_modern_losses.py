@@ -22,6 +22,7 @@ import pytest
 from rankstudy.losses.baseline import rmse
 from rankstudy.losses.lambdaloss import lambdaloss
 from rankstudy.losses.listwise import approx_ndcg, neural_ndcg, poly1, softmax
+from rankstudy.losses.registry import check_loss_options
 from rankstudy.losses.smoothed import smoothed_ndcg
 from losscheck import finite_difference, make_batch
 
@@ -373,18 +374,25 @@ def test_rmse_of_a_perfect_fit_is_zero_with_zero_gradient():
 
 # --------------------------------------------------------------------------- bad options
 
-@pytest.mark.parametrize("call,match", [
-    (lambda s, y, m: softmax(s, y, m, gain="pow"), "unknown gain 'pow'"),
-    (lambda s, y, m: softmax(s, -y - 1, m), "labels >= 0"),
-    (lambda s, y, m: approx_ndcg(s, y, m, k=0), "k must be"),
-    (lambda s, y, m: approx_ndcg(s, y, m, temperature=0), "temperature"),
-    (lambda s, y, m: neural_ndcg(s, y, m, sinkhorn_iterations=-1), "sinkhorn_iterations"),
-    (lambda s, y, m: lambdaloss(s, y, m, weighting="ndcgloss1"), "valid weightings"),
+@pytest.mark.parametrize("loss,options,match", [
+    ("softmax", {"gain": "pow"}, "unknown gain 'pow'"),
+    ("approx_ndcg", {"k": 0}, "k must be"),
+    ("approx_ndcg", {"temperature": 0}, "temperature must be a number > 0"),
+    ("neural_ndcg", {"sinkhorn_iterations": -1}, "sinkhorn_iterations must be an integer >= 0"),
+    ("lambdaloss", {"weighting": "ndcgloss1"}, "unknown weighting 'ndcgloss1'"),
+    ("lambdaloss", {"k": 0}, "k must be"),
+    ("lambdaloss", {"sigma": 0}, "sigma must be a number > 0"),
 ])
-def test_bad_options_are_refused_by_name(call, match):
-    s, y, mask = batch(0)
+def test_bad_options_are_refused_by_name(loss, options, match):
+    # by the loss's declaration, before any job (the config check), without calling the loss
     with pytest.raises(ValueError, match=match):
-        call(s, y, mask)
+        check_loss_options(loss, options)
+
+
+def test_negative_gains_are_refused_by_the_loss_that_sees_the_labels():
+    s, y, mask = batch(0)
+    with pytest.raises(ValueError, match="labels >= 0"):
+        softmax(s, -y - 1, mask)
 
 
 # --------------------------------------------------------------------------- learning on real data

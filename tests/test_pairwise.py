@@ -16,7 +16,7 @@ from rankstudy.losses.padded import plackett_luce_order
 from rankstudy.losses.baseline import ranknet
 from rankstudy.evaluation.metrics import per_query
 from rankstudy.losses.pairwise import PAIR_WEIGHTS, PHIS, WUB_WEIGHTS, pairwise_loss, wub
-from rankstudy.losses.registry import LOSSES
+from rankstudy.losses.registry import LOSSES, check_loss_options
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.objective import Objective
 from losscheck import finite_difference, linear_signal_data, make_batch, peak_bytes, relative_error
@@ -339,19 +339,21 @@ def test_large_margins_are_stable():
 # --------------------------------------------------------------------------- names
 
 def test_unknown_names_list_valid_ones():
-    s, y, mask = make_batch(0)
+    # by the declarations, before any job, without calling the loss
     with pytest.raises(ValueError) as err:
-        pairwise_loss(s, y, mask, phi="cubic")
+        check_loss_options("pairwise", {"phi": "cubic"})
     assert all(name in str(err.value) for name in PHIS)
     with pytest.raises(ValueError) as err:
-        pairwise_loss(s, y, mask, weight="lambda")
+        check_loss_options("pairwise", {"weight": "lambda"})
     assert all(name in str(err.value) for name in PAIR_WEIGHTS)
     with pytest.raises(ValueError) as err:
-        wub(s, y, mask, weight="label_diff_n")
-    assert "ratings" in str(err.value) and all(name in str(err.value) for name in WUB_WEIGHTS)
-    for bad in (0.0, -1.0, "half"):
-        with pytest.raises(ValueError, match="gamma"):
-            wub(s, y, mask, gamma=bad)
+        check_loss_options("wub", {"weight": "label_diff_n"})
+    assert "rating-free" in str(err.value) and all(name in str(err.value) for name in WUB_WEIGHTS)
+    for bad in (0.0, -1.0, math.inf, "half", True):
+        with pytest.raises(ValueError, match="gamma must be a number > 0 or one of inv_pairs"):
+            check_loss_options("wub", {"gamma": bad})
+    check_loss_options("wub", {"gamma": "inv_pairs"})
+    check_loss_options("wub", {"gamma": 0.5})
     assert LOSSES["pairwise"].function is pairwise_loss and LOSSES["wub"].function is wub
 
 

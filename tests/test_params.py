@@ -244,35 +244,3 @@ def test_checking_a_neural_ndcg_method_imports_no_jax():
     spec["params"]["loss_params"] = {"temperature": 0}
     with pytest.raises(ConfigError, match=r"methods\.M\.params\.loss_params: temperature must be a number > 0"):
         check_method("M", spec)
-
-
-def test_a_loss_option_is_checked_by_its_declaration_or_by_one_call():
-    from rankstudy.losses.registry import LOSSES, check_loss_options, loss_options
-
-    declared = [name for name in LOSSES if LOSSES[name].options]
-    assert {"neural_ndcg", "cdn", "mle", "convex_loss"} <= set(declared)
-    for name in declared:  # every option the loss takes, and only those
-        assert sorted(LOSSES[name].declared_options) == sorted(loss_options(name)), name
-    for name, options, problem in [("neural_ndcg", {"k": 0}, "k must be an integer >= 1 or null"),
-                                   ("cdn", {"topology": "ring"}, "unknown topology 'ring'"),
-                                   ("mle", {"restart_states": 1}, "restart_states must be an integer >= 2"),
-                                   ("wpl", {"weight": "sqrtr"}, "sqrtr.*sqrt_r"),  # not declared: called once
-                                   ("ranknet", {"blocks": 3}, "unknown loss_params 'blocks'")]:
-        with pytest.raises(ValueError, match=problem):
-            check_loss_options(name, options)
-    check_loss_options("neural_ndcg", {"temperature": 2, "transposed": True})
-
-
-def test_a_loss_given_no_options_is_not_called_by_the_check(monkeypatch):
-    """Nothing to check, nothing run: the config check (every Snakemake start, every SLURM job)
-    compiled RankSVM's numba kernel to probe a loss given no options (1.2 s a start)."""
-    from rankstudy.losses import registry
-
-    def never(scores, labels, mask, margin=1.0):
-        raise AssertionError("the loss was called")
-
-    monkeypatch.setitem(registry.LOSSES, "ranksvm", registry.Loss("baseline.ranksvm", convex=True))
-    monkeypatch.setattr(registry.Loss, "function", property(lambda self: never))
-    registry.check_loss_options("ranksvm", {})
-    with pytest.raises(AssertionError, match="the loss was called"):
-        registry.check_loss_options("ranksvm", {"margin": 1.0})

@@ -11,6 +11,7 @@ from scipy.optimize import minimize
 
 from rankstudy.data.blocks import pad
 from rankstudy.evaluation.metrics import per_query
+from rankstudy.losses.registry import check_loss_options
 from rankstudy.losses.smoothed import smoothed_err, smoothed_mrr, smoothed_ndcg
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.objective import Objective
@@ -179,15 +180,15 @@ def test_tiny_temperature_and_large_gaps_stay_finite(name):
 
 
 def test_bad_options_are_rejected():
-    s, y, mask, *_ = make_batch(0)
-    for fn in SMOOTHED_LOSSES.values():
+    for name in SMOOTHED_LOSSES:  # by the declarations, before any job
         for bad in (0.0, -1.0, np.inf):
-            with pytest.raises(ValueError, match="temperature"):
-                fn(s, y, mask, temperature=bad)
+            with pytest.raises(ValueError, match="temperature must be a number > 0"):
+                check_loss_options(name, {"temperature": bad})
     for bad in (0, -2, 2.5):
-        with pytest.raises(ValueError, match="k must"):
-            smoothed_ndcg(s, y, mask, k=bad)
-    with pytest.raises(ValueError, match="n_levels"):
+        with pytest.raises(ValueError, match="k must be an integer >= 1 or null"):
+            check_loss_options("smoothed_ndcg", {"k": bad})
+    s, y, mask, *_ = make_batch(0)
+    with pytest.raises(ValueError, match="n_levels"):  # by the loss, which sees the labels
         smoothed_err(s, y, mask, n_levels=3)  # labels reach 3
 
 

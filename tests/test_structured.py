@@ -11,7 +11,7 @@ import pytest
 
 from losscheck import finite_difference, make_batch, relative_error
 from rankstudy.losses import inference
-from rankstudy.losses.registry import LOSSES
+from rankstudy.losses.registry import LOSSES, check_loss_options
 from rankstudy.losses.structured import structured_hinges, svm_combo
 from structured_reference import ap_delta, decay, ndcg_delta, po_difference
 
@@ -255,11 +255,16 @@ def test_queries_without_a_good_or_a_bad_document_have_no_term():
         assert value == pytest.approx(alone) and np.all(grad[1] == 0), name
 
 
-def test_checks():
-    s, y, mask = make_batch(0)
-    with pytest.raises(ValueError, match="k must be"):
-        LOSSES["svm_ndcg"](s, y, mask, k=0)
-    with pytest.raises(ValueError, match="unknown criterion"):
-        svm_combo(s, y, mask, criteria=("map", "nope"))
-    with pytest.raises(ValueError, match="unknown slacks"):
-        svm_combo(s, y, mask, slacks="some")
+@pytest.mark.parametrize("loss,options,match", [
+    ("svm_ndcg", {"k": 0}, "k must be an integer >= 1"),
+    ("dorm", {"cut": 0}, "cut must be an integer >= 1 or null"),
+    ("svm_mrr", {"latent": "yes"}, "latent must be true or false"),
+    ("svm_combo", {"criteria": ["map", "nope"]}, "criteria must be a non-empty list of distinct names of auc, map"),
+    ("svm_combo", {"criteria": ["map", "map"]}, "criteria must be a non-empty list of distinct"),
+    ("svm_combo", {"criteria": []}, "criteria must be a non-empty list"),
+    ("svm_combo", {"slacks": "some"}, "unknown slacks 'some'"),
+])
+def test_checks(loss, options, match):
+    with pytest.raises(ValueError, match=match):  # by the declaration, before any job
+        check_loss_options(loss, options)
+    check_loss_options("svm_combo", {"criteria": ("map", "mrr")})  # a tuple, as its default is

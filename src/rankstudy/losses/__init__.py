@@ -25,5 +25,6 @@ ListNet, ListMLE), :mod:`~rankstudy.losses.elementwise`, :mod:`~rankstudy.losses
 poly1, ApproxNDCG, NeuralNDCG) and :mod:`~rankstudy.losses.lambdaloss`; :mod:`~rankstudy.losses.groups` applies
 any of them to label-tie groups. Shared helpers are in :mod:`~rankstudy.losses.padded`.
 Every loss is found by name in :mod:`rankstudy.losses.registry`; adding one is one function in
-its family's module plus one entry there.
+its family's module plus one entry there, which declares what each of its options may be
+(:mod:`rankstudy.losses.options`).
 """

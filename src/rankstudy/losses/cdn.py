@@ -49,16 +49,10 @@ from rankstudy.losses.padded import (
     plackett_luce_order,
     query_weights,
 )
-from rankstudy.util.params import Choice, Integer, Real
 
 TOPOLOGIES = ("full", "random", "disconnected")
 REDUCTIONS = ("sum", "mean")
 BACKENDS = ("numba", "numpy")  # of the full topology; numpy is the reference
-# what each option may be, checked before any job without calling the loss (its first call
-# compiles numba kernels: a second); the defaults are the function's
-OPTIONS = {"topology": [Choice(TOPOLOGIES, "topology")], "w1": [Real(0)], "w2": [Real(0)], "degree": [Integer(1)],
-           "n_topologies": [Integer(1)], "seed": [Integer()], "reduction": [Choice(REDUCTIONS, "reduction")],
-           "backend": [Choice(BACKENDS, "backend")], "block_elements": [Integer(1)]}
 
 
 def clique_terms(u: np.ndarray, present: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -84,20 +78,6 @@ def n_cliques(E: int, topology: str, degree: int = 1) -> int:
     if topology == "random":
         return E * int(degree) if E >= 2 else 0
     return E
-
-
-def _check(topology: str, w1: float, w2: float, degree: int, n_topologies: int, reduction: str = "sum",
-           backend: str = "numba") -> None:
-    if topology not in TOPOLOGIES:
-        raise ValueError(f"unknown topology {topology!r}; valid: {', '.join(TOPOLOGIES)}")
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"unknown reduction {reduction!r}; valid: {', '.join(REDUCTIONS)}")
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
-    if not (w1 >= 0 and w2 >= 0):
-        raise ValueError(f"CDN weights must be >= 0 (a valid CDF), got w1={w1!r}, w2={w2!r}")
-    if int(degree) < 1 or int(n_topologies) < 1:
-        raise ValueError(f"degree and n_topologies must be >= 1, got {degree!r} and {n_topologies!r}")
 
 
 def _query_loss(r: np.ndarray, topology: str, w1: float, w2: float, degree: int, n_topologies: int,
@@ -150,7 +130,6 @@ def cdn_with_weights(scores, labels, mask, *, topology: str = "full", w1: float 
                      degree: int = 1, n_topologies: int = 1, seed: int = 0, reduction: str = "sum",
                      backend: str = "numba", block_elements: int = PAIR_BLOCK_ELEMENTS):
     """The CDN loss (see the module docstring) and its gradients: (value, d/dscores, d/d(w1, w2))."""
-    _check(topology, w1, w2, degree, n_topologies, reduction, backend)
     s, y, mask = clean(scores, labels, mask)
     Q = s.shape[0]
     grad = np.zeros(s.shape)
@@ -190,14 +169,14 @@ def cdn(scores, labels, mask, *, topology: str = "full", w1: float = 1.0, w2: fl
 class CDNLoss:
     """The CDN loss with trainable CDN weights theta = (w1, w2) >= 0: a loss with parameters
     of its own, which :class:`rankstudy.solvers.objective.Objective` appends to the scorer's.
-    ``loss(scores, labels, mask, params) -> (value, d/dscores, d/dparams)``."""
+    ``loss(scores, labels, mask, params) -> (value, d/dscores, d/dparams)``; its options are the
+    ``cdn`` loss's, checked where they are given (StructRank's parameters)."""
 
     n_params = 2
     nonnegative = True  # w1, w2 >= 0 keep every CDN function a valid CDF
 
     def __init__(self, topology: str = "full", degree: int = 1, n_topologies: int = 1, seed: int = 0,
                  reduction: str = "sum", backend: str = "numba", block_elements: int = PAIR_BLOCK_ELEMENTS) -> None:
-        _check(topology, 1.0, 1.0, degree, n_topologies, reduction, backend)
         self.options = dict(topology=topology, degree=int(degree), n_topologies=int(n_topologies), seed=int(seed),
                             reduction=reduction, backend=backend, block_elements=int(block_elements))
 

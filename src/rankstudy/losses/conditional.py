@@ -57,16 +57,9 @@ import numpy as np
 from scipy.special import expit, logsumexp, softmax
 
 from rankstudy.losses.padded import PAIR_BLOCK_ELEMENTS, clean, query_chunks, query_weights
-from rankstudy.losses.swap_sampler import METRICS, SPREADS, SamplerSettings, deltas, draw_walks
-from rankstudy.util.params import Boolean, Choice, Integer, Real
+from rankstudy.losses.swap_sampler import METRICS, SamplerSettings, deltas, draw_walks
 
 GAINS = METRICS
-# what each option may be, checked before any job without calling the loss (its first call
-# compiles the sampler's numba kernels); the defaults are the functions'
-SAMPLED_OPTIONS = {"rel_threshold": [Real()], "normalize": [Boolean()], "sample_size": [Integer(1)],
-                   "walk_length": [Integer(0)], "restart_states": [Integer(2)], "restart_skew": [Real()],
-                   "seed": [Integer()], "restart_spread": [Choice(SPREADS, "restart_spread")]}
-GAINED_OPTIONS = {"gain": [Choice(GAINS, "gain")], "k": [Integer(1)], **SAMPLED_OPTIONS}
 # (query, state, document) entries of one chunk of a split's sample: 32 MB of coefficients, and
 # about ten arrays of that size while the chunk is built (walks, deduplication keys, gathers)
 SAMPLE_BLOCK_ELEMENTS = 1 << 22
@@ -380,12 +373,6 @@ def _settings(sample_size, walk_length, restart_states, restart_skew, seed, rest
                            str(restart_spread))
 
 
-def _check_gain(gain: str) -> str:
-    if gain not in GAINS:
-        raise ValueError(f"unknown gain {gain!r}; valid: {', '.join(GAINS)}")
-    return gain
-
-
 def mle(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False, sample_size: int = 100,
         walk_length: int = 10, restart_states: int = 11, restart_skew: float = -5.0, seed: int = 0,
         restart_spread: str = "delta"):
@@ -401,7 +388,7 @@ def exp_gain(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_thres
     """ExpGain (Eqs. 6-7): mean over queries of -log E_{y ~ Pr(y|x;w)} G(y) over the sample,
     G = AUC, AP or NDCG@k (``gain``). Not convex: train it from several starts."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
-    return _sampled("exp_gain", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
+    return _sampled("exp_gain", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
 def l3(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
@@ -409,7 +396,7 @@ def l3(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: 
        restart_skew: float = -5.0, seed: int = 0, restart_spread: str = "delta"):
     """L3 (Eq. 12): MLE + E_y[Delta(y)] (Eq. 11) over the sample. Not convex."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
-    return _sampled("l3", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
+    return _sampled("l3", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
 def convex_loss(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
@@ -418,7 +405,7 @@ def convex_loss(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_th
     """ConvexLoss (Eq. 14): mean over queries of log sum_y exp(w'phi(y) - w'phi(y*) + Delta(y))
     over the sample; convex in the scores, an upper bound of L1 + L2."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
-    return _sampled("convex_loss", scores, labels, mask, rel_threshold, _check_gain(gain), k, normalize, settings)
+    return _sampled("convex_loss", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
 def exp_gain_auc(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False):

@@ -80,14 +80,13 @@ _LABEL_WEIGHTS_NEED_NONNEGATIVE = ("r", "sqrt_r")  # W_i >= 0 (Eq. 8)
 
 
 def element_weights(name: str, labels, mask, order, n_levels: int | None = None) -> np.ndarray:
-    """Weights W_i (Q, L) of Table 8 by name; 0 at padding.
+    """Weights W_i (Q, L) of Table 8 by name (a key of :data:`ELEMENT_WEIGHTS`: the losses'
+    declarations check it, :mod:`rankstudy.losses.options`); 0 at padding.
 
     ``order`` is the training permutation (e.g. :func:`plackett_luce_order`), which
     defines the true positions pi_i; ``n_levels`` is |L| (None: max label + 1).
     """
-    fn = ELEMENT_WEIGHTS.get(name) if isinstance(name, str) else None
-    if fn is None:
-        raise ValueError(f"unknown weight {name!r}; valid weights: {', '.join(sorted(ELEMENT_WEIGHTS))}")
+    fn = ELEMENT_WEIGHTS[name]
     mask = np.asarray(mask, dtype=bool)
     labels = np.where(mask, np.asarray(labels, dtype=np.float64), 0.0)
     if name in _LABEL_WEIGHTS_NEED_NONNEGATIVE and np.any(labels < 0):

@@ -33,12 +33,6 @@ WEIGHTINGS = ("ndcgloss2", "ndcgloss2pp", "lambdarank")
 def lambdaloss(scores, labels, mask, *, weighting="ndcgloss2pp", k=None, sigma=1.0, mu=10.0,
                block_elements=PAIR_BLOCK_ELEMENTS):
     """LambdaLoss with allRank's weighting schemes (module docstring)."""
-    if weighting not in WEIGHTINGS:
-        raise ValueError(f"unknown weighting {weighting!r}; valid weightings: {', '.join(WEIGHTINGS)}")
-    if k is not None and (int(k) != k or k < 1):
-        raise ValueError(f"k must be a positive integer or None, got {k!r}")
-    if not sigma > 0:
-        raise ValueError(f"sigma must be > 0, got {sigma!r}")
     s, y, mask = clean(scores, labels, mask)
     y_real = np.where(mask, y, np.nan)  # NaN compares False: padding is in no pair
     active = np.where(mask, y, -np.inf).max(axis=1) > np.where(mask, y, np.inf).min(axis=1)

@@ -43,16 +43,10 @@ from rankstudy.losses.padded import (
     query_chunks,
     query_weights,
 )
-from rankstudy.util.params import Boolean, Choice, Integer, Real
 
 GAINS = ("label", "exp")
 # NeuralNDCG's (Qc, L, L) chunks: 2 MB a matrix; the 50 Sinkhorn steps keep one each for autodiff
 NEURAL_BLOCK_ELEMENTS = 1 << 18
-# NeuralNDCG's options, checked before any job without calling it (calling it imports JAX); the
-# defaults are the function's
-NEURAL_NDCG_OPTIONS = {"temperature": [Real(0, low_open=True)], "k": [None, Integer(1)], "transposed": [Boolean()],
-                       "sinkhorn_iterations": [Integer(0)], "gain": [Choice(GAINS, "gain")],
-                       "block_elements": [Integer(1)]}
 
 
 # --------------------------------------------------------------------------- shared parts
@@ -62,9 +56,8 @@ _DCG_GAIN = {"label": "linear", "exp": "exp"}
 
 
 def gains(y: np.ndarray, mask: np.ndarray, gain: str) -> np.ndarray:
-    """Per-document gains (0 at padding) of cleaned labels."""
-    if gain not in _DCG_GAIN:
-        raise ValueError(f"unknown gain {gain!r}; valid gains: {', '.join(GAINS)}")
+    """Per-document gains (0 at padding) of cleaned labels, ``gain`` one of :data:`GAINS`; a
+    negative gain is refused here, where the labels are seen."""
     g = np.where(mask, dcg.gain(y, _DCG_GAIN[gain]), 0.0)
     if np.any(g[mask] < 0):
         raise ValueError(f"gain={gain!r} needs labels >= 0, got a label of {y[mask].min():g}")
@@ -73,13 +66,7 @@ def gains(y: np.ndarray, mask: np.ndarray, gain: str) -> np.ndarray:
 
 def _ideal_dcg(y: np.ndarray, mask: np.ndarray, k: int | None, gain: str) -> np.ndarray:
     """Ideal DCG@k of each row of cleaned labels, under our gain name."""
-    return dcg.ideal_dcg(y, mask, None if k is None else check_k(k), _DCG_GAIN[gain])
-
-
-def check_k(k) -> int:
-    if int(k) != k or k < 1:
-        raise ValueError(f"k must be a positive integer or None, got {k!r}")
-    return int(k)
+    return dcg.ideal_dcg(y, mask, None if k is None else int(k), _DCG_GAIN[gain])
 
 
 def _softmax_target(scores, labels, mask, gain):
@@ -117,8 +104,6 @@ def approx_ndcg(scores, labels, mask, *, temperature=1.0, k=None, gain="exp",
     """ApproxNDCG (module docstring): per query 1 - sum_i g_i cut_i / log2(1 + pi_i) / IDCG@k.
     Two sweeps over bounded pair blocks (:mod:`rankstudy.losses.approx_rank`): the approximate
     ranks, then their adjoints back to the scores."""
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
     s, y, mask = clean(scores, labels, mask)
     g = gains(y, mask, gain)
     n_docs = mask.sum(axis=1)
@@ -164,10 +149,6 @@ def neural_ndcg(scores, labels, mask, *, temperature=1.0, k=None, transposed=Fal
     matrix, so as in allRank's code they give the same value to rounding; the variants of the
     paper differ only where P is not doubly stochastic. The gradient is JAX's (float64);
     queries go in chunks of at most ``block_elements`` matrix entries."""
-    if not temperature > 0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}")
-    if int(sinkhorn_iterations) != sinkhorn_iterations or sinkhorn_iterations < 0:
-        raise ValueError(f"sinkhorn_iterations must be an integer >= 0, got {sinkhorn_iterations!r}")
     s, y, mask = clean(scores, labels, mask)
     g = gains(y, mask, gain)
     idcg = _ideal_dcg(y, mask, k, gain)
@@ -183,7 +164,7 @@ def neural_ndcg(scores, labels, mask, *, temperature=1.0, k=None, transposed=Fal
         # weight 1/IDCG per query: the chunk's sum of weighted NDCGs and its gradient
         coef = weights[q] / idcg[q]
         dcg_sum, dcg_grad = neural_dcg_chunk(s[q, :w], g[q, :w], mask[q, :w], coef, float(temperature),
-                                             None if k is None else check_k(k), bool(transposed),
+                                             None if k is None else int(k), bool(transposed),
                                              int(sinkhorn_iterations))
         value += weights[q].sum() - dcg_sum
         grad[q, :w] = -dcg_grad

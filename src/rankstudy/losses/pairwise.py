@@ -143,13 +143,6 @@ WUB_WEIGHTS: dict[str, PairWeight] = {
 }
 
 
-def _lookup(table: dict, kind: str, name: str, extra: str = ""):
-    try:
-        return table[name]
-    except (KeyError, TypeError):
-        raise ValueError(f"unknown {kind} {name!r}{extra}; valid {kind}s: {', '.join(table)}") from None
-
-
 def true_discounts(y: np.ndarray, mask: np.ndarray, seed: int = 0) -> np.ndarray:
     """eta = 1 / log2(1 + pi) with pi the 1-based position in the label-sorted query
     (seeded tie-break); 0 at padding."""
@@ -184,8 +177,7 @@ def pairwise_loss(scores, labels, mask, *, phi: str = "logistic", weight: str = 
     """Tran et al.'s l4 (Eq. 9): sum over pairs r_i > r_j of V_ij * phi(f_i - f_j) per query;
     value = mean over queries with at least one such pair. See the module docstring for
     ``phi`` (:data:`PHIS`), ``weight`` (:data:`PAIR_WEIGHTS`), ``n_levels`` and ``seed``."""
-    phi_fn = _lookup(PHIS, "phi", phi)
-    pair_weight = _lookup(PAIR_WEIGHTS, "weight", weight)
+    phi_fn, pair_weight = PHIS[phi], PAIR_WEIGHTS[weight]
     s, y, mask = clean(scores, labels, mask)
     docs, query = _doc_and_query_terms(y, mask, pair_weight, n_levels, seed)
     y_real = np.where(mask, y, np.nan)  # NaN compares False: padding is in no pair
@@ -220,19 +212,13 @@ def wub(scores, labels, mask, *, weight: str = "unit", gamma: float | str = 1.0,
     docstring for Q). ``weight`` is one of the rating-free :data:`WUB_WEIGHTS`.
     ``gamma`` is the MRF's scale: a positive float, or ``"inv_pairs"`` for the paper's
     example 2 / (N_q (N_q - 1)) per query. |L| = ``n_levels`` (None -> largest label + 1)."""
-    hint = (" (WUB weights must not include the ratings, Tran et al. Table 9 note)"
-            if weight in PAIR_WEIGHTS and weight not in WUB_WEIGHTS else "")
-    pair_weight = _lookup(WUB_WEIGHTS, "WUB weight", weight, hint)
+    pair_weight = WUB_WEIGHTS[weight]
     s, y, mask = clean(scores, labels, mask)
     levels = label_levels(y, mask, n_levels)
     n_docs = mask.sum(axis=1)
-    if isinstance(gamma, str):
-        if gamma != "inv_pairs":
-            raise ValueError(f"gamma must be a positive number or 'inv_pairs', got {gamma!r}")
+    if isinstance(gamma, str):  # "inv_pairs", the one name its declaration allows
         gamma_q = 2.0 / np.maximum(n_docs * (n_docs - 1), 1)
     else:
-        if not (np.isfinite(gamma) and gamma > 0):
-            raise ValueError(f"gamma must be a positive number or 'inv_pairs', got {gamma!r}")
         gamma_q = np.full(len(n_docs), float(gamma))
     docs, query = _doc_and_query_terms(y, mask, pair_weight, levels, seed)
     y_real = np.where(mask, y, np.nan)

@@ -8,13 +8,16 @@ plus one entry in :data:`LOSSES`, a :class:`Loss` that says what the loss needs:
 * ``smooth``: it is differentiable, so gradient solvers (L-BFGS) fit it; the structured hinges
   are piecewise linear;
 * ``convex`` (in the scores): the cutting-plane solver's lower model of it is exact;
-* ``options``: ``"family.NAME"`` of what each of its options may be (``{option: [constraint,
-  ...]}``, :mod:`rankstudy.util.params`), for a loss whose first call is dear (JAX, numba
-  kernels); the options of the others are checked by calling the loss once (:func:`check_loss_options`).
+* ``options``: what each of its keyword options may be, ``{option: [constraint, ...]}``
+  (:mod:`rankstudy.util.params`; the lists several losses share are in
+  :mod:`rankstudy.losses.options`): every option its function takes, and only those (tested),
+  without defaults, which are the function's.
 
 Which solvers fit which losses follows from these (:func:`rankstudy.solvers.registry.check_solver`),
-and the config check refuses the rest before any job runs. :func:`bind_loss` gives a ranker the
-loss with its options, as a :class:`BoundLoss` that still knows its name and entry.
+and the config check refuses the rest before any job runs; it checks the options a config gives
+against the declarations alone (:func:`check_loss_options`): no loss is called. :func:`bind_loss`
+gives a ranker the loss with its options, as a :class:`BoundLoss` that still knows its name and
+entry.
 
 An entry's function may be given as ``"family.function"`` (a module of this package): it is
 imported when the loss is first used, so a job imports only the loss families it trains with.
@@ -23,36 +26,53 @@ imported when the loss is first used, so a job imports only the loss families it
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
-import numpy as np
-
 from rankstudy.losses.groups import check_aggregate, grouped_loss
+from rankstudy.losses.options import (
+    ANY_NUMBER,
+    BLOCK_ELEMENTS,
+    CDN,
+    CRITERIA,
+    CUT,
+    CUTOFF,
+    ELEMENT_WEIGHTED,
+    GAIN,
+    GAINED,
+    LATENT,
+    N_LEVELS,
+    NEURAL_NDCG,
+    NORMALIZE,
+    PAIR_WEIGHT,
+    PHI,
+    REL_THRESHOLD,
+    SAMPLED,
+    SEED,
+    SLACKS,
+    TEMPERATURE,
+    TOP_K,
+    WEIGHTING,
+    WUB_GAMMA,
+    WUB_WEIGHT,
+)
 from rankstudy.losses.padded import LossFn
 from rankstudy.util.lazy import load
 from rankstudy.util.names import lookup
-from rankstudy.util.params import check_value
+from rankstudy.util.params import Real, check_value
 
 
 @dataclass(frozen=True)
 class Loss:
     """A registered loss and what it needs (see the module docstring); called as the loss.
     ``fn`` is the function, or ``"family.function"`` naming it in a module of this package;
-    ``options`` likewise names its declared option constraints (None: none declared)."""
+    ``options`` declares what each of its keyword options may be (none: it takes none)."""
 
     fn: LossFn | str
     bias: bool = False
     smooth: bool = True
     convex: bool = False
-    options: str | None = None
-
-    @property
-    def declared_options(self) -> dict | None:
-        if self.options is None:
-            return None
-        module, _, name = self.options.rpartition(".")
-        return load(f"rankstudy.losses.{module}:{name}")
+    options: dict[str, list] = field(default_factory=dict, hash=False)
 
     @property
     def function(self) -> LossFn:
@@ -84,53 +104,66 @@ _hinge = dict(smooth=False, convex=True)
 LOSSES: dict[str, Loss] = {
     # baselines
     "pointwise_mse": Loss("baseline.pointwise_mse", bias=True, convex=True),
-    "ranknet": Loss("baseline.ranknet", convex=True),
+    "ranknet": Loss("baseline.ranknet", convex=True, options={"block_elements": BLOCK_ELEMENTS}),
     "ranksvm": Loss("baseline.ranksvm", convex=True),
     "listnet": Loss("baseline.listnet", convex=True),
-    "listmle": Loss("baseline.listmle", convex=True),
+    "listmle": Loss("baseline.listmle", convex=True, options={"seed": SEED}),
     # Tran et al. (2011): element-wise (Eqs. 5, 8, 11-16)
-    "multiclass_logistic": Loss("elementwise.multiclass_logistic", convex=True),
-    "weighted_regression": Loss("elementwise.weighted_regression", bias=True, convex=True),
-    "wpl": Loss("elementwise.wpl"),
-    "rpl": Loss("elementwise.rpl"),
-    "wpll": Loss("elementwise.wpll"),
+    "multiclass_logistic": Loss("elementwise.multiclass_logistic", convex=True,
+                                options={"n_levels": N_LEVELS, "seed": SEED}),
+    "weighted_regression": Loss("elementwise.weighted_regression", bias=True, convex=True, options=ELEMENT_WEIGHTED),
+    "wpl": Loss("elementwise.wpl", options=ELEMENT_WEIGHTED),
+    "rpl": Loss("elementwise.rpl", options=ELEMENT_WEIGHTED),
+    "wpll": Loss("elementwise.wpll", options={**ELEMENT_WEIGHTED, "block_elements": BLOCK_ELEMENTS}),
     # Tran et al. (2011): pairwise (Eqs. 9, 17-18)
-    "pairwise": Loss("pairwise.pairwise_loss"),
-    "wub": Loss("pairwise.wub"),
+    "pairwise": Loss("pairwise.pairwise_loss", options={"phi": PHI, "weight": PAIR_WEIGHT, "n_levels": N_LEVELS,
+                                                         "seed": SEED, "block_elements": BLOCK_ELEMENTS}),
+    "wub": Loss("pairwise.wub", options={"weight": WUB_WEIGHT, "gamma": WUB_GAMMA, "n_levels": N_LEVELS, "seed": SEED,
+                                         "block_elements": BLOCK_ELEMENTS}),
     # Tran et al. (2011): smoothed metrics (Eqs. 6-7)
-    "smoothed_ndcg": Loss("smoothed.smoothed_ndcg"),
-    "smoothed_err": Loss("smoothed.smoothed_err"),
-    "smoothed_mrr": Loss("smoothed.smoothed_mrr"),
+    "smoothed_ndcg": Loss("smoothed.smoothed_ndcg", options={"k": TOP_K, "temperature": TEMPERATURE,
+                                                             "block_elements": BLOCK_ELEMENTS}),
+    "smoothed_err": Loss("smoothed.smoothed_err", options={"temperature": TEMPERATURE, "n_levels": N_LEVELS,
+                                                           "block_elements": BLOCK_ELEMENTS}),
+    "smoothed_mrr": Loss("smoothed.smoothed_mrr", options={"temperature": TEMPERATURE, "rel_threshold": REL_THRESHOLD,
+                                                           "block_elements": BLOCK_ELEMENTS}),
     # Chakrabarti et al. (2008): structural SVMs (structured hinges, for the cutting-plane solver)
-    "svm_auc": Loss("structured.svm_auc", **_hinge),
-    "svm_map": Loss("structured.svm_map", **_hinge),
-    "svm_ndcg": Loss("structured.svm_ndcg", **_hinge),
-    "svm_ndcg_nc": Loss("structured.svm_ndcg_nc", **_hinge),
-    "svm_mrr": Loss("structured.svm_mrr", **_hinge),
-    "svm_mrr_po": Loss("structured.svm_mrr_po", **_hinge),
-    "dorm": Loss("structured.dorm", **_hinge),
-    "svm_combo": Loss("structured.svm_combo", **_hinge),
+    "svm_auc": Loss("structured.svm_auc", **_hinge, options={"rel_threshold": REL_THRESHOLD}),
+    "svm_map": Loss("structured.svm_map", **_hinge, options={"rel_threshold": REL_THRESHOLD}),
+    "svm_ndcg": Loss("structured.svm_ndcg", **_hinge, options={"rel_threshold": REL_THRESHOLD, "k": CUTOFF}),
+    "svm_ndcg_nc": Loss("structured.svm_ndcg_nc", **_hinge, options={"rel_threshold": REL_THRESHOLD}),
+    "svm_mrr": Loss("structured.svm_mrr", **_hinge, options={"rel_threshold": REL_THRESHOLD, "k": CUTOFF,
+                                                             "latent": LATENT}),
+    "svm_mrr_po": Loss("structured.svm_mrr_po", **_hinge, options={"rel_threshold": REL_THRESHOLD, "k": CUTOFF}),
+    "dorm": Loss("structured.dorm", **_hinge, options={"rel_threshold": REL_THRESHOLD, "k": CUTOFF, "cut": CUT,
+                                                       "latent": LATENT}),
+    "svm_combo": Loss("structured.svm_combo", **_hinge, options={"criteria": CRITERIA, "slacks": SLACKS,
+                                                                 "rel_threshold": REL_THRESHOLD, "k": CUTOFF,
+                                                                 "cut": CUT, "latent": LATENT}),
     # Huang and Frey (2008): cumulative distribution networks over pairwise preferences
-    "cdn": Loss("cdn.cdn", convex=True, options="cdn.OPTIONS"),
+    "cdn": Loss("cdn.cdn", convex=True, options=CDN),
     # Dubey et al. (2009): conditional models over rankings, sums over a swap-sampler sample
-    "mle": Loss("conditional.mle", convex=True, options="conditional.SAMPLED_OPTIONS"),
-    "exp_gain": Loss("conditional.exp_gain", options="conditional.GAINED_OPTIONS"),
-    "exp_gain_auc": Loss("conditional.exp_gain_auc"),
-    "l3": Loss("conditional.l3", options="conditional.GAINED_OPTIONS"),
-    "convex_loss": Loss("conditional.convex_loss", convex=True, options="conditional.GAINED_OPTIONS"),
+    "mle": Loss("conditional.mle", convex=True, options=SAMPLED),
+    "exp_gain": Loss("conditional.exp_gain", options=GAINED),
+    "exp_gain_auc": Loss("conditional.exp_gain_auc", options={"rel_threshold": REL_THRESHOLD, "normalize": NORMALIZE}),
+    "l3": Loss("conditional.l3", options=GAINED),
+    "convex_loss": Loss("conditional.convex_loss", convex=True, options=GAINED),
     # the last decade, after Rax and allRank: softmax family, approximate and relaxed NDCG, LambdaLoss
-    "rmse": Loss("baseline.rmse", bias=True, convex=True),
-    "softmax": Loss("listwise.softmax", convex=True),
-    "poly1": Loss("listwise.poly1"),
-    "approx_ndcg": Loss("listwise.approx_ndcg"),
-    "neural_ndcg": Loss("listwise.neural_ndcg", options="listwise.NEURAL_NDCG_OPTIONS"),
+    "rmse": Loss("baseline.rmse", bias=True, convex=True, options={"scale": ANY_NUMBER}),
+    "softmax": Loss("listwise.softmax", convex=True, options={"gain": GAIN}),
+    "poly1": Loss("listwise.poly1", options={"epsilon": ANY_NUMBER, "gain": GAIN}),
+    "approx_ndcg": Loss("listwise.approx_ndcg", options={"temperature": TEMPERATURE, "k": TOP_K, "gain": GAIN,
+                                                         "block_elements": BLOCK_ELEMENTS}),
+    "neural_ndcg": Loss("listwise.neural_ndcg", options=NEURAL_NDCG),
     # piecewise smooth: the weights jump where two documents of different gains swap ranks
-    "lambdaloss": Loss("lambdaloss.lambdaloss"),
+    "lambdaloss": Loss("lambdaloss.lambdaloss", options={"weighting": WEIGHTING, "k": TOP_K,
+                                                         "sigma": [Real(0, low_open=True)], "mu": ANY_NUMBER,
+                                                         "block_elements": BLOCK_ELEMENTS}),
 }
 
 
 def loss_entry(name: str) -> Loss:
-    """The registered loss with its facts (bias, smooth, convex)."""
+    """The registered loss with its facts (bias, smooth, convex, options)."""
     return lookup(LOSSES, name, "loss")
 
 
@@ -147,28 +180,17 @@ def loss_options(name: str) -> list[str]:
 def check_loss_options(name: str, options: dict) -> None:
     """The one check of a loss's options (a ranker's, when it is built: by the config check before
     any job, and by the train job), ValueError naming the problem: an option the loss does not
-    take (from its signature; a typo would otherwise surface as a TypeError mid-fit), then a value
-    its declared constraints refuse (``Loss.options``), or, for a loss that declares none, what it
-    raises when called once on a tiny list (a wrong weight or phi name, found now rather than
-    mid-run). A loss with declared options, or given none, is never called here: NeuralNDCG's JAX
-    stays out of the config check's process, the numba kernels uncompiled."""
-    valid = loss_options(name)
-    unknown = sorted(set(options) - set(valid))
+    take (a typo would otherwise surface as a TypeError mid-fit), then a value its declaration
+    (``Loss.options``) refuses. Only the declarations are read: the loss is never called, nor its
+    module imported (but for a choice among names its family defines, read to check a value), so
+    NeuralNDCG's JAX stays out of the config check's process and the numba kernels uncompiled."""
+    declared = loss_entry(name).options
+    unknown = sorted(set(options) - set(declared))
     if unknown:
         raise ValueError(f"unknown loss_params {', '.join(map(repr, unknown))} for loss {name!r}; "
-                         f"valid options: {', '.join(valid) or '(none)'}")
-    if not options:  # nothing given, nothing to check: the loss is not called (a numba kernel would compile)
-        return
-    declared = loss_entry(name).declared_options
-    if declared is not None:
-        for option, value in options.items():
-            check_value(option, value, declared[option])
-        return
-    scores, labels = np.array([[0.3, -0.2, 0.1]]), np.array([[2.0, 0.0, 1.0]])
-    try:
-        get_loss(name)(scores, labels, np.ones((1, 3), bool), **options)
-    except TypeError as exc:  # a value of the wrong type, as the loss says it
-        raise ValueError(str(exc)) from None
+                         f"valid options: {', '.join(declared) or '(none)'}")
+    for option, value in options.items():
+        check_value(option, value, declared[option])
 
 
 def bind_loss(name: str, options: dict | None = None, *, seed: int | None = None,

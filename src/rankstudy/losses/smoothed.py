@@ -54,20 +54,11 @@ def _survival_kernel(x, stop):
     return value, slope
 
 
-def _check_temperature(temperature) -> float:
-    temperature = float(temperature)
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
-    return temperature
-
-
 def smoothed_ndcg(scores, labels, mask, *, k: int | None = None, temperature: float = 1.0,
                   block_elements: int = PAIR_BLOCK_ELEMENTS):
     """1 - smoothed NDCG@k (see the module docstring); value = mean over queries with at
     least two documents and a positive ideal DCG@k."""
-    if k is not None and (int(k) != k or k < 1):
-        raise ValueError(f"k must be a positive integer or None, got {k!r}")
-    T = _check_temperature(temperature)
+    T = float(temperature)
     s, y, mask = clean(scores, labels, mask)
     ideal = dcg.ideal_dcg(y, mask, k)
     active = (mask.sum(axis=1) >= 2) & (ideal > 0)
@@ -93,7 +84,7 @@ def smoothed_ndcg(scores, labels, mask, *, k: int | None = None, temperature: fl
 def _smoothed_cascade(s, mask, stop, temperature, block_elements):
     """1 - sum_i stop_i / pi_i * prod_{j != i} (1 - stop_j sigma_ij), mean over queries with
     at least two documents and some stop_i > 0."""
-    T = _check_temperature(temperature)
+    T = float(temperature)
     active = (mask.sum(axis=1) >= 2) & (stop > 0).any(axis=1)
     weights = query_weights(active)[:, None]
     kernels, values = [above_kernel, _survival_kernel], [np.ones(s.shape), stop]

@@ -40,30 +40,18 @@ SLACKS = ("shared", "separate")
 COMBO_CRITERIA = ("map", "ndcg", "ndcg_nc", "mrr")  # svm_combo's default criteria
 
 
-def _check_k(k) -> int:
-    if int(k) != k or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
-    return int(k)
-
-
 def _query_inference(criterion: str, k: int, cut: int | None):
-    """The per-query routine ``(s, z, anchor) -> (H, coef)`` of a criterion (``anchor`` is
-    used by the latent criteria only)."""
-    if criterion == "auc":
-        return lambda s, z, a: inference.auc_po(s, z)
-    if criterion == "map":
-        return lambda s, z, a: inference.map_po(s, z)
-    if criterion == "ndcg":
-        return lambda s, z, a: inference.ndcg_po(s, z, k)
-    if criterion == "ndcg_nc":
-        return lambda s, z, a: inference.ndcg_po(s, z, None)
-    if criterion == "mrr":
-        return lambda s, z, a: inference.mrr_mrr(s, z, k, a)
-    if criterion == "mrr_po":
-        return lambda s, z, a: inference.mrr_po(s, z, k)
-    if criterion == "dorm":
-        return lambda s, z, a: inference.ndcg_dorm(s, z, k, cut, a)
-    raise ValueError(f"unknown criterion {criterion!r}; valid: {', '.join(CRITERIA)}")
+    """The per-query routine ``(s, z, anchor) -> (H, coef)`` of a criterion of :data:`CRITERIA`
+    (``anchor`` is used by the latent criteria only)."""
+    return {
+        "auc": lambda s, z, a: inference.auc_po(s, z),
+        "map": lambda s, z, a: inference.map_po(s, z),
+        "ndcg": lambda s, z, a: inference.ndcg_po(s, z, k),
+        "ndcg_nc": lambda s, z, a: inference.ndcg_po(s, z, None),
+        "mrr": lambda s, z, a: inference.mrr_mrr(s, z, k, a),
+        "mrr_po": lambda s, z, a: inference.mrr_po(s, z, k),
+        "dorm": lambda s, z, a: inference.ndcg_dorm(s, z, k, cut, a),
+    }[criterion]
 
 
 def structured_hinges(scores, labels, mask, criteria: tuple[str, ...], *, rel_threshold: float = 1.0,
@@ -72,9 +60,6 @@ def structured_hinges(scores, labels, mask, criteria: tuple[str, ...], *, rel_th
     the bool (Q,) of queries that have a good and a bad document. ``latent``: the latent form
     of ``mrr`` and ``dorm``, with the target chosen by ``anchor`` (padded (Q, L) scores) or,
     when it is None, by the scores themselves."""
-    k = _check_k(k)
-    if cut is not None:
-        _check_k(cut)
     s, y, mask = clean(scores, labels, mask)
     if latent:
         anchor = s if anchor is None else clean(anchor, labels, mask)[0]
@@ -160,10 +145,6 @@ def svm_combo(scores, labels, mask, *, criteria: tuple[str, ...] | list[str] = C
 
 def _combo(scores, labels, mask, criteria, slacks, **options):
     criteria = tuple(criteria)
-    if not criteria or len(set(criteria)) != len(criteria):
-        raise ValueError(f"criteria must be distinct names of {', '.join(CRITERIA)}, got {criteria!r}")
-    if slacks not in SLACKS:
-        raise ValueError(f"unknown slacks {slacks!r}; valid: {', '.join(SLACKS)}")
     hinge, coef, active = structured_hinges(scores, labels, mask, criteria, **options)
     if slacks == "separate":
         return _mean_hinge(hinge.sum(axis=0), coef.sum(axis=0), active)

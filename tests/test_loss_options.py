@@ -1,0 +1,98 @@
+"""Every loss declares what each of its options may be, once (its ``LOSSES`` entry), and a config's
+options are checked against the declarations alone, before any job: the loss is never called, so
+the config check imports no JAX and compiles no numba kernel, and a bad value is one line naming
+the config key."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import pytest
+
+from rankstudy.losses import registry
+from rankstudy.losses.registry import LOSSES, check_loss_options, loss_options
+from rankstudy.pipeline.config import check_method
+from rankstudy.pipeline.errors import ConfigError
+from rankstudy.util.params import Constraint, check_value
+
+
+def defaults(name: str) -> dict:
+    """The defaults of a loss's options: its function's signature, their one home."""
+    params = list(inspect.signature(LOSSES[name].function).parameters.values())[3:]
+    return {p.name: p.default for p in params}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_every_loss_declares_exactly_the_options_its_function_takes(name):
+    declared = LOSSES[name].options
+    assert list(declared) == loss_options(name), "declare every option, in the signature's order, and no other"
+    for option, constraints in declared.items():
+        assert isinstance(constraints, list) and constraints, option
+        assert all(c is None or isinstance(c, Constraint) for c in constraints), option
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_every_default_passes_its_declaration(name):
+    for option, default in defaults(name).items():
+        check_value(option, default, LOSSES[name].options[option])
+
+
+def test_checking_options_never_calls_the_loss(monkeypatch):
+    """Every loss, given every option (at its default): nothing is called, only declarations read."""
+    given = {name: defaults(name) for name in LOSSES}
+
+    def never(self):
+        raise AssertionError("the loss was loaded to check its options")
+
+    monkeypatch.setattr(registry.Loss, "function", property(never))
+    for name, options in given.items():
+        check_loss_options(name, options)
+    with pytest.raises(ValueError, match=r"k must be an integer >= 1 or null, got 0"):
+        check_loss_options("smoothed_ndcg", {"k": 0})
+
+
+def test_checking_options_imports_no_jax_and_compiles_no_numba_kernel():
+    """The config check runs in the Snakemake process and every job's: the losses whose first call
+    imports JAX (NeuralNDCG) or compiles numba kernels (RankSVM, the CDN, the swap sampler) are
+    checked from their declarations; a numeric option does not even import the loss's module."""
+    code = """if True:
+        import sys
+        from rankstudy.losses.registry import check_loss_options
+        check_loss_options("neural_ndcg", {"k": 5, "temperature": 0.5, "sinkhorn_iterations": 20})
+        check_loss_options("cdn", {"w1": 0.5, "degree": 2, "seed": 3})
+        check_loss_options("mle", {"sample_size": 10, "restart_states": 2})
+        check_loss_options("ranksvm", {})
+        print(sorted(m for m in sys.modules if m.startswith("rankstudy.losses.") and m not in
+                     ("rankstudy.losses.registry", "rankstudy.losses.options", "rankstudy.losses.groups",
+                      "rankstudy.losses.padded")))
+        check_loss_options("neural_ndcg", {"gain": "label"})
+        check_loss_options("cdn", {"topology": "random", "backend": "numba"})
+        check_loss_options("mle", {"restart_spread": "bads"})
+        check_loss_options("exp_gain", {"gain": "map"})
+        print(sorted(m for m in ("jax", "numba") if m in sys.modules))
+    """
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:2] == ["[]", "[]"], out
+
+
+@pytest.mark.parametrize("kind,loss,options,problem", [
+    # losses whose options the config check used to find out by calling them once
+    ("linear", "smoothed_ndcg", {"k": 0}, "k must be an integer >= 1 or null, got 0"),
+    ("linear", "smoothed_mrr", {"temperature": -1}, "temperature must be a number > 0, got -1"),
+    ("linear", "wpl", {"weight": "sqrtr"}, "unknown weight 'sqrtr'; valid: unit, r, sqrt_r"),
+    ("linear", "pairwise", {"phi": "huber"}, "unknown phi 'huber'; valid: quadratic, hinge"),
+    ("linear", "wub", {"gamma": "half"}, "gamma must be a number > 0 or one of inv_pairs, got 'half'"),
+    ("linear", "lambdaloss", {"sigma": 0}, "sigma must be a number > 0, got 0"),
+    ("linear", "listmle", {"seed": "x"}, "seed must be an integer, got 'x'"),
+    ("linear", "ranknet", {"blocks": 3}, "unknown loss_params 'blocks' for loss 'ranknet'; valid options: block_elements"),
+    ("structsvm", "svm_combo", {"criteria": ["map", "map"]}, "criteria must be a non-empty list of distinct names"),
+    ("structsvm", "dorm", {"cut": 0}, "cut must be an integer >= 1 or null, got 0"),
+])
+def test_a_bad_option_is_one_line_naming_the_config_key(kind, loss, options, problem):
+    with pytest.raises(ConfigError) as caught:
+        check_method("M", {"kind": kind, "params": {"loss": loss, "loss_params": options}})
+    message = str(caught.value)
+    assert message.startswith(f"config key methods.M.params.loss_params: {problem}"), message
+    assert "\n" not in message
