@@ -23,3 +23,17 @@ def test_learn_check_trains_one_method_of_a_study_and_prints_it_beside_random(mq
     random_test = next(r["test"] for r in results if r["method"] == "random" and "test" in r)
     assert ours["objective"]["final"] < ours["objective"]["start"]
     assert ours["test"]["ndcg@10"] > random_test["ndcg@10"] + 0.1
+
+
+def test_a_data_folder_without_the_fold_is_one_line_naming_what_was_looked_for(tmp_path):
+    """OHSUMED's folds sit one folder down (Feature-min/Fold1): --data one level too high said
+    StopIteration with a traceback."""
+    (tmp_path / "OHSUMED" / "Feature-min" / "Fold1").mkdir(parents=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "rankstudy", "learn-check", str(REPO / "config/studies/neural-letor.yaml"),
+         "listnet", "--data", str(tmp_path / "OHSUMED"), "--fold", "1", "--cache", str(tmp_path / "cache")],
+        capture_output=True, text=True, cwd=REPO)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert out.stderr.strip() == (f"learn-check: no train split of fold 1 under --data {tmp_path / 'OHSUMED'} "
+                                  f"(looked for {tmp_path / 'OHSUMED' / 'Fold1' / 'train.txt.gz'} and train.txt); "
+                                  f"folds found there: Feature-min/Fold1")

@@ -63,7 +63,13 @@ def prepared_fold(data: Path, fold: int, config: dict, cache: Path) -> dict[str,
 
     splits = {}
     for s in SPLITS:
-        path = next(p for p in (data / f"Fold{fold}" / f"{s}.txt.gz", data / f"Fold{fold}" / f"{s}.txt") if p.exists())
+        tried = (data / f"Fold{fold}" / f"{s}.txt.gz", data / f"Fold{fold}" / f"{s}.txt")
+        path = next((p for p in tried if p.exists()), None)
+        if path is None:  # e.g. OHSUMED's folds sit one folder down: --data .../OHSUMED/Feature-min
+            found = sorted(str(f.relative_to(data)) for f in data.glob("**/Fold*") if f.is_dir())[:3]
+            raise SystemExit(f"learn-check: no {s} split of fold {fold} under --data {data} (looked for "
+                             f"{tried[0]} and {tried[1].name})"
+                             + (f"; folds found there: {', '.join(found)}" if found else ""))
         splits[s] = read_letor(path)
     parsed = Fold(splits, float(max(d.y.max() for d in splits.values())))
     clean(parsed, config.get("cleaning", {}), rel)
