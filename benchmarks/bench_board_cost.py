@@ -48,7 +48,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -355,6 +354,14 @@ def reference_points(fits: list[dict], shape: str, method: str) -> list[dict]:
 FLOOR_EXPONENT = {("structrank", "cpu_s"): 2.0}
 
 
+def erratic_steps(ok: list[dict]) -> list[int] | None:
+    """The history lengths (rounds, epochs) of a method's finished fits, by size, when they jump
+    between sizes (AdaRank: 8 rounds at one size, its 500 at the next; early stopping): no power
+    law in n then, so the report and the footprints grow the largest point linearly; else None."""
+    steps = [p.get("history") or 0 for p in ok]
+    return steps if len(ok) > 1 and min(steps) > 0 and max(steps) > ERRATIC_STEPS * min(steps) else None
+
+
 def _growth(points: list[dict], value: str, kind: str = "") -> dict | None:
     """A footprint's growth (rankstudy.rankers.footprint.Growth as data) of ``value`` over the
     training documents: the power law through the fits that ended, and the floor of the largest
@@ -382,10 +389,7 @@ def footprints(fits: list[dict], methods: dict[str, dict], shape: str, measured:
     for name, spec in methods.items():
         points = reference_points(fits, shape, name)
         ok = [p for p in points if p["status"] == "ok"]
-        steps = [p.get("history") or 0 for p in ok]
-        if len(ok) > 1 and min(steps) > 0 and max(steps) > ERRATIC_STEPS * min(steps):
-            # as the report reads it: rounds that jump between sizes (early stopping) are no power
-            # law in n, so linear from the largest fit (a lower bound: b None)
+        if erratic_steps(ok):  # as the report reads it: linear from the largest fit (a lower bound: b None)
             points = [p for p in points if p["status"] != "ok"] + ok[-1:]
         cpu = _growth([{**p, "cpu_s": p.get("cpu_s", p["wall_s"])} for p in points], "cpu_s", spec["kind"])
         if cpu is None:
@@ -570,10 +574,7 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
         memory = [p for p in stopped if p["status"] == "memory"]
         mem_floor = max((p["rss_growth_mb"] / 1024 * full_docs / p["train_docs"] for p in memory), default=0.0)
         row["out_of_memory"] = bool(memory)
-        steps = [p.get("history") or 0 for p in ok]
-        # an iterative fit whose number of rounds jumps between sizes (AdaRank: 8 rounds at one size,
-        # its 500 at the next) is no power law in n: grown linearly from its largest point instead
-        row["erratic_steps"] = steps if len(ok) > 1 and min(steps) > 0 and max(steps) > ERRATIC_STEPS * min(steps) else None
+        row["erratic_steps"] = erratic_steps(ok)
         if ok:
             ns, ts, ms = ([p["train_docs"] for p in ok], [p["cpu_s"] for p in ok],
                           [max(p["rss_growth_mb"], 1.0) for p in ok])

@@ -51,6 +51,7 @@ from rankstudy.util import intermediate
 from rankstudy.util.params import ParamError, Space, space_from_config, space_problem, with_values
 
 LOST = "lost"
+COUNTED = (COMPLETE, DIVERGED, PRUNED)  # the trial states the budget counts
 
 
 def tuning_space(kind: str, params: dict, overrides: dict | None = None) -> dict[str, Space]:
@@ -205,13 +206,13 @@ def _values(trial) -> dict:
 def _lost(trial) -> bool:
     """Ended without a state of ours: found lost by us (``lost``), or by Optuna's heartbeat, or
     failed by an error in its worker."""
-    return trial.state.is_finished() and trial.user_attrs.get("state") not in (COMPLETE, DIVERGED, PRUNED)
+    return trial.state.is_finished() and trial.user_attrs.get("state") not in COUNTED
 
 
 def _counted(trials, budget: int) -> list:
     """The trials the budget counts (complete, diverged or pruned: a pruned trial's CPU-seconds
     count toward the cap as spent), the first ``budget`` by number."""
-    done = [t for t in trials if t.user_attrs.get("state") in (COMPLETE, DIVERGED, PRUNED) and t.state.is_finished()]
+    done = [t for t in trials if t.user_attrs.get("state") in COUNTED and t.state.is_finished()]
     return sorted(done, key=lambda t: t.number)[:budget]
 
 
