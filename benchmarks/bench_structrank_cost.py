@@ -127,7 +127,7 @@ def measure(train, vali, args, full_docs: float | None) -> dict:
     return {"alpha_step": alpha_step, "alpha_scores": scores_s / (rows * N), "beta": max(float(beta), 0.0),
             "gamma": max(float(gamma), 0.0), "rss_growth_gb": round(growth, 3),
             "alpha_step_by_rows": [(int(r), s / (r * N)) for r, s in nw],
-            "cdn_sample": [(int(c), s) for c, s in cdn], "chunk_rows": int(max(1, min(256, (
+            "cdn_sample": [(int(c), s) for c, s in cdn], "chunk_rows": int(max(1, min(kernel.DEFAULTS["chunk_rows"], (
                 kernel.KERNEL_BLOCK_ELEMENTS // int(full_docs)) if full_docs else kernel.KERNEL_BLOCK_ELEMENTS // N)))}
 
 

@@ -10,7 +10,7 @@ from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
 from rankstudy.util.params import Choice, Constraint, Integer, Listing, LogUniform, Mapping, Param, ParamError, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error, solver_params_error
 from rankstudy.scorers.linear import LinearScorer
-from rankstudy.scorers.quadratic import QuadraticScorer
+from rankstudy.scorers.quadratic import PARAMETERS as QUADRATIC_PARAMETERS, QuadraticScorer
 from rankstudy.solvers import settings
 from rankstudy.solvers.registry import SOLVERS
 
@@ -60,7 +60,7 @@ class LinearRanker(ScoredRanker):
         "group": Param([None, Choice(GROUP_AGGREGATES, "group")], None),
         "functional": Param(Choice(FUNCTIONALS, "functional"), "linear"),
         "pairs": Param([None, Listing(FeaturePair(), what="a list of [i, j] feature index pairs")], None),
-        "chunk_rows": Param(Integer(1), 8192),
+        "chunk_rows": QUADRATIC_PARAMETERS["chunk_rows"],  # the quadratic scorer's declaration
         "solver": Param([None, Choice(lambda: sorted(SOLVERS), "solver")], None,
                         help="null: the first solver that fits the loss"),
         "solver_params": Param([None, Mapping()], None,

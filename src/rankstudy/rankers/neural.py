@@ -51,8 +51,9 @@ class NeuralRanker(ScoredRanker):
     parameters = {
         "scorer": Param(Choice(SCORERS, "scorer"), "mlp"),
         "hidden": mlp.PARAMETERS["hidden"].when(scorer="mlp"),
-        "activation": Param(Choice(sorted({a for acts in ACTIVATIONS.values() for a in acts}), "activation"), "relu",
-                            help="the scorer's activation (each scorer takes its own)"),
+        # every scorer's activations; the default is the default scorer's (mlp)
+        "activation": Param(Choice(sorted({a for acts in ACTIVATIONS.values() for a in acts}), "activation"),
+                            mlp.DEFAULTS["activation"], help="the scorer's activation (each scorer takes its own)"),
         "dropout": mlp.PARAMETERS["dropout"],  # the attention scorer declares the same
         "input_norm": mlp.PARAMETERS["input_norm"].when(scorer="mlp"),
         **{name: attention.PARAMETERS[name].when(scorer="attention") for name in ("d_model", "n_blocks", "n_heads", "d_ff")},

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.losses.registry import LOSSES, bind_loss
-from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Mapping, Param, Real
+from rankstudy.util.params import Choice, Integer, LogUniform, Mapping, Param, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error, solver_params_error
-from rankstudy.scorers.separate import ACTIVATIONS, SEPARATE_FUNCTIONALS, SeparateScorer
+from rankstudy.scorers.separate import PARAMETERS as SCORER_PARAMETERS, SeparateScorer
 from rankstudy.solvers import settings
 from rankstudy.solvers.registry import SOLVERS
 
@@ -26,18 +26,16 @@ class SeparateRanker(ScoredRanker):
     """
 
     kind = "separate"
+    # the scorer's settings are its declarations (scorers/separate.py), in the order the parameters always had
     parameters = {
-        "functional": Param(Choice(SEPARATE_FUNCTIONALS, "functional"), "f1"),
-        "activation": Param(Choice(ACTIVATIONS, "activation"), "tanh"),
-        "d": Param(Integer(1), 10, space=IntRange(2, 64, log=True), help="columns of A and B"),
-        "tau": Param(Real(0, low_open=True), 1.0, space=LogUniform(0.1, 10.0), tune_when={"functional": "f2"}),
+        **{name: SCORER_PARAMETERS[name] for name in ("functional", "activation", "d", "tau")},
         "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), "multiclass_logistic"),
         "loss_params": Param([None, Mapping()], None),
         "l2": Param(Real(0), 1e-3, space=LogUniform(1e-6, 10.0)),
         "max_iter": settings.LBFGS["max_iter"],
         "seed": Param(Integer(), 0),
         "tol": settings.LBFGS["tol"],
-        "init_scale": Param(Real(0, low_open=True), 0.1),
+        "init_scale": SCORER_PARAMETERS["init_scale"],
         "solver": Param([None, Choice(lambda: sorted(SOLVERS), "solver")], None,
                         help="null: the first solver that fits the loss"),
         "solver_params": Param([None, Mapping()], None,
@@ -53,7 +51,7 @@ class SeparateRanker(ScoredRanker):
         solver_params_error(cls.resolved_solver(params), params["solver_params"])
 
     def make_scorer(self) -> SeparateScorer:
-        return SeparateScorer(self.functional, self.activation, self.d, self.tau, self.init_scale)
+        return SeparateScorer(**{name: getattr(self, name) for name in SCORER_PARAMETERS})
 
     def make_loss(self):
         return bind_loss(self.loss, self.loss_params, seed=self.seed)

@@ -31,7 +31,7 @@ from rankstudy.losses.cdn import REDUCTIONS, TOPOLOGIES, CDNLoss
 from rankstudy.util.params import Choice, Integer, Param, Real
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
-from rankstudy.scorers.kernel import NadarayaWatsonScorer
+from rankstudy.scorers.kernel import PARAMETERS as KERNEL_PARAMETERS, NadarayaWatsonScorer
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.objective import Objective
 from rankstudy.solvers.projected_sgd import ProjectedSGD
@@ -70,7 +70,7 @@ class StructRank(ScoredRanker):
         "restarts": Param(Integer(1), 3),
         "rel_threshold": Param(Real(), 1.0),
         "seed": Param(Integer(), 0),
-        "chunk_rows": Param(Integer(1), 256),
+        "chunk_rows": KERNEL_PARAMETERS["chunk_rows"],  # the Nadaraya-Watson scorer's declaration
         "reduction": Param(Choice(REDUCTIONS, "reduction"), "mean"),
         "feasibility": SGD["feasibility"],
         "step_rule": SGD["step_rule"],

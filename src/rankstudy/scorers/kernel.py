@@ -28,6 +28,11 @@ from typing import Any
 import numpy as np
 
 from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
+from rankstudy.util.params import Integer, Param, defaults
+
+# the scorer's setting, declared once: StructRank takes it as its parameter and checks it
+PARAMETERS = {"chunk_rows": Param(Integer(1), 256)}
+DEFAULTS = defaults(PARAMETERS)
 
 # one (rows, N) chunk of weights: 128 MB in float64 (at MSLR-WEB30K's 2.27M training documents,
 # 7 rows a chunk); below 65,536 reference documents a chunk is chunk_rows (256) rows
@@ -144,8 +149,10 @@ class NadarayaWatsonScorer(Scorer):
     Every split bound by one scorer shares its ``reference_X ** 2``."""
 
     name = "nadaraya_watson"
+    parameters = PARAMETERS
 
-    def __init__(self, reference_X: np.ndarray, reference_y: np.ndarray, chunk_rows: int = 256) -> None:
+    def __init__(self, reference_X: np.ndarray, reference_y: np.ndarray,
+                 chunk_rows: int = DEFAULTS["chunk_rows"]) -> None:
         self.reference_X = np.ascontiguousarray(reference_X, dtype=np.float64)
         self.reference_y = np.asarray(reference_y, dtype=np.float64)
         if self.reference_X.ndim != 2 or len(self.reference_X) != len(self.reference_y) or not len(self.reference_y):

@@ -7,6 +7,12 @@ from typing import Any
 import numpy as np
 
 from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
+from rankstudy.util.params import Boolean, Param, defaults
+
+# the scorer's setting, declared once (the quadratic scorer takes it too); no ranker exposes it:
+# a ranker fits a bias when its loss needs one
+PARAMETERS = {"intercept": Param(Boolean(), False, help="fit a bias b (not penalised)")}
+DEFAULTS = defaults(PARAMETERS)
 
 
 class BoundLinear(BoundScorer):
@@ -61,8 +67,9 @@ class LinearScorer(Scorer):
 
     name = "linear"
     linear_in_params = True  # also the quadratic functional's: linear in (w, c)
+    parameters = PARAMETERS
 
-    def __init__(self, intercept: bool = False) -> None:
+    def __init__(self, intercept: bool = DEFAULTS["intercept"]) -> None:
         self.intercept = bool(intercept)
 
     def bind(self, data) -> BoundLinear:

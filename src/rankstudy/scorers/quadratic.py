@@ -25,7 +25,17 @@ from typing import Any
 import numpy as np
 
 from rankstudy.features.pairs import check_pairs
+from rankstudy.scorers import linear
 from rankstudy.scorers.linear import BoundLinear, LinearScorer
+from rankstudy.util.params import Integer, Param, check_value, defaults
+
+# the scorer's settings, declared once: the linear ranker takes chunk_rows as its parameter and
+# checks it; the pairs are the ranker's (null there: the linear functional)
+PARAMETERS = {
+    "intercept": linear.PARAMETERS["intercept"],
+    "chunk_rows": Param(Integer(1), 8192),  # memory: chunk_rows * (|I| + |J|) floats at a time
+}
+DEFAULTS = defaults(PARAMETERS)
 
 class _PairBlock:
     """Where each pair's coefficient sits in the dense block ``C[I, J]``."""
@@ -53,13 +63,13 @@ def _check_inputs(X: Any, pairs: Any, chunk_rows: int) -> tuple[np.ndarray, np.n
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n, m), got shape {X.shape}")
-    if int(chunk_rows) < 1:
-        raise ValueError("chunk_rows must be >= 1")
+    # the functions are called directly too (benchmarks), not only through a checked ranker
+    check_value("chunk_rows", chunk_rows, PARAMETERS["chunk_rows"].constraints)
     return X, check_pairs(pairs, X.shape[1])
 
 
 def quadratic_scores(X: np.ndarray, pairs: Any, w: np.ndarray, c: np.ndarray,
-                     chunk_rows: int = 8192) -> np.ndarray:
+                     chunk_rows: int = DEFAULTS["chunk_rows"]) -> np.ndarray:
     """``X w + sum_k c_k X[:, i_k] X[:, j_k]`` -> ``(n,)``, in row chunks (no ``n x k`` matrix)."""
     X, p = _check_inputs(X, pairs, chunk_rows)
     w = np.asarray(w, dtype=np.float64)
@@ -80,7 +90,7 @@ def quadratic_scores(X: np.ndarray, pairs: Any, w: np.ndarray, c: np.ndarray,
 
 
 def quadratic_vjp(X: np.ndarray, pairs: Any, g: np.ndarray,
-                  chunk_rows: int = 8192) -> tuple[np.ndarray, np.ndarray]:
+                  chunk_rows: int = DEFAULTS["chunk_rows"]) -> tuple[np.ndarray, np.ndarray]:
     """Gradient of ``sum_n g_n f(x_n)`` wrt ``(w, c)``: ``dw = X'g`` and
     ``dc_k = sum_n g_n x_{n,i_k} x_{n,j_k}``, accumulated over row chunks."""
     X, p = _check_inputs(X, pairs, chunk_rows)
@@ -128,11 +138,12 @@ class QuadraticScorer(LinearScorer):
     ``chunk_rows`` rows; the penalty covers both w and c."""
 
     name = "quadratic"
+    parameters = PARAMETERS
 
-    def __init__(self, pairs, intercept: bool = False, chunk_rows: int = 8192) -> None:
+    def __init__(self, pairs, intercept: bool = DEFAULTS["intercept"],
+                 chunk_rows: int = DEFAULTS["chunk_rows"]) -> None:
+        # the settings are checked against PARAMETERS by the ranker that builds the scorer
         super().__init__(intercept)
-        if int(chunk_rows) < 1:
-            raise ValueError("chunk_rows must be >= 1")
         self.pairs = check_pairs(pairs)
         self.chunk_rows = int(chunk_rows)
 

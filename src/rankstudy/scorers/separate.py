@@ -21,9 +21,19 @@ import numpy as np
 from rankstudy.data.qadata import QAData
 from rankstudy.scorers.activations import activate
 from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
+from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Param, Real, defaults
 
 SEPARATE_FUNCTIONALS = ("f1", "f2")
 ACTIVATIONS = ("sigmoid", "tanh")  # Tran et al.'s two for f1
+# the scorer's settings, declared once: the separate ranker takes them as its parameters and checks them
+PARAMETERS = {
+    "functional": Param(Choice(SEPARATE_FUNCTIONALS, "functional"), "f1"),
+    "activation": Param(Choice(ACTIVATIONS, "activation"), "tanh"),
+    "d": Param(Integer(1), 10, space=IntRange(2, 64, log=True), help="columns of A and B"),
+    "tau": Param(Real(0, low_open=True), 1.0, space=LogUniform(0.1, 10.0), tune_when={"functional": "f2"}),
+    "init_scale": Param(Real(0, low_open=True), 0.1),
+}
+DEFAULTS = defaults(PARAMETERS)
 
 # A VJP maps dL/dscores (n,) to (dL/dP (Q, d), dL/dR (n, d)), P = Y A', R = Z B'
 Backward = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -32,7 +42,8 @@ Backward = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
 # --------------------------------------------------------------------------- functionals
 
 
-def f1(P: np.ndarray, R: np.ndarray, lengths: np.ndarray, activation: str = "tanh") -> tuple[np.ndarray, Backward]:
+def f1(P: np.ndarray, R: np.ndarray, lengths: np.ndarray,
+       activation: str = DEFAULTS["activation"]) -> tuple[np.ndarray, Backward]:
     """Eq. 2 for all answers: s_o = sigma(P_q) . R_o with P = Y A' (per question) and
     R = Z B' (per answer); ``lengths`` are the answers per question."""
     H, dH = activate(activation, P)
@@ -48,7 +59,7 @@ def f1(P: np.ndarray, R: np.ndarray, lengths: np.ndarray, activation: str = "tan
     return scores, backward
 
 
-def f2(P: np.ndarray, R: np.ndarray, lengths: np.ndarray, tau: float = 1.0) -> tuple[np.ndarray, Backward]:
+def f2(P: np.ndarray, R: np.ndarray, lengths: np.ndarray, tau: float = DEFAULTS["tau"]) -> tuple[np.ndarray, Backward]:
     """Eq. 3 for all answers: s_o = -||P_q - R_o||^2 / tau."""
     diff = np.repeat(P, lengths, axis=0) - R
     scores = -np.einsum("nd,nd->n", diff, diff) / tau
@@ -61,8 +72,9 @@ def f2(P: np.ndarray, R: np.ndarray, lengths: np.ndarray, tau: float = 1.0) -> t
     return scores, backward
 
 
-def separate_scores(data: QAData, A: np.ndarray, B: np.ndarray, functional: str = "f1",
-                    activation: str = "tanh", tau: float = 1.0) -> tuple[np.ndarray, Backward]:
+def separate_scores(data: QAData, A: np.ndarray, B: np.ndarray, functional: str = DEFAULTS["functional"],
+                    activation: str = DEFAULTS["activation"],
+                    tau: float = DEFAULTS["tau"]) -> tuple[np.ndarray, Backward]:
     """Scores of every answer of ``data`` and the VJP back to (dL/dP, dL/dR)."""
     P = np.asarray(data.query_vectors @ A.T)  # (Q, d): once per question
     R = np.asarray(data.object_vectors @ B.T)  # (n, d)
@@ -122,20 +134,12 @@ class SeparateScorer(Scorer):
 
     name = "separate"
     data_kind = "qa"
+    parameters = PARAMETERS
 
-    def __init__(self, functional: str = "f1", activation: str = "tanh", d: int = 10, tau: float = 1.0,
-                 init_scale: float = 0.1) -> None:
-        if functional not in SEPARATE_FUNCTIONALS:
-            raise ValueError(f"unknown functional {functional!r}; "
-                             f"valid functionals: {', '.join(SEPARATE_FUNCTIONALS)}")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; valid activations: {', '.join(ACTIVATIONS)}")
-        if int(d) < 1 or int(d) != d:
-            raise ValueError(f"d must be a positive integer, got {d!r}")
-        if not tau > 0:
-            raise ValueError(f"tau must be > 0, got {tau!r}")
-        if not init_scale > 0:
-            raise ValueError(f"init_scale must be > 0, got {init_scale!r}")
+    def __init__(self, functional: str = DEFAULTS["functional"], activation: str = DEFAULTS["activation"],
+                 d: int = DEFAULTS["d"], tau: float = DEFAULTS["tau"],
+                 init_scale: float = DEFAULTS["init_scale"]) -> None:
+        # the settings are checked against PARAMETERS by the ranker that builds the scorer
         self.functional, self.activation = functional, activation
         self.d, self.tau, self.init_scale = int(d), float(tau), float(init_scale)
 
