@@ -632,3 +632,8 @@ def test_yaml_anchors_and_merge_keys_are_read_in_a_config_file(tmp_path):
     check_config_files([study])
     config, _ = resolved(yaml.safe_load(study.read_text()))
     assert config["methods"]["b"]["params"] == {"scorer": "mlp", "epochs": 4}
+
+
+def test_a_negative_run_seed_is_refused_by_the_schema(config):
+    with pytest.raises(ConfigError, match=r"^config key seed: -1 is less than the minimum of 0"):
+        validate_config({**config, "seed": -1}, SCHEMA)

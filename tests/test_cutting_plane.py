@@ -129,7 +129,7 @@ def test_checks():
         StructSVMRanker(loss="svm_nope")
     with pytest.raises(ValueError, match="C must be"):
         StructSVMRanker(C=0.0)
-    with pytest.raises(ValueError, match="unknown loss_params"):
+    with pytest.raises(ValueError, match="unknown option"):
         StructSVMRanker(loss="svm_auc", loss_params={"k": 3})
     with pytest.raises(ValueError, match="epsilon"):
         CuttingPlane(epsilon=0.0)
@@ -141,5 +141,5 @@ def test_checks():
         CuttingPlane(prune_after=0)
     with pytest.raises(ValueError, match="latent_rounds"):
         StructSVMRanker(loss="dorm", latent_rounds=0)
-    with pytest.raises(ValueError, match="unknown loss_params"):
+    with pytest.raises(ValueError, match="unknown option"):
         StructSVMRanker(loss="svm_map", loss_params={"latent": True})  # only DORM, SVMmrr, SVMcombo

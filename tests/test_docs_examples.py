@@ -73,7 +73,7 @@ def test_the_tutorial_loss_checks_its_gradient_and_learns(splits, monkeypatch):
         check_method(method, spec)  # the config check passes every method of the study
     [(method, spec)] = [(m, spec) for m, spec in study["methods"].items() if spec["params"]["loss"] == name]
     bad = {**spec, "params": {**spec["params"], "loss_params": {"delta": 0}}}
-    with pytest.raises(ConfigError, match=rf"^config key methods\.{method}\.params\.loss_params: delta must be a "
+    with pytest.raises(ConfigError, match=rf"^config key methods\.{method}\.params\.loss_params\.delta: must be a "
                                           r"number > 0, got 0$"):  # as the page says
         check_method(method, bad)
     learns(spec["kind"], spec, splits)

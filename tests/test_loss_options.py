@@ -79,20 +79,22 @@ def test_checking_options_imports_no_jax_and_compiles_no_numba_kernel():
 
 @pytest.mark.parametrize("kind,loss,options,problem", [
     # losses whose options the config check used to find out by calling them once
-    ("linear", "smoothed_ndcg", {"k": 0}, "k must be an integer >= 1 or null, got 0"),
-    ("linear", "smoothed_mrr", {"temperature": -1}, "temperature must be a number > 0, got -1"),
+    ("linear", "smoothed_ndcg", {"k": 0}, "must be an integer >= 1 or null, got 0"),
+    ("linear", "smoothed_mrr", {"temperature": -1}, "must be a number > 0, got -1"),
     ("linear", "wpl", {"weight": "sqrtr"}, "unknown weight 'sqrtr'; valid: unit, r, sqrt_r"),
     ("linear", "pairwise", {"phi": "huber"}, "unknown phi 'huber'; valid: quadratic, hinge"),
-    ("linear", "wub", {"gamma": "half"}, "gamma must be a number > 0 or one of inv_pairs, got 'half'"),
-    ("linear", "lambdaloss", {"sigma": 0}, "sigma must be a number > 0, got 0"),
-    ("linear", "listmle", {"seed": "x"}, "seed must be an integer, got 'x'"),
-    ("linear", "ranknet", {"blocks": 3}, "unknown loss_params 'blocks' for loss 'ranknet'; valid options: block_elements"),
-    ("structsvm", "svm_combo", {"criteria": ["map", "map"]}, "criteria must be a non-empty list of distinct names"),
-    ("structsvm", "dorm", {"cut": 0}, "cut must be an integer >= 1 or null, got 0"),
+    ("linear", "wub", {"gamma": "half"}, "must be a number > 0 or one of inv_pairs, got 'half'"),
+    ("linear", "lambdaloss", {"sigma": 0}, "must be a number > 0, got 0"),
+    ("linear", "listmle", {"seed": "x"}, "must be an integer >= 0, got 'x'"),
+    ("linear", "listmle", {"seed": -1}, "must be an integer >= 0, got -1"),  # numpy's generators refuse it mid-fit
+    ("linear", "ranknet", {"blocks": 3}, "unknown option 'blocks' of loss 'ranknet'; valid options: block_elements"),
+    ("structsvm", "svm_combo", {"criteria": ["map", "map"]}, "must be a non-empty list of distinct names"),
+    ("structsvm", "dorm", {"cut": 0}, "must be an integer >= 1 or null, got 0"),
 ])
 def test_a_bad_option_is_one_line_naming_the_config_key(kind, loss, options, problem):
     with pytest.raises(ConfigError) as caught:
         check_method("M", {"kind": kind, "params": {"loss": loss, "loss_params": options}})
     message = str(caught.value)
-    assert message.startswith(f"config key methods.M.params.loss_params: {problem}"), message
+    (option,) = options  # named as solver_params' are: methods.M.params.loss_params.OPTION
+    assert message.startswith(f"config key methods.M.params.loss_params.{option}: {problem}"), message
     assert "\n" not in message

@@ -242,5 +242,24 @@ def test_checking_a_neural_ndcg_method_imports_no_jax():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
     spec["params"]["loss_params"] = {"temperature": 0}
-    with pytest.raises(ConfigError, match=r"methods\.M\.params\.loss_params: temperature must be a number > 0"):
+    with pytest.raises(ConfigError, match=r"methods\.M\.params\.loss_params\.temperature: must be a number > 0"):
         check_method("M", spec)
+
+
+def test_every_seed_is_the_one_declaration_and_refuses_what_numpy_refuses():
+    """A seed is declared once (util.params.SEED): numpy's generators take integers >= 0 only, and
+    a negative seed used to fail mid-fit (StructRank's random CDN, Coordinate Ascent, the conditional
+    models, the linear and neural rankers) instead of in the config check."""
+    from rankstudy.losses.options import SEED as LOSS_SEED
+    from rankstudy.solvers.registry import SOLVERS
+    from rankstudy.util.params import SEED
+
+    seeded = {kind: cls.parameters["seed"] for kind, cls in RANKERS.items() if "seed" in cls.parameters}
+    assert len(seeded) >= 10 and all(param is SEED for param in seeded.values()), seeded
+    assert all(entry.parameters["seed"] is SEED for entry in SOLVERS.values() if "seed" in entry.parameters)
+    assert LOSS_SEED is SEED.constraints
+    with pytest.raises(ParamError, match="seed must be an integer >= 0, got -1"):
+        make_solver("adam", {"seed": -1})
+    for kind in ("structrank", "conditional", "coordinate_ascent", "linear"):
+        with pytest.raises(ConfigError, match=rf"^config key methods\.M\.params\.seed: must be an integer >= 0, got -1$"):
+            check_method("M", {"kind": kind}, seed=-1)

@@ -153,7 +153,7 @@ def test_checks(small, splits):
         SeparateRanker(functional="f2", tau=0.0)
     with pytest.raises(ValueError, match="unknown loss"):
         SeparateRanker(loss="nope")
-    with pytest.raises(ValueError, match="unknown loss_params"):
+    with pytest.raises(ValueError, match="unknown option"):
         SeparateRanker(loss="ranknet", loss_params={"blocks": 3})
     with pytest.raises(NotFittedError):
         SeparateRanker().predict(small)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from rankstudy.util.lazy import load
-from rankstudy.util.params import Boolean, Choice, Integer, Listing, Real
+from rankstudy.util.params import SEED as SEED_PARAM, Boolean, Choice, Integer, Listing, Real
 
 
 def names(ref: str) -> Callable[[], list[str]]:
@@ -45,7 +45,7 @@ class DistinctNames(Listing):
 
 # -- meanings shared by several losses ------------------------------------------------------------
 
-SEED = [Integer()]  # the label tie-breaks (or the random CDN topologies, the swap sampler's walks)
+SEED = SEED_PARAM.constraints  # the label tie-breaks (or the random CDN topologies, the swap sampler's walks)
 BLOCK_ELEMENTS = [Integer(1)]  # entries of one block of pairs (or matrices, or samples) in memory
 N_LEVELS = [None, Integer(1)]  # |L|, labels 0..|L|-1; None: the largest label + 1
 REL_THRESHOLD = [Real()]  # a document is good (relevant) when its label is >= this

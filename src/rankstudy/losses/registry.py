@@ -59,7 +59,7 @@ from rankstudy.losses.options import (
 from rankstudy.losses.padded import LossFn
 from rankstudy.util.lazy import load
 from rankstudy.util.names import lookup
-from rankstudy.util.params import Real, check_value
+from rankstudy.util.params import ParamError, Real, check_value
 
 
 @dataclass(frozen=True)
@@ -179,16 +179,16 @@ def loss_options(name: str) -> list[str]:
 
 def check_loss_options(name: str, options: dict) -> None:
     """The one check of a loss's options (a ranker's, when it is built: by the config check before
-    any job, and by the train job), ValueError naming the problem: an option the loss does not
+    any job, and by the train job), ParamError naming the option: one the loss does not
     take (a typo would otherwise surface as a TypeError mid-fit), then a value its declaration
     (``Loss.options``) refuses. Only the declarations are read: the loss is never called, nor its
     module imported (but for a choice among names its family defines, read to check a value), so
     NeuralNDCG's JAX stays out of the config check's process and the numba kernels uncompiled."""
     declared = loss_entry(name).options
-    unknown = sorted(set(options) - set(declared))
-    if unknown:
-        raise ValueError(f"unknown loss_params {', '.join(map(repr, unknown))} for loss {name!r}; "
-                         f"valid options: {', '.join(declared) or '(none)'}")
+    for option in options:
+        if option not in declared:
+            raise ParamError(option, f"unknown option {option!r} of loss {name!r}; "
+                                     f"valid options: {', '.join(declared) or '(none)'}")
     for option, value in options.items():
         check_value(option, value, declared[option])
 

@@ -31,7 +31,7 @@ from rankstudy.evaluation.metrics import per_query
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.coordinate_ascent import metric_constraint
 from rankstudy.util import intermediate
-from rankstudy.util.params import Boolean, Integer, IntRange, LogUniform, Param, Real
+from rankstudy.util.params import SEED, Boolean, Integer, IntRange, LogUniform, Param, Real
 from rankstudy.util.progress import Progress
 
 DENOM_FLOOR = 1e-12  # keeps alpha finite when a feature ranks every weighted query perfectly
@@ -71,7 +71,7 @@ class AdaRank(Ranker):
         "max_consecutive": Param(Integer(1), 5),
         "enqueue": Param(Boolean(), True, help="RankLib's trainWithEnqueue (false: its -noeq, the paper's rounds)"),
         "rel_threshold": Param(Real(), 1.0),
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
     }
 
     def per_query(self, scores: np.ndarray, data: RankData) -> np.ndarray:

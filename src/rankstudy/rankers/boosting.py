@@ -12,7 +12,7 @@ import numpy as np
 from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.util import intermediate
-from rankstudy.util.params import Integer, IntRange, LogUniform, Param, Real
+from rankstudy.util.params import SEED, Integer, IntRange, LogUniform, Param, Real
 from rankstudy.util.progress import Progress
 from rankstudy.util.threads import job_threads
 
@@ -47,7 +47,7 @@ def lightgbm_parameters(*, n_estimators: int, learning_rate: float, num_leaves: 
         "min_data_in_leaf": Param(Integer(0), min_data_in_leaf, space=IntRange(1, 200, log=True), library="20"),
         "lambda_l2": Param(Real(0), 0.0, space=LogUniform(1e-3, 10.0), library="0"),
         "early_stopping_rounds": Param(Integer(1), early_stopping_rounds, library="none"),
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
     }
 
 

@@ -15,7 +15,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.boosting import gbdt_library
 from rankstudy.util import intermediate
-from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Param, Real
+from rankstudy.util.params import SEED, Choice, Integer, IntRange, LogUniform, Param, Real
 from rankstudy.util.progress import Progress
 from rankstudy.util.threads import job_threads
 
@@ -67,7 +67,7 @@ class CatBoostRanker(Ranker):
                              library="3, but 0 (stored as 1e-20) for YetiRank, YetiRankPairwise and LambdaMart"),
         "random_strength": Param(Real(0), 1.0, space=LogUniform(0.01, 10.0), library="1, but 0 for YetiRankPairwise"),
         "early_stopping_rounds": Param(Integer(1), 50, library="none"),
-        "seed": Param(Integer(0), 0),
+        "seed": SEED,
     }
 
     def catboost_params(self) -> dict:

@@ -11,7 +11,7 @@ from rankstudy.evaluation.metrics import parse_metric
 from rankstudy.losses.conditional import GAINS
 from rankstudy.losses.registry import bind_loss
 from rankstudy.losses.swap_sampler import SPREADS
-from rankstudy.util.params import Boolean, Choice, Integer, LogUniform, Param, Real, Text
+from rankstudy.util.params import SEED, Boolean, Choice, Integer, LogUniform, Param, Real, Text
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
@@ -57,7 +57,7 @@ class ConditionalRanker(ScoredRanker):
         "rel_threshold": Param(Real(), 1.0),
         "max_iter": settings.LBFGS["max_iter"],
         "tol": settings.LBFGS["tol"],
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
     }
 
     @property

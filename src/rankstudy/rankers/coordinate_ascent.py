@@ -25,7 +25,7 @@ from rankstudy.evaluation.metrics import parse_metric, per_query, per_query_rank
 from rankstudy.evaluation.top_ranking import TOP_METRICS, TopRanker
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.util import intermediate
-from rankstudy.util.params import Integer, IntRange, Param, Real, Text, Uniform
+from rankstudy.util.params import SEED, Integer, IntRange, Param, Real, Text, Uniform
 from rankstudy.util.progress import Progress
 
 STEP = 0.001  # RankLib's first step
@@ -87,7 +87,7 @@ class CoordinateAscent(Ranker):
         "tolerance": Param(Real(0), 0.001),
         "regularization": Param(Real(0), 0.0, space=Uniform(0.0, 0.1), help="RankLib's -reg slack (0: off)"),
         "rel_threshold": Param(Real(), 1.0),
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
     }
 
     # ------------------------------------------------------------------ the pieces

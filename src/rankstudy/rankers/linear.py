@@ -7,7 +7,7 @@ import numpy as np
 from rankstudy.features.featuresets import FeatureSet
 from rankstudy.losses.groups import GROUP_AGGREGATES
 from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
-from rankstudy.util.params import Choice, Constraint, Integer, Listing, LogUniform, Mapping, Param, ParamError, Real
+from rankstudy.util.params import SEED, Choice, Constraint, Integer, Listing, LogUniform, Mapping, Param, ParamError, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error, solver_params_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import PARAMETERS as QUADRATIC_PARAMETERS, QuadraticScorer
@@ -55,7 +55,7 @@ class LinearRanker(ScoredRanker):
         "l2": Param(Real(0), 1e-3, space=LogUniform(1e-6, 10.0), help="the L2 penalty l2/2 ||theta||^2"),
         "max_iter": settings.LBFGS["max_iter"],
         "tol": settings.LBFGS["tol"],
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
         "loss_params": Param([None, Mapping()], None),
         "group": Param([None, Choice(GROUP_AGGREGATES, "group")], None),
         "functional": Param(Choice(FUNCTIONALS, "functional"), "linear"),

@@ -8,7 +8,7 @@ from rankstudy.scorers import attention, inputs, mlp
 from rankstudy.scorers.mlp import MLPScorer, input_statistics
 from rankstudy.solvers import adam
 from rankstudy.solvers.registry import make_solver
-from rankstudy.util.params import Choice, Integer, Mapping, Param, ParamError, Real, check_value
+from rankstudy.util.params import SEED, Choice, Mapping, Param, ParamError, Real, check_value
 
 # each scorer declares its settings (the attention module imports JAX only when it first scores)
 SCORER_PARAMETERS = {"mlp": mlp.PARAMETERS, "attention": attention.PARAMETERS}
@@ -61,7 +61,7 @@ class NeuralRanker(ScoredRanker):
         "loss_params": Param([None, Mapping()], None),
         "l2": Param(Real(0), 0.0, help="l2/2 ||weights||^2 in the objective (weight_decay: AdamW's)"),
         **{name: param for name, param in adam.PARAMETERS.items() if name != "seed"},
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
         **inputs.PARAMETERS,
     }
     input_stats_: dict | None = None  # the "batch" input norm's statistics (training split)

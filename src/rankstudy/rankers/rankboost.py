@@ -19,7 +19,7 @@ from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.pair_potentials import CrucialPairs
 from rankstudy.rankers.threshold_bins import all_r, bin_features
 from rankstudy.util import intermediate
-from rankstudy.util.params import Choice, Integer, IntRange, Param, Real
+from rankstudy.util.params import SEED, Choice, Integer, IntRange, Param, Real
 from rankstudy.util.progress import Progress
 
 VALI_EVERY = 10  # rounds between validation NDCG@10 evaluations
@@ -57,7 +57,7 @@ class RankBoost(Ranker):
         "pairs": Param(Choice(PAIRS, "pairs"), "graded"),
         "rel_threshold": Param(Real(), 1.0),
         "max_thresholds": Param([None, Integer(1)], 256, help="candidate thresholds per feature (null: all)"),
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
     }
 
     def fit(self, train: RankData, vali: RankData | None = None) -> "RankBoost":

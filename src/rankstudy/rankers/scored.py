@@ -27,11 +27,12 @@ SOLVER_COMMON = ("max_iter", "tol", "seed")
 
 
 def loss_options_error(loss: str, options: dict | None) -> None:
-    """ParamError naming ``loss_params`` when the loss does not take one of ``options``."""
+    """ParamError naming ``loss_params.KEY`` when the loss does not take option KEY or refuses its
+    value (as :func:`solver_params_error` names ``solver_params.KEY``)."""
     try:
         check_loss_options(loss, options or {})
-    except ValueError as exc:
-        raise ParamError("loss_params", str(exc)) from None
+    except ParamError as exc:
+        raise ParamError(f"loss_params.{exc.param}", exc.problem) from None
 
 
 def solver_params_error(solver: str, solver_params: dict | None) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.losses.registry import LOSSES, bind_loss
-from rankstudy.util.params import Choice, Integer, LogUniform, Mapping, Param, Real
+from rankstudy.util.params import SEED, Choice, LogUniform, Mapping, Param, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error, solver_params_error
 from rankstudy.scorers.separate import PARAMETERS as SCORER_PARAMETERS, SeparateScorer
 from rankstudy.solvers import settings
@@ -33,7 +33,7 @@ class SeparateRanker(ScoredRanker):
         "loss_params": Param([None, Mapping()], None),
         "l2": Param(Real(0), 1e-3, space=LogUniform(1e-6, 10.0)),
         "max_iter": settings.LBFGS["max_iter"],
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
         "tol": settings.LBFGS["tol"],
         "init_scale": SCORER_PARAMETERS["init_scale"],
         "solver": Param([None, Choice(lambda: sorted(SOLVERS), "solver")], None,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.losses.cdn import REDUCTIONS, TOPOLOGIES, CDNLoss
-from rankstudy.util.params import Choice, Integer, Param, Real
+from rankstudy.util.params import SEED, Choice, Integer, Param, Real
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.kernel import PARAMETERS as KERNEL_PARAMETERS, NadarayaWatsonScorer
@@ -69,7 +69,7 @@ class StructRank(ScoredRanker):
         **{name: SGD[name] for name in ("l1_bound", "step", "decay", "epochs")},
         "restarts": Param(Integer(1), 3),
         "rel_threshold": Param(Real(), 1.0),
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
         "chunk_rows": KERNEL_PARAMETERS["chunk_rows"],  # the Nadaraya-Watson scorer's declaration
         "reduction": Param(Choice(REDUCTIONS, "reduction"), "mean"),
         "feasibility": SGD["feasibility"],

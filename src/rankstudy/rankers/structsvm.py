@@ -22,7 +22,7 @@ import numpy as np
 
 from rankstudy.losses.registry import LOSSES, bind_loss
 from rankstudy.losses.structured import anchored, is_latent
-from rankstudy.util.params import Choice, Integer, LogUniform, Mapping, Param, ParamError, Real
+from rankstudy.util.params import SEED, Choice, Integer, LogUniform, Mapping, Param, ParamError, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.solvers.base import Solution
@@ -64,7 +64,7 @@ class StructSVMRanker(ScoredRanker):
         "rel_threshold": Param(Real(), 1.0),
         "loss_params": Param([None, Mapping()], None),
         "solver": Param(Choice(lambda: sorted(SOLVERS), "solver"), "cutting_plane"),
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
         "latent_rounds": Param(Integer(1), 20),
     }
 

@@ -13,7 +13,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.boosting import gbdt_library, integer_labels
 from rankstudy.util import intermediate
-from rankstudy.util.params import Choice, Integer, IntRange, LogUniform, Param, Real, Uniform
+from rankstudy.util.params import SEED, Choice, Integer, IntRange, LogUniform, Param, Real, Uniform
 from rankstudy.util.progress import Progress
 from rankstudy.util.threads import job_threads
 
@@ -63,7 +63,7 @@ class XGBoostRanker(Ranker):
         "subsample": Param(Real(0, 1, low_open=True), 1.0, space=Uniform(0.5, 1.0), library="1"),
         "colsample_bytree": Param(Real(0, 1, low_open=True), 1.0, space=Uniform(0.5, 1.0), library="1"),
         "early_stopping_rounds": Param(Integer(1), 30, library="none"),
-        "seed": Param(Integer(), 0),
+        "seed": SEED,
     }
 
     def xgboost_params(self) -> dict:

@@ -8,7 +8,7 @@ settings), and the docs list them from here.
 from __future__ import annotations
 
 from rankstudy.evaluation.metrics import parse_metric
-from rankstudy.util.params import Choice, Choices, Integer, IntRange, LogUniform, Param, ParamError, Real, Text, check_value
+from rankstudy.util.params import SEED, Choice, Choices, Integer, IntRange, LogUniform, Param, ParamError, Real, Text, check_value
 
 FEASIBILITY = ("project", "halve")
 STEP_RULES = ("adagrad", "plain")
@@ -35,7 +35,7 @@ PROJECTED_SGD = {
     "l1_bound": Param([None, Real(0, low_open=True)], None, space=LogUniform(1.0, 1e3),
                       help="the L1 ball of the parameters (null: no bound)"),
     "max_halvings": Param(Integer(0), 30, help="halvings of an infeasible step before it is skipped"),
-    "seed": Param(Integer(), 0),
+    "seed": SEED,
     "feasibility": Param(Choice(FEASIBILITY, "feasibility"), "project"),
     "step_rule": Param(Choice(STEP_RULES, "step_rule"), "adagrad"),
 }
@@ -52,7 +52,7 @@ ADAM = {
     "patience": Param([None, Integer(1)], 10, help="epochs without a better validation metric (null: never stop)"),
     "metric": Param(Text(parse_metric, what="a metric name such as ndcg@10"), "ndcg@10"),
     "max_list_length": Param([None, Integer(1)], None, help="longer training lists are sampled (null: whole)"),
-    "seed": Param(Integer(), 0),
+    "seed": SEED,
 }
 
 

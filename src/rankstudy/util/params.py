@@ -518,6 +518,11 @@ def value_at(params: dict, name: str):
     return (params[namespace] or {})[key] if dot else params[name]
 
 
+# Every random seed's declaration: numpy's generators (SeedSequence) take integers >= 0 only, so
+# a negative seed is refused when the config is checked, not mid-fit.
+SEED = Param(Integer(0), 0, help="random seed (an integer >= 0)")
+
+
 def defaults(parameters: dict[str, Param]) -> dict:
     """``{name: default}`` of some declarations (a signature's defaults, written once)."""
     return {name: param.default for name, param in parameters.items()}
