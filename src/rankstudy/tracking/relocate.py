@@ -5,8 +5,9 @@ rankstudy keeps an SQLite store's artifacts in ``mlartifacts/`` beside the datab
 artifact location and every run's artifact URI as absolute paths (it makes a relative
 location absolute when the experiment is created), so after moving or copying ``results/``
 they still name the old folder. This points every location that names an ``mlartifacts``
-folder elsewhere at the one beside the database. MLflow has no API to change either, so it
-is one SQL transaction on exactly two columns, ``experiments.artifact_location`` and
+folder elsewhere at the one beside the database. MLflow has no API to change either (its
+open requests: mlflow/mlflow#3144, a moved store; #3719 and #8700, an experiment's location),
+so it is one SQL transaction on exactly two columns, ``experiments.artifact_location`` and
 ``runs.artifact_uri``, replacing the old folder's prefix; nothing else is touched.
 
     python -m rankstudy.tracking.relocate results/mlflow.db
