@@ -76,7 +76,7 @@ def test_without_validation_the_last_epoch_is_kept(splits):
 @pytest.mark.parametrize("params, name", [({"hidden": [0]}, "hidden"), ({"hidden": 8}, "hidden"),
                                           ({"activation": "gelu"}, "activation"), ({"dropout": 1.0}, "dropout"),
                                           ({"metric": "ndgc@10"}, "metric"), ({"loss": "nope"}, "loss"),
-                                          ({"loss_params": {"sed": 1}}, "loss_params"),
+                                          ({"loss_params": {"sed": 1}}, "loss_params.sed"),
                                           ({"schedule": "linear"}, "schedule"), ({"patience": 0}, "patience")])
 def test_bad_parameters_are_named(params, name):
     with pytest.raises(ParamError) as error:
