@@ -5,23 +5,19 @@ the config key."""
 
 from __future__ import annotations
 
-import inspect
 import subprocess
 import sys
 
 import pytest
 
 from rankstudy.losses import registry
-from rankstudy.losses.registry import LOSSES, check_loss_options, loss_options
+from rankstudy.losses.registry import LOSSES, check_loss_options, loss_option_defaults as defaults, loss_options
 from rankstudy.pipeline.config import check_method
 from rankstudy.pipeline.errors import ConfigError
+from rankstudy.rankers.conditional import OBJECTIVES, ConditionalRanker
+from rankstudy.rankers.structrank import StructRank
+from rankstudy.rankers.structsvm import STRUCTURED_LOSSES, StructSVMRanker
 from rankstudy.util.params import Constraint, check_value
-
-
-def defaults(name: str) -> dict:
-    """The defaults of a loss's options: its function's signature, their one home."""
-    params = list(inspect.signature(LOSSES[name].function).parameters.values())[3:]
-    return {p.name: p.default for p in params}
 
 
 @pytest.mark.parametrize("name", sorted(LOSSES))
@@ -98,3 +94,25 @@ def test_a_bad_option_is_one_line_naming_the_config_key(kind, loss, options, pro
     (option,) = options  # named as solver_params' are: methods.M.params.loss_params.OPTION
     assert message.startswith(f"config key methods.M.params.loss_params.{option}: {problem}"), message
     assert "\n" not in message
+
+
+# a ranker's default that departs from its loss's on purpose: StructRank's CDN loss per CDN
+# function, not the paper's sum (its module docstring says why)
+DEPARTURES = {(StructRank, "reduction"): "mean"}
+
+
+@pytest.mark.parametrize("ranker,losses", [(ConditionalRanker, sorted(OBJECTIVES)), (StructRank, ["cdn"]),
+                                           (StructSVMRanker, sorted(STRUCTURED_LOSSES))])
+def test_a_ranker_parameter_that_is_a_loss_option_is_the_loss_declaration(ranker, losses):
+    """Its constraints are the loss's declared list itself (not a copy written again) and its
+    default the loss function's, for every loss the ranker may fit that takes the option."""
+    taken = 0
+    for name, param in ranker.parameters.items():
+        for loss in losses:
+            if name not in LOSSES[loss].options:
+                continue
+            taken += 1
+            assert param.constraints is LOSSES[loss].options[name], f"{ranker.kind}.{name}: {loss}'s declaration"
+            default = DEPARTURES.get((ranker, name), defaults(loss)[name])
+            assert param.default == default and type(param.default) is type(default), (ranker.kind, name, loss)
+    assert taken, "the ranker passes its losses some options"

@@ -59,7 +59,7 @@ from rankstudy.losses.options import (
 from rankstudy.losses.padded import LossFn
 from rankstudy.util.lazy import load
 from rankstudy.util.names import lookup
-from rankstudy.util.params import ParamError, Real, check_value
+from rankstudy.util.params import Param, ParamError, Real, check_value
 
 
 @dataclass(frozen=True)
@@ -171,10 +171,30 @@ def get_loss(name: str) -> LossFn:
     return loss_entry(name).function
 
 
+def _keyword_options(name: str) -> list[inspect.Parameter]:
+    params = list(inspect.signature(get_loss(name)).parameters.values())[3:]
+    return [p for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
 def loss_options(name: str) -> list[str]:
     """The keyword options a loss takes (everything after scores, labels, mask)."""
-    params = list(inspect.signature(get_loss(name)).parameters.values())[3:]
-    return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [p.name for p in _keyword_options(name)]
+
+
+def loss_option_defaults(name: str) -> dict:
+    """``{option: default}`` of a loss: its function's signature, the defaults' one home."""
+    return {p.name: p.default for p in _keyword_options(name)}
+
+
+def loss_option_param(loss: str, option: str, **param_kwargs) -> Param:
+    """A ranker's parameter that is ``option`` of ``loss``, from the loss's one declaration: its
+    constraint list (the entry's own list) and its function's default. ``param_kwargs`` are the
+    rest of the :class:`Param` (``help``, ``space``); a ``default`` there only where the ranker
+    departs from the loss on purpose (and says why). Reads the loss's signature, so it imports
+    the loss's module: for rankers that import it anyway."""
+    if "default" not in param_kwargs:
+        param_kwargs["default"] = loss_option_defaults(loss)[option]
+    return Param(loss_entry(loss).options[option], **param_kwargs)
 
 
 def check_loss_options(name: str, options: dict) -> None:

@@ -8,10 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.evaluation.metrics import parse_metric
-from rankstudy.losses.conditional import GAINS
-from rankstudy.losses.registry import bind_loss
-from rankstudy.losses.swap_sampler import SPREADS
-from rankstudy.util.params import SEED, Boolean, Choice, Integer, LogUniform, Param, Real, Text
+from rankstudy.losses.registry import bind_loss, loss_option_param
+from rankstudy.util.params import SEED, Choice, Integer, LogUniform, Param, Real, Text
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
 from rankstudy.scorers.linear import LinearScorer
@@ -21,6 +19,12 @@ from rankstudy.solvers.lbfgs import LBFGS
 # loss -> whether it takes a gain and a sample
 OBJECTIVES = {"mle": (False, True), "exp_gain": (True, True), "exp_gain_auc": (False, False),
               "l3": (True, True), "convex_loss": (True, True)}
+DEFAULT_LOSS = "convex_loss"
+
+
+def _loss_option(option: str) -> Param:
+    # the default loss takes every option the others do, with the same declarations and defaults (tested)
+    return loss_option_param(DEFAULT_LOSS, option)
 
 
 class ConditionalRanker(ScoredRanker):
@@ -42,19 +46,20 @@ class ConditionalRanker(ScoredRanker):
 
     kind = "conditional"
     parameters = {
-        "loss": Param(Choice(OBJECTIVES, "loss"), "convex_loss"),
-        "gain": Param(Choice(GAINS, "gain"), "ndcg"),
-        "k": Param(Integer(1), 10),
+        "loss": Param(Choice(OBJECTIVES, "loss"), DEFAULT_LOSS),
+        # the losses' options, as the losses declare them (losses.registry)
+        "gain": _loss_option("gain"),
+        "k": _loss_option("k"),
         "C": Param(Real(0, low_open=True), 1.0, space=LogUniform(1e-3, 1e3), help="the regulariser ||w||^2 / (2C)"),
-        "normalize": Param(Boolean(), False),
-        "sample_size": Param(Integer(1), 100),
-        "walk_length": Param(Integer(0), 10),
-        "restart_states": Param(Integer(2), 11),
-        "restart_skew": Param(Real(), -5.0),
-        "restart_spread": Param(Choice(SPREADS, "restart_spread"), "delta"),
+        "normalize": _loss_option("normalize"),
+        "sample_size": _loss_option("sample_size"),
+        "walk_length": _loss_option("walk_length"),
+        "restart_states": _loss_option("restart_states"),
+        "restart_skew": _loss_option("restart_skew"),
+        "restart_spread": _loss_option("restart_spread"),
         "restarts": Param(Integer(1), 1),
         "restart_metric": Param(Text(parse_metric, "a metric name, e.g. ndcg@10"), "ndcg@10"),
-        "rel_threshold": Param(Real(), 1.0),
+        "rel_threshold": _loss_option("rel_threshold"),
         "max_iter": settings.LBFGS["max_iter"],
         "tol": settings.LBFGS["tol"],
         "seed": SEED,

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.losses.cdn import REDUCTIONS, TOPOLOGIES, CDNLoss
+from rankstudy.losses.cdn import CDNLoss
+from rankstudy.losses.registry import loss_option_param
 from rankstudy.util.params import SEED, Choice, Integer, Param, Real
 from rankstudy.rankers.restarts import best_of_restarts
 from rankstudy.rankers.scored import ScoredRanker
@@ -61,17 +62,20 @@ class StructRank(ScoredRanker):
     kind = "structrank"
     l2 = 0.0  # the regulariser is the L1 ball of the solver
     parameters = {
-        "topology": Param(Choice(TOPOLOGIES, "topology"), "full"),
+        # the CDN loss's options, as it declares them (losses.registry)
+        "topology": loss_option_param("cdn", "topology"),
         "ranking_function": Param(Choice(RANKING_FUNCTIONS, "ranking_function"), "nadaraya_watson"),
-        "degree": Param(Integer(1), 1),
-        "n_topologies": Param(Integer(1), 1),
+        "degree": loss_option_param("cdn", "degree"),
+        "n_topologies": loss_option_param("cdn", "n_topologies"),
         # the projected SGD's own settings, as it declares them
         **{name: SGD[name] for name in ("l1_bound", "step", "decay", "epochs")},
         "restarts": Param(Integer(1), 3),
         "rel_threshold": Param(Real(), 1.0),
         "seed": SEED,
         "chunk_rows": KERNEL_PARAMETERS["chunk_rows"],  # the Nadaraya-Watson scorer's declaration
-        "reduction": Param(Choice(REDUCTIONS, "reduction"), "mean"),
+        # not the loss's "sum" (the paper's -log F): the sum's gradient throws the paper's step
+        # out of the L1 ball on OHSUMED (module docstring)
+        "reduction": loss_option_param("cdn", "reduction", default="mean"),
         "feasibility": SGD["feasibility"],
         "step_rule": SGD["step_rule"],
     }

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rankstudy.losses.registry import LOSSES, bind_loss
+from rankstudy.losses.registry import LOSSES, bind_loss, loss_option_param
 from rankstudy.losses.structured import anchored, is_latent
 from rankstudy.util.params import SEED, Choice, Integer, LogUniform, Mapping, Param, ParamError, Real
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error
@@ -33,6 +33,7 @@ from rankstudy.solvers.registry import SOLVERS, make_solver
 # the paper's solver, and lbfgs for comparison (see the class); projected_sgd is not offered
 STRUCTSVM_SOLVERS = ("cutting_plane", "lbfgs")
 STRUCTURED_LOSSES = ("svm_auc", "svm_map", "svm_ndcg", "svm_ndcg_nc", "svm_mrr", "svm_mrr_po", "dorm", "svm_combo")
+DEFAULT_LOSS = "svm_ndcg"
 
 
 class StructSVMRanker(ScoredRanker):
@@ -57,11 +58,12 @@ class StructSVMRanker(ScoredRanker):
 
     kind = "structsvm"
     parameters = {
-        "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), "svm_ndcg"),
+        "loss": Param(Choice(lambda: sorted(LOSSES), "loss"), DEFAULT_LOSS),
         "C": Param(Real(0, low_open=True), 1.0, space=LogUniform(1e-3, 1e3), help="the SVM's regularisation constant"),
         "epsilon": settings.CUTTING_PLANE["epsilon"],
         "max_iter": settings.CUTTING_PLANE["max_iter"],
-        "rel_threshold": Param(Real(), 1.0),
+        # every structured loss's option, as they declare it; the others are loss_params
+        "rel_threshold": loss_option_param(DEFAULT_LOSS, "rel_threshold"),
         "loss_params": Param([None, Mapping()], None),
         "solver": Param(Choice(lambda: sorted(SOLVERS), "solver"), "cutting_plane"),
         "seed": SEED,

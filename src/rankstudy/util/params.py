@@ -453,7 +453,8 @@ def space_problem(space: Space, constraints: list) -> str | None:
 
 class Param:
     """One parameter, declared once: ``constraints`` (a constraint or a list of them; ``None`` in
-    it for "null is allowed"), its ``default`` (copied for each object, so a list default is
+    it for "null is allowed"; a list is kept as it is, so a ranker's parameter that is a loss's
+    option holds the loss's declared list itself), its ``default`` (copied for each object, so a list default is
     never shared), its tuning ``space`` (or None: not tuned unless a config gives one),
     ``tune_when`` (tuned only when the method's other parameters have these values, e.g. the
     attention scorer's width only for ``{"scorer": "attention"}``), a one-line ``help`` and, for a
@@ -462,7 +463,8 @@ class Param:
 
     def __init__(self, constraints, default=None, *, space: Space | None = None,
                  tune_when: dict | None = None, help: str = "", library: str = "") -> None:
-        self.constraints = list(constraints) if isinstance(constraints, list | tuple) else [constraints]
+        self.constraints = constraints if isinstance(constraints, list) else \
+            list(constraints) if isinstance(constraints, tuple) else [constraints]
         self.default, self.space, self.tune_when, self.help = default, space, dict(tune_when or {}), help
         self.library = library
 
