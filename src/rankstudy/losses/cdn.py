@@ -126,9 +126,17 @@ def _query_loss(r: np.ndarray, topology: str, w1: float, w2: float, degree: int,
     return value, grad_r, gw1, gw2
 
 
-def cdn_with_weights(scores, labels, mask, *, topology: str = "full", w1: float = 1.0, w2: float = 1.0,
-                     degree: int = 1, n_topologies: int = 1, seed: int = 0, reduction: str = "sum",
-                     backend: str = "numba", block_elements: int = PAIR_BLOCK_ELEMENTS):
+# the CDN's options and their defaults, written once: cdn's signature (which the registry and the
+# docs read), cdn_with_weights' and CDNLoss' take them from here
+DEFAULTS = {"topology": "full", "w1": 1.0, "w2": 1.0, "degree": 1, "n_topologies": 1, "seed": 0, "reduction": "sum",
+            "backend": "numba", "block_elements": PAIR_BLOCK_ELEMENTS}
+
+
+def cdn_with_weights(scores, labels, mask, *, topology: str = DEFAULTS["topology"], w1: float = DEFAULTS["w1"],
+                     w2: float = DEFAULTS["w2"], degree: int = DEFAULTS["degree"],
+                     n_topologies: int = DEFAULTS["n_topologies"], seed: int = DEFAULTS["seed"],
+                     reduction: str = DEFAULTS["reduction"], backend: str = DEFAULTS["backend"],
+                     block_elements: int = DEFAULTS["block_elements"]):
     """The CDN loss (see the module docstring) and its gradients: (value, d/dscores, d/d(w1, w2))."""
     s, y, mask = clean(scores, labels, mask)
     Q = s.shape[0]
@@ -156,9 +164,10 @@ def cdn_with_weights(scores, labels, mask, *, topology: str = "full", w1: float 
     return float((per_query * weights).sum()), grad * weights[:, None], (gw * weights[:, None]).sum(axis=0)
 
 
-def cdn(scores, labels, mask, *, topology: str = "full", w1: float = 1.0, w2: float = 1.0, degree: int = 1,
-        n_topologies: int = 1, seed: int = 0, reduction: str = "sum", backend: str = "numba",
-        block_elements: int = PAIR_BLOCK_ELEMENTS):
+def cdn(scores, labels, mask, *, topology: str = DEFAULTS["topology"], w1: float = DEFAULTS["w1"],
+        w2: float = DEFAULTS["w2"], degree: int = DEFAULTS["degree"], n_topologies: int = DEFAULTS["n_topologies"],
+        seed: int = DEFAULTS["seed"], reduction: str = DEFAULTS["reduction"], backend: str = DEFAULTS["backend"],
+        block_elements: int = DEFAULTS["block_elements"]):
     """StructRank's structured loss -log F for fixed CDN weights (w1, w2)."""
     value, grad, _ = cdn_with_weights(scores, labels, mask, topology=topology, w1=w1, w2=w2, degree=degree,
                                       n_topologies=n_topologies, seed=seed, reduction=reduction, backend=backend,
@@ -175,10 +184,9 @@ class CDNLoss:
     n_params = 2
     nonnegative = True  # w1, w2 >= 0 keep every CDN function a valid CDF
 
-    def __init__(self, topology: str = "full", degree: int = 1, n_topologies: int = 1, seed: int = 0,
-                 reduction: str = "sum", backend: str = "numba", block_elements: int = PAIR_BLOCK_ELEMENTS) -> None:
-        self.options = dict(topology=topology, degree=int(degree), n_topologies=int(n_topologies), seed=int(seed),
-                            reduction=reduction, backend=backend, block_elements=int(block_elements))
+    def __init__(self, topology: str = DEFAULTS["topology"], **options) -> None:
+        # the cdn loss's options but its weights, which are this loss's parameters
+        self.options = {**{k: v for k, v in DEFAULTS.items() if k not in ("w1", "w2")}, **options, "topology": topology}
 
     def initial(self, rng: np.random.Generator) -> np.ndarray:
         return rng.uniform(0.0, 1.0, 2)  # Section 5: random in [0, 1]

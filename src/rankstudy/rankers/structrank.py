@@ -86,7 +86,8 @@ class StructRank(ScoredRanker):
         return NadarayaWatsonScorer(self.reference_X_, self.reference_y_, self.chunk_rows)
 
     def make_loss(self) -> CDNLoss:
-        return CDNLoss(self.topology, self.degree, self.n_topologies, self.seed, reduction=self.reduction)
+        return CDNLoss(self.topology, degree=self.degree, n_topologies=self.n_topologies, seed=self.seed,
+                       reduction=self.reduction)
 
     def make_solver(self, restart: int = 0) -> ProjectedSGD:
         return ProjectedSGD(**{name: getattr(self, name) for name in ("step", "decay", "epochs", "l1_bound",
