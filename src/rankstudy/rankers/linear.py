@@ -7,7 +7,8 @@ import numpy as np
 from rankstudy.features.featuresets import FeatureSet
 from rankstudy.losses.groups import GROUP_AGGREGATES
 from rankstudy.losses.registry import LOSSES, bind_loss, loss_entry
-from rankstudy.util.params import SEED, Choice, Constraint, Integer, Listing, LogUniform, Mapping, Param, ParamError, Real
+from rankstudy.util.params import (SEED, Choice, Constraint, Integer, Listing, LogUniform, Mapping, Param, ParamError,
+                                   Real)
 from rankstudy.rankers.scored import ScoredRanker, loss_options_error, solver_params_error
 from rankstudy.scorers.linear import LinearScorer
 from rankstudy.scorers.quadratic import PARAMETERS as QUADRATIC_PARAMETERS, QuadraticScorer

@@ -37,6 +37,7 @@ PARAMETERS = {
 }
 DEFAULTS = defaults(PARAMETERS)
 
+
 class _PairBlock:
     """Where each pair's coefficient sits in the dense block ``C[I, J]``."""
 

@@ -8,7 +8,8 @@ settings), and the docs list them from here.
 from __future__ import annotations
 
 from rankstudy.evaluation.metrics import parse_metric
-from rankstudy.util.params import SEED, Choice, Choices, Integer, IntRange, LogUniform, Param, ParamError, Real, Text, check_value
+from rankstudy.util.params import (SEED, Choice, Choices, Integer, IntRange, LogUniform, Param, ParamError, Real, Text,
+                                   check_value)
 
 FEASIBILITY = ("project", "halve")
 STEP_RULES = ("adagrad", "plain")

@@ -454,9 +454,9 @@ def space_problem(space: Space, constraints: list) -> str | None:
 class Param:
     """One parameter, declared once: ``constraints`` (a constraint or a list of them; ``None`` in
     it for "null is allowed"; a list is kept as it is, so a ranker's parameter that is a loss's
-    option holds the loss's declared list itself), its ``default`` (copied for each object, so a list default is
-    never shared), its tuning ``space`` (or None: not tuned unless a config gives one),
-    ``tune_when`` (tuned only when the method's other parameters have these values, e.g. the
+    option holds the loss's declared list itself), its ``default`` (copied for each object, so a
+    list default is never shared), its tuning ``space`` (or None: not tuned unless a config gives
+    one), ``tune_when`` (tuned only when the method's other parameters have these values, e.g. the
     attention scorer's width only for ``{"scorer": "attention"}``), a one-line ``help`` and, for a
     ranker that wraps a library (LightGBM, XGBoost, CatBoost), ``library``: that library's own
     default as text, which rankstudy's ``default`` may not be ("0.1"; "3, but 0 for YetiRank")."""
