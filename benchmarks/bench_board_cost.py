@@ -285,9 +285,15 @@ def watch(cmd: list[str], cap: float, max_gb: float, wall_cap: float, load_timeo
     while not started.is_set() and proc.poll() is None and time.perf_counter() - t0 < load_timeout:
         started.wait(1)
     if not started.is_set():
+        timed_out = proc.poll() is None
         proc.kill()
         proc.wait()
-        return {"status": "error", "problem": "no fit started: " + "".join(err)[-500:]}
+        errs.join(5)
+        said = "".join(err)[-500:].strip()
+        if timed_out:  # still loading the splits or in its warm-up fit on 5 queries: say so, not an empty tail
+            said = (f"not started within {load_timeout:g} s of loading the splits and the warm-up fit on 5 queries"
+                    + (f"; its last output: {said}" if said else ""))
+        return {"status": "error", "problem": "no fit started: " + said}
     fit0 = time.perf_counter()
     cpu0, rss0 = _proc(proc.pid)
     caps = {"cpu_cap_s": cap, "wall_cap_s": wall_cap}

@@ -229,6 +229,18 @@ def test_a_fit_that_hangs_asleep_is_stopped_by_the_wall_guard(bench):
     assert "wall guard" in out["problem"]
 
 
+def test_a_child_that_never_starts_its_fit_says_it_timed_out_loading(bench):
+    """StructRank's warm-up fit on 5 Istella-shaped queries ran past the load timeout: the record
+    said "no fit started: " and nothing more (its stderr was empty)."""
+    out = bench.watch([sys.executable, "-c", "import time; time.sleep(3600)"], cap=0.3, max_gb=1, wall_cap=60,
+                      load_timeout=1.0)
+    assert out["status"] == "error", out
+    assert out["problem"] == ("no fit started: not started within 1 s of loading the splits and the warm-up fit "
+                              "on 5 queries"), out
+    crashed = bench.watch([sys.executable, "-c", "raise SystemExit('no such data')"], cap=0.3, max_gb=1, wall_cap=60)
+    assert crashed["problem"] == "no fit started: no such data", crashed
+
+
 def test_the_next_size_is_predicted_and_skipped_in_cpu_seconds(bench):
     """The skip rule compares CPU-seconds with the CPU cap: a fit that took 8 CPU-s in 250 s of
     wall (a busy machine) is not predicted over a 300 s cap at twice the documents."""
