@@ -637,3 +637,15 @@ def test_yaml_anchors_and_merge_keys_are_read_in_a_config_file(tmp_path):
 def test_a_negative_run_seed_is_refused_by_the_schema(config):
     with pytest.raises(ConfigError, match=r"^config key seed: -1 is less than the minimum of 0"):
         validate_config({**config, "seed": -1}, SCHEMA)
+
+
+def test_a_data_set_too_wide_for_its_pair_correlations_is_refused_before_any_job(config):
+    """200,000 features: 2e10 pairs, far beyond any machine's memory; refused naming features.rho and
+    the way out, not a MemoryError in the pair_correlations job. First-order only runs."""
+    config["synthetic"]["n_features"] = 200_000
+    with pytest.raises(ConfigError, match=r"config key features\.rho: data set 'synthetic' has 200000 features, "
+                                          r"whose 20,000,100,000 pair correlations need about .* GiB, more than this "
+                                          r"machine's .* GiB; set features\.rho: \[\]"):
+        check_config(config, REPO)
+    config["features"].update(rho=[], quadratic_rho=[])
+    check_config(config, REPO)

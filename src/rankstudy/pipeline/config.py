@@ -574,7 +574,7 @@ def check_rho_memory(config: dict, registry: dict) -> None:
     """Second-order feature sets need the rho of every feature pair: m^2 memory. Where a data
     set's width is known before any job (the registry's n_features, a generator's setting),
     refuse a width whose pair correlations would not fit in this machine's memory."""
-    chunk_rows = config["features"].get("chunk_rows", 65536)
+    chunk_rows = config["features"]["chunk_rows"]  # the schema sets its default
     for name in config["datasets"]:
         entry = registry[name]
         m = sources.source_of(entry).width(entry, config)

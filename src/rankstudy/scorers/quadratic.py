@@ -25,14 +25,13 @@ from typing import Any
 import numpy as np
 
 from rankstudy.features.pairs import check_pairs
-from rankstudy.scorers import linear
-from rankstudy.scorers.linear import BoundLinear, LinearScorer
+from rankstudy.scorers.linear import PARAMETERS as LINEAR_PARAMETERS, BoundLinear, LinearScorer
 from rankstudy.util.params import Integer, Param, check_value, defaults
 
 # the scorer's settings, declared once: the linear ranker takes chunk_rows as its parameter and
 # checks it; the pairs are the ranker's (null there: the linear functional)
 PARAMETERS = {
-    "intercept": linear.PARAMETERS["intercept"],
+    "intercept": LINEAR_PARAMETERS["intercept"],
     "chunk_rows": Param(Integer(1), 8192),  # memory: chunk_rows * (|I| + |J|) floats at a time
 }
 DEFAULTS = defaults(PARAMETERS)

@@ -522,7 +522,7 @@ def value_at(params: dict, name: str):
 
 # Every random seed's declaration: numpy's generators (SeedSequence) take integers >= 0 only, so
 # a negative seed is refused when the config is checked, not mid-fit.
-SEED = Param(Integer(0), 0, help="random seed (an integer >= 0)")
+SEED = Param(Integer(0), 0, help="random seed")
 
 
 def defaults(parameters: dict[str, Param]) -> dict:
