@@ -37,3 +37,22 @@ def test_a_data_folder_without_the_fold_is_one_line_naming_what_was_looked_for(t
     assert out.stderr.strip() == (f"learn-check: no train split of fold 1 under --data {tmp_path / 'OHSUMED'} "
                                   f"(looked for {tmp_path / 'OHSUMED' / 'Fold1' / 'train.txt.gz'} and train.txt); "
                                   f"folds found there: Feature-min/Fold1")
+
+
+def test_a_bad_set_or_method_is_one_line_before_any_data_is_read(tmp_path):
+    """--set values are checked as the config check checks a method (they were a traceback from
+    the ranker's constructor); the data folder does not exist: nothing was read."""
+    def run(*args):
+        out = subprocess.run([sys.executable, "-m", "rankstudy", "learn-check", str(REPO / "config/studies/leaderboard.yaml"),
+                              *args, "--data", str(tmp_path / "none"), "--cache", str(tmp_path / "cache")],
+                             capture_output=True, text=True, cwd=REPO)
+        assert out.returncode != 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+        return out.stderr.strip()
+
+    assert run("dorm", "--set", "loss_params={k: null, cut: 30}") == (
+        "learn-check: method 'dorm' with --set loss_params: params.loss_params.k: must be an integer >= 1, got None")
+    assert run("dorm", "--set", "C=-1") == "learn-check: method 'dorm' with --set C: params.C: must be a number > 0, got -1"
+    assert run("dorm", "--set", "C").startswith("learn-check: --set 'C': expected key=value")
+    assert run("dorn").startswith("learn-check: no method 'dorn' in ")
+    assert run("ranksvm", "--reference", "svm_nope").startswith("learn-check: no method 'svm_nope' in ")
+    assert not (tmp_path / "cache").exists()

@@ -32,6 +32,7 @@ from rankstudy.data.rankdata import RankData
 from rankstudy.evaluation import metrics
 from rankstudy.features.normalize import Normalizer
 from rankstudy.selection.search import select_and_fit
+from rankstudy.selection.spec import SpecError, check_spec
 
 ROOT = Path(__file__).resolve().parents[3]  # the checkout: its config/config.yaml
 SPLITS = ("train", "vali", "test")
@@ -90,9 +91,27 @@ def random_metric(data: RankData, names: list[str], options: dict, draws: int = 
     return {n: float(np.mean([r[n] for r in rows])) for n in names}
 
 
-def train_method(config: dict, name: str, splits: dict, fixed: dict, names: list[str], options: dict) -> dict:
+def method_params(config: dict, study: Path, name: str, fixed: dict) -> dict:
+    """The method's parameters with ``--set``'s over them (and out of its grid), checked as the
+    config check does, before any data is read: a SystemExit of one line naming the method and
+    the parameter, not a traceback from the fit."""
+    if name not in config["methods"]:
+        raise SystemExit(f"learn-check: no method {name!r} in {study}; its methods: {', '.join(config['methods'])}")
     spec = config["methods"][name]
-    params = {"seed": config.get("seed", 0), **(spec.get("params") or {}), **fixed}
+    params = {**(spec.get("params") or {}), **fixed}
+    grid = {k: v for k, v in (spec.get("grid") or {}).items() if k not in fixed}
+    try:
+        check_spec({**spec, "params": params, "grid": grid}, config.get("seed", 0),
+                   config["evaluation"]["rel_threshold"])
+    except SpecError as exc:
+        given = f" with --set {', '.join(fixed)}" if fixed else ""
+        raise SystemExit(f"learn-check: method {name!r}{given}: {exc.key}: {exc.problem}") from None
+    return {"seed": config.get("seed", 0), **params}
+
+
+def train_method(config: dict, name: str, params: dict, splits: dict, fixed: dict, names: list[str],
+                 options: dict) -> dict:
+    spec = config["methods"][name]
     grid = {k: v for k, v in (spec.get("grid") or {}).items() if k not in fixed}
     start = time.perf_counter()
     ranker, chosen, table = select_and_fit(spec["kind"], params, grid, splits["train"], splits["vali"],
@@ -123,16 +142,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = study_config(args.study)
+    bad = [item for item in args.set if "=" not in item]
+    if bad:
+        raise SystemExit(f"learn-check: --set {bad[0]!r}: expected key=value (a YAML value), e.g. --set C=10")
     fixed = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
+    params = method_params(config, args.study, args.method, fixed)
+    reference = method_params(config, args.study, args.reference, {}) if args.reference else None
     splits = prepared_fold(args.data, args.fold, config, args.cache)
     options = {"rel_threshold": config["evaluation"]["rel_threshold"], "max_label": 2.0,
                "no_relevant": config["evaluation"].get("no_relevant", "zero")}
     lengths = np.diff(splits["train"].offsets)
     print(f"{args.data} fold {args.fold}: {splits['train'].n_queries} training queries of "
           f"{lengths.mean():.0f} documents on average ({lengths.max()} at most)")
-    results = [train_method(config, args.method, splits, fixed, args.metrics, options)]
+    results = [train_method(config, args.method, params, splits, fixed, args.metrics, options)]
     if args.reference:
-        results.append(train_method(config, args.reference, splits, {}, args.metrics, options))
+        results.append(train_method(config, args.reference, reference, splits, {}, args.metrics, options))
     for s in ("vali", "test"):
         results.append({"method": "random", s: {k: round(v, 4) for k, v in
                                                  random_metric(splits[s], args.metrics, options).items()}})
