@@ -130,7 +130,9 @@ def dorm(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, cut: 
          latent: bool = True):
     """DORM (Le and Smola 2008): phi_dorm with decay 1/sqrt(1 + r) (0 from rank ``cut`` on)
     and 1 - NDCG@k; ``latent``: y* is the goods-first order sorted by score within each class
-    (False: phi_dorm(y*) averaged over the orders that put the goods first)."""
+    (False: phi_dorm(y*) averaged over the orders that put the goods first). At k = 10 on
+    OHSUMED's long queries its hinge is as flat near w = 0 as :func:`svm_ndcg`'s, and it does not
+    learn; at k = 30 (the decay's cut) or beyond it does (docs/results/2026-11-leaderboard.md)."""
     return _single("dorm", scores, labels, mask, rel_threshold=rel_threshold, k=k, cut=cut, latent=latent)
 
 
