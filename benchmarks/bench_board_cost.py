@@ -144,15 +144,15 @@ def candidates(spec: dict) -> tuple[list[dict], int]:
     return cands, (len(cands) - 1) // 2
 
 
-def data_dir(workdir: Path, shape: str, k: int) -> Path:
-    return workdir / "data" / f"{shape}-1of{k}"
+def data_dir(workdir: Path, shape: str, k: int, fold: int = 1) -> Path:
+    return workdir / "data" / (f"{shape}-1of{k}" + ("" if fold == 1 else f"-fold{fold}"))
 
 
-def prepare(workdir: Path, shape: str, k: int, seed: int = 0) -> dict:
-    """Fold 1 of the synthetic data set at 1/k of its queries, as the leaderboard's jobs see it:
-    training queries without a relevant document dropped, QueryLevelNorm (min-max per query);
-    written once as .npz, with its sizes in meta.json."""
-    folder = data_dir(workdir, shape, k)
+def prepare(workdir: Path, shape: str, k: int, seed: int = 0, fold: int = 1) -> dict:
+    """Fold ``fold`` (1: this benchmark's) of the synthetic data set at 1/k of its queries, as the
+    leaderboard's jobs see it: training queries without a relevant document dropped, QueryLevelNorm
+    (min-max per query); written once as .npz, with its sizes in meta.json."""
+    folder = data_dir(workdir, shape, k, fold)
     meta_file = folder / "meta.json"
     if meta_file.exists():
         return json.loads(meta_file.read_text())
@@ -163,11 +163,11 @@ def prepare(workdir: Path, shape: str, k: int, seed: int = 0) -> dict:
 
     size = dict(SHAPES[shape], n_queries=round(SHAPES[shape]["n_queries"] / k))
     start = time.perf_counter()
-    splits = fold_splits(make_parts(seed, **size), 1)
+    splits = fold_splits(make_parts(seed, **size), fold)
     train, dropped = drop_queries_without_relevant(splits["train"])
     norm = Normalizer("querylevel")
     folder.mkdir(parents=True, exist_ok=True)
-    meta = {"shape": shape, "k": k, "generator": size, "dropped_train_queries": dropped}
+    meta = {"shape": shape, "k": k, "fold": fold, "generator": size, "dropped_train_queries": dropped}
     for name, split in (("train", train), ("vali", splits["vali"])):
         norm.transform(split).to_npz(folder / f"{name}.npz")
         meta[f"{name}_queries"], meta[f"{name}_docs"] = int(split.n_queries), int(len(split.y))

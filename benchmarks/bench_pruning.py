@@ -10,8 +10,8 @@ CPU-seconds its trials spent.
         [--pruner hyperband] [--pruned-trials 60 --cpu-share 0.35] [--sampler tpe]
         [--shape mslr30k --size 16] [--out results.jsonl]
 
-``--shape mslr30k --size 16`` uses bench_board_cost.py's synthetic fold shaped like MSLR-WEB30K at
-1/16 of a fold instead of LETOR folds. The methods are the leaderboard's (their params and the
+``--shape mslr30k --size 16`` uses bench_board_cost.py's synthetic data shaped like MSLR-WEB30K at
+1/16 of a fold instead of LETOR folds (``--folds``: the rotation's folds of that one data set). The methods are the leaderboard's (their params and the
 neural method_defaults, config/studies/leaderboard.yaml), their untuned grid candidates the first
 trials as in the pipeline. Reported per method: the median over folds of (unpruned best - pruned
 best) and of the CPU ratio pruned / unpruned, with every fold's row. Target (issue 43): within .002
@@ -56,10 +56,11 @@ def folds(args: argparse.Namespace):
         from rankstudy.data.rankdata import RankData
 
         workdir = Path(tempfile.gettempdir()) / "board-cost"
-        prepare(workdir, args.shape, args.size)
-        folder = data_dir(workdir, args.shape, args.size)
-        yield (f"{args.shape}-1of{args.size}", RankData.from_npz(folder / "train.npz"),
-               RankData.from_npz(folder / "vali.npz"), 4.0)
+        for fold in args.folds:  # the rotation's folds of one synthetic data set
+            prepare(workdir, args.shape, args.size, fold=fold)
+            folder = data_dir(workdir, args.shape, args.size, fold)
+            yield (f"{args.shape}-1of{args.size}" + ("" if fold == 1 else f" fold {fold}"),
+                   RankData.from_npz(folder / "train.npz"), RankData.from_npz(folder / "vali.npz"), 4.0)
         return
     from rankstudy.cli.learn_check import prepared_fold, study_config
 

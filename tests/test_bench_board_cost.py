@@ -259,3 +259,16 @@ def test_a_fit_stopped_with_little_cpu_spent_does_not_skip_the_next_size(bench):
     by_cpu = fit(16, "mart", "grid0", None, True, "capped") | {"wall_s": 400.0, "cpu_s": 330.0, "stopped_by": "cpu"}
     assert "over the 300 CPU-s cap" in bench.skip_reason([by_cpu], "mslr30k", "mart", DOCS[8], 300, 12, None)
     assert bench.skip_reason([by_cpu], "mslr30k", "mart", DOCS[16], 300, 12, "grid1")
+
+
+def test_the_rotation_s_folds_of_one_synthetic_data_set_are_their_own(bench, tmp_path: Path):
+    """bench_pruning's --shape --folds: fold 1 keeps its folder (the records already made on it),
+    fold 2 is the rotation's next fold of the same generated parts: other training queries."""
+    from rankstudy.data.rankdata import RankData
+
+    one, two = (bench.prepare(tmp_path, "yahoo", 400, fold=f) for f in (1, 2))
+    assert bench.data_dir(tmp_path, "yahoo", 400).name == "yahoo-1of400"
+    assert bench.data_dir(tmp_path, "yahoo", 400, 2).name == "yahoo-1of400-fold2"
+    assert one["generator"] == two["generator"] and (one["fold"], two["fold"]) == (1, 2)
+    train = [RankData.from_npz(bench.data_dir(tmp_path, "yahoo", 400, f) / "train.npz") for f in (1, 2)]
+    assert not (len(train[0].y) == len(train[1].y) and (train[0].X == train[1].X).all())
