@@ -615,6 +615,34 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
     return rows
 
 
+def pruned_ratios(paths: list[Path], shape: str, pruners: list[str]) -> dict[str, dict]:
+    """Per method, what the first of ``pruners`` measured for it saved in bench_pruning.py's
+    studies (its --out files; a pruner as bench_pruning writes it, a name or JSON): the median
+    over folds of CPU pruned / unpruned and of the best's gap (unpruned - pruned), from the folds
+    of ``shape`` where there are some, else from every fold (the LETOR data sets): measured on
+    that data at the same trials, not at the full fold's size, which the report says."""
+    pairs: dict[tuple[str, str], list[tuple[str, dict, dict]]] = {}
+    for path in paths:  # a pruned study against the unpruned one of its own run (the same file)
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for rec in records:
+            if rec["pruner"] not in pruners:
+                continue
+            base = next((r for r in records if r["pruner"] == "none" and r["fold"] == rec["fold"]
+                         and r["method"] == rec["method"] and r["trials"] == rec["trials"]), None)
+            if base and base["cpu_seconds"] > 0:
+                pairs.setdefault((rec["method"], rec["pruner"]), []).append((rec["fold"], base, rec))
+    out = {}
+    for (method, pruner), found in sorted(pairs.items(), key=lambda item: pruners.index(item[0][1])):
+        if method in out:
+            continue
+        same = [f for f in found if f[0].startswith(f"{shape}-")]
+        used = same or found
+        out[method] = {"ratio": float(np.median([p["cpu_seconds"] / b["cpu_seconds"] for _, b, p in used])),
+                       "gap": float(np.median([b["best"] - p["best"] for _, b, p in used])),
+                       "folds": len(used), "on": f"{shape}-shaped" if same else "LETOR", "pruner": pruner}
+    return out
+
+
 def fmt_s(s: float) -> str:
     if not np.isfinite(s):
         return "-"
@@ -675,12 +703,17 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
     nodes = [f"{n} node{'s' * (n > 1)} x {CORES} cores" + (" (this machine)" if n == 1 else "") for n in args.nodes]
     board = ["", "| board (5 folds), hours | " + " | ".join(nodes) + " | longest job |",
              "|" + "---|" * (len(args.nodes) + 2)]
+    pruned = pruned_ratios(args.pruning, args.shape, args.pruner) if args.pruning else {}
+    for r in rows:  # a tuned job with the pruner: its CPU times what the pruner saved in bench_pruning's studies
+        r["pruned_job_s"] = r["tuned_job_s"] * pruned.get(r["method"], {"ratio": 1.0})["ratio"]
     known = [r for r in rows if np.isfinite(r["fit_s"])]
     for label, cols in (("default (one fit per grid candidate)", ["default_job_s"]),
                         (f"tuned ({args.trials} trials x one fit)", ["tuned_job_s"]),
                         *([(f"tuned at the study's budget ({args.trials} trials or {cap:g} CPU-s: "
                             f"{sum(r['capped_trials'] == 1 for r in known)} of {len(known)} methods one trial)",
                             ["capped_job_s"])] if cap else []),
+                        *([(f"tuned ({args.trials} trials), pruned where measured "
+                            f"({len(pruned)} methods; the others unpruned)", ["pruned_job_s"])] if pruned else []),
                         ("default and tuned", ["default_job_s", "tuned_job_s"])):
         for short in (None, args.job_hours):
             # the board again without the methods whose one job on one fold is longer than --job-hours
@@ -707,6 +740,13 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
         "",
         *lines,
         *board,
+        *(["", "Pruned: a tuned job's CPU times the median CPU pruned / unpruned of "
+               f"`bench_pruning.py`'s studies at {args.trials} trials (same sampler and seed), on the folds named; "
+               f"gap: the median of the unpruned best validation NDCG@10 minus the pruned one there.", "",
+           "| method | pruner | CPU pruned / unpruned | best gap | measured on |", "|---|---|---|---|---|",
+           *(f"| {m} | `{v['pruner']}` | {v['ratio']:.2f} | {v['gap']:+.4f} | {v['folds']} {v['on']} "
+             f"fold{'s' * (v['folds'] > 1)} |"
+             for m, v in pruned.items())] if pruned else []),
     ])
     (args.workdir / "board-cost.md").write_text(text + "\n")
     import pandas as pd
@@ -750,6 +790,12 @@ def main() -> None:
     parser.add_argument("--full-docs", type=float, help="training documents of the full fold (default: the shape's)")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "board-cost")
     parser.add_argument("--report-only", action="store_true", help="tabulate the workdir's fits.jsonl")
+    parser.add_argument("--pruning", type=Path, nargs="+", metavar="JSONL",
+                        help="bench_pruning.py's --out files: the board again with each tuned job's CPU times what "
+                             "--pruner saved there for that method (its folds of --shape if any, else LETOR's)")
+    parser.add_argument("--pruner", nargs="+", default=["hyperband"],
+                        help="the pruners of --pruning's records to read, as bench_pruning writes them (a name or "
+                             "JSON): for each method the first one measured for it")
     parser.add_argument("--write-footprints", type=Path, metavar="FILE",
                         help="also write each method's measured growth there (config/footprints.yaml)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)

@@ -272,3 +272,32 @@ def test_the_rotation_s_folds_of_one_synthetic_data_set_are_their_own(bench, tmp
     assert one["generator"] == two["generator"] and (one["fold"], two["fold"]) == (1, 2)
     train = [RankData.from_npz(bench.data_dir(tmp_path, "yahoo", 400, f) / "train.npz") for f in (1, 2)]
     assert not (len(train[0].y) == len(train[1].y) and (train[0].X == train[1].X).all())
+
+
+def test_the_board_pruned_where_bench_pruning_measured_what_the_pruner_saves(workdir: Path, tmp_path: Path):
+    """--pruning: each tuned job's CPU times the median pruned / unpruned CPU of bench_pruning's
+    studies, from the shape's folds where measured there (else LETOR's), each pruned study against
+    the unpruned one of its own file; a method not measured stays unpruned."""
+    def study(fold, method, pruner, cpu, best):
+        return json.dumps({"fold": fold, "method": method, "pruner": pruner, "trials": 20, "cpu_seconds": cpu,
+                           "best": best}) + "\n"
+
+    one, other = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    one.write_text(study("mslr30k-1of32", "lambdamart", "none", 100, 0.80)
+                   + study("mslr30k-1of32", "lambdamart", "hyperband", 40, 0.79)
+                   + study("MQ2008 fold 1", "lambdamart", "none", 10, 0.5)
+                   + study("MQ2008 fold 1", "lambdamart", "hyperband", 9, 0.5)
+                   + study("MQ2008 fold 1", "ranknet", "median", 10, 0.5))
+    # ranknet's unpruned study is in another file: not paired with the one above; its own file's pair is
+    other.write_text(study("MQ2008 fold 1", "ranknet", "none", 10, 0.5) + study("MQ2008 fold 1", "ranknet", "median", 5, 0.49)
+                     + study("MQ2008 fold 2", "ranknet", "none", 20, 0.5))
+    out = report(workdir, "--pruning", str(one), str(other), "--pruner", "hyperband", "median")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "| lambdamart | `hyperband` | 0.40 | +0.0100 | 1 mslr30k-shaped fold |" in out.stdout
+    assert "| ranknet | `median` | 0.50 | +0.0100 | 1 LETOR fold |" in out.stdout
+    assert "structrank |" not in out.stdout.split("| method | pruner")[1]
+    rows = pd.read_csv(workdir / "board-cost.csv").set_index("method")
+    assert rows.loc["lambdamart", "pruned_job_s"] == pytest.approx(0.4 * rows.loc["lambdamart", "tuned_job_s"])
+    assert rows.loc["ranknet", "pruned_job_s"] == pytest.approx(0.5 * rows.loc["ranknet", "tuned_job_s"])
+    assert rows.loc["structrank", "pruned_job_s"] == pytest.approx(rows.loc["structrank", "tuned_job_s"])
+    assert "| tuned (20 trials), pruned where measured (2 methods; the others unpruned) |" in out.stdout
