@@ -8,6 +8,7 @@ CPU cap is spent), on this 2-core machine and on N nodes of 2 cores.
     python benchmarks/bench_board_cost.py [--study config/studies/leaderboard.yaml] [--methods M ...]
         [--shape mslr30k|yahoo|istella] [--sizes 16 8 4] [--max-seconds 600] [--wall-guard 4] [--trials 20]
         [--trial-draws 0] [--cpu-seconds 60] [--nodes 1 4 16] [--workdir DIR] [--report-only]
+        [--pruning PRUNING.jsonl ... [--pruner hyperband ...]]
 
 Each fit runs in a child process of its own (so a fit over its cap can be stopped, and its memory
 is its own), one at a time, on one thread (BLAS, OpenMP, LightGBM, XGBoost, CatBoost:
@@ -33,6 +34,11 @@ so far, b = 1 from a single point) above 1.5x the cap is skipped: all are extrap
 points and the report says so. ``--trial-draws K`` also fits K parameter sets drawn at random
 from the method's search space (``tuning_space``) at the smallest size, so a tuned trial's cost is
 the mean of the drawn and the default fit, not the default's.
+
+``--pruning`` reads ``bench_pruning.py``'s records (its ``--out`` files) and adds the tuned board
+with each tuned job's CPU times what the pruner saved for that method there (the median over its
+folds of this shape, else over the LETOR folds): a measured ratio applied to the predicted jobs,
+for the methods it was measured for; the others stay unpruned, and the report lists which.
 
 Each fit is appended to ``fits.jsonl`` in the workdir (default ``$TMPDIR/board-cost``); a rerun
 skips the fits already there, so a stopped run continues. ``--report-only`` writes
