@@ -368,40 +368,50 @@ def _sampled(name: str, scores, labels, mask, rel_threshold, gain, k, normalize,
     return float((values * weights).sum()), np.where(mask, grad * weights[:, None], 0.0)
 
 
+# The losses' defaults: the sampler's are its own (SamplerSettings); the gain's, shared by the
+# losses that take one. Each loss's signature carries them (losses.registry reads the signature).
+SAMPLER = SamplerSettings()
+GAIN, K = "ndcg", 10
+
+
 def _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread) -> SamplerSettings:
     return SamplerSettings(int(sample_size), int(walk_length), int(restart_states), float(restart_skew), int(seed),
                            str(restart_spread))
 
 
-def mle(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False, sample_size: int = 100,
-        walk_length: int = 10, restart_states: int = 11, restart_skew: float = -5.0, seed: int = 0,
-        restart_spread: str = "delta"):
+def mle(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False,
+        sample_size: int = SAMPLER.sample_size, walk_length: int = SAMPLER.walk_length,
+        restart_states: int = SAMPLER.restart_states, restart_skew: float = SAMPLER.restart_skew,
+        seed: int = SAMPLER.seed, restart_spread: str = SAMPLER.restart_spread):
     """MLE (Eq. 10): mean over queries of log sum_y exp(w'phi(y) - w'phi(y*)) over the sample
     (restart states by Delta_AUC). Sampler options as in :mod:`rankstudy.losses.swap_sampler`."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
-    return _sampled("mle", scores, labels, mask, rel_threshold, "auc", 10, normalize, settings)
+    return _sampled("mle", scores, labels, mask, rel_threshold, "auc", K, normalize, settings)  # AUC: k unused
 
 
-def exp_gain(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
-             normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
-             restart_skew: float = -5.0, seed: int = 0, restart_spread: str = "delta"):
+def exp_gain(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: float = 1.0,
+             normalize: bool = False, sample_size: int = SAMPLER.sample_size, walk_length: int = SAMPLER.walk_length,
+             restart_states: int = SAMPLER.restart_states, restart_skew: float = SAMPLER.restart_skew,
+             seed: int = SAMPLER.seed, restart_spread: str = SAMPLER.restart_spread):
     """ExpGain (Eqs. 6-7): mean over queries of -log E_{y ~ Pr(y|x;w)} G(y) over the sample,
     G = AUC, AP or NDCG@k (``gain``). Not convex: train it from several starts."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
     return _sampled("exp_gain", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
-def l3(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
-       normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
-       restart_skew: float = -5.0, seed: int = 0, restart_spread: str = "delta"):
+def l3(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: float = 1.0,
+       normalize: bool = False, sample_size: int = SAMPLER.sample_size, walk_length: int = SAMPLER.walk_length,
+       restart_states: int = SAMPLER.restart_states, restart_skew: float = SAMPLER.restart_skew,
+       seed: int = SAMPLER.seed, restart_spread: str = SAMPLER.restart_spread):
     """L3 (Eq. 12): MLE + E_y[Delta(y)] (Eq. 11) over the sample. Not convex."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
     return _sampled("l3", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
-def convex_loss(scores, labels, mask, *, gain: str = "ndcg", k: int = 10, rel_threshold: float = 1.0,
-                normalize: bool = False, sample_size: int = 100, walk_length: int = 10, restart_states: int = 11,
-                restart_skew: float = -5.0, seed: int = 0, restart_spread: str = "delta"):
+def convex_loss(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: float = 1.0,
+                normalize: bool = False, sample_size: int = SAMPLER.sample_size, walk_length: int = SAMPLER.walk_length,
+                restart_states: int = SAMPLER.restart_states, restart_skew: float = SAMPLER.restart_skew,
+                seed: int = SAMPLER.seed, restart_spread: str = SAMPLER.restart_spread):
     """ConvexLoss (Eq. 14): mean over queries of log sum_y exp(w'phi(y) - w'phi(y*) + Delta(y))
     over the sample; convex in the scores, an upper bound of L1 + L2."""
     settings = _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread)
