@@ -11,13 +11,13 @@ CPU-seconds its trials spent.
         [--shape mslr30k --size 16] [--out results.jsonl]
 
 ``--shape mslr30k --size 16`` uses bench_board_cost.py's synthetic data shaped like MSLR-WEB30K at
-1/16 of a fold instead of LETOR folds (``--folds``: the rotation's folds of that one data set). The methods are the leaderboard's (their params and the
-neural method_defaults, config/studies/leaderboard.yaml), their untuned grid candidates the first
-trials as in the pipeline. Reported per method: the median over folds of (unpruned best - pruned
-best) and of the CPU ratio pruned / unpruned, with every fold's row. Target (issue 43): within .002
-at no more than 35% of the CPU. Each study appends one JSON line to ``--out`` (default
-``$TMPDIR/bench-pruning.jsonl``), so a stopped run keeps what it measured; ``--report-only``
-tabulates that file.
+1/16 of a fold instead of LETOR folds (``--folds``: the rotation's folds of that one data set). The
+methods are the leaderboard's (their params and the neural method_defaults,
+config/studies/leaderboard.yaml), their untuned grid candidates the first trials as in the pipeline.
+Reported per method: the median over folds of (unpruned best - pruned best) and of the CPU ratio
+pruned / unpruned, with every fold's row. Target (issue 43): within .002 at no more than 35% of the
+CPU. Each study appends one JSON line to ``--out`` (default ``$TMPDIR/bench-pruning.jsonl``), so a
+stopped run keeps what it measured; ``--report-only`` tabulates that file.
 """
 
 from __future__ import annotations

@@ -91,10 +91,10 @@ def random_metric(data: RankData, names: list[str], options: dict, draws: int = 
     return {n: float(np.mean([r[n] for r in rows])) for n in names}
 
 
-def method_params(config: dict, study: Path, name: str, fixed: dict) -> dict:
-    """The method's parameters with ``--set``'s over them (and out of its grid), checked as the
-    config check does, before any data is read: a SystemExit of one line naming the method and
-    the parameter, not a traceback from the fit."""
+def method_params(config: dict, study: Path, name: str, fixed: dict) -> tuple[dict, dict]:
+    """The method's parameters with ``--set``'s over them, and its grid without them, checked as
+    the config check does, before any data is read: a SystemExit of one line naming the method
+    and the parameter, not a traceback from the fit."""
     if name not in config["methods"]:
         raise SystemExit(f"learn-check: no method {name!r} in {study}; its methods: {', '.join(config['methods'])}")
     spec = config["methods"][name]
@@ -106,13 +106,12 @@ def method_params(config: dict, study: Path, name: str, fixed: dict) -> dict:
     except SpecError as exc:
         given = f" with --set {', '.join(fixed)}" if fixed else ""
         raise SystemExit(f"learn-check: method {name!r}{given}: {exc.key}: {exc.problem}") from None
-    return {"seed": config.get("seed", 0), **params}
+    return {"seed": config.get("seed", 0), **params}, grid
 
 
-def train_method(config: dict, name: str, params: dict, splits: dict, fixed: dict, names: list[str],
+def train_method(config: dict, name: str, method: tuple[dict, dict], splits: dict, names: list[str],
                  options: dict) -> dict:
-    spec = config["methods"][name]
-    grid = {k: v for k, v in (spec.get("grid") or {}).items() if k not in fixed}
+    spec, (params, grid) = config["methods"][name], method
     start = time.perf_counter()
     ranker, chosen, table = select_and_fit(spec["kind"], params, grid, splits["train"], splits["vali"],
                                            metric=config["evaluation"]["selection_metric"],
@@ -146,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
     if bad:
         raise SystemExit(f"learn-check: --set {bad[0]!r}: expected key=value (a YAML value), e.g. --set C=10")
     fixed = {k: yaml.safe_load(v) for k, v in (item.split("=", 1) for item in args.set)}
-    params = method_params(config, args.study, args.method, fixed)
+    method = method_params(config, args.study, args.method, fixed)
     reference = method_params(config, args.study, args.reference, {}) if args.reference else None
     splits = prepared_fold(args.data, args.fold, config, args.cache)
     options = {"rel_threshold": config["evaluation"]["rel_threshold"], "max_label": 2.0,
@@ -154,9 +153,9 @@ def run(args: argparse.Namespace) -> int:
     lengths = np.diff(splits["train"].offsets)
     print(f"{args.data} fold {args.fold}: {splits['train'].n_queries} training queries of "
           f"{lengths.mean():.0f} documents on average ({lengths.max()} at most)")
-    results = [train_method(config, args.method, params, splits, fixed, args.metrics, options)]
+    results = [train_method(config, args.method, method, splits, args.metrics, options)]
     if args.reference:
-        results.append(train_method(config, args.reference, reference, splits, {}, args.metrics, options))
+        results.append(train_method(config, args.reference, reference, splits, args.metrics, options))
     for s in ("vali", "test"):
         results.append({"method": "random", s: {k: round(v, 4) for k, v in
                                                  random_metric(splits[s], args.metrics, options).items()}})
