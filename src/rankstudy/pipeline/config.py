@@ -465,13 +465,13 @@ def check_config(config: dict, workdir: Path) -> Settings:
     check_data_kinds(config, registry, methods, names)
     if any(f.second_order for f in sets):
         check_rho_memory(config, registry)
-    check_node_fits(config, registry, methods, workdir)
+    node_notes = check_node_fits(config, registry, methods, workdir)
     check_local_files(config, registry, config_folds)
     baseline = check_baseline(config["report"].get("baseline", methods[0]), methods, names)
     systems = {system_label(m, f) for m in methods for f in names}
     empty = [s for s in paper_systems(config.get("paper") or {}) if s not in systems]
     notes = tuple([f"paper table: rows of {', '.join(empty)} will show 'not run' (not among the methods or "
-                   f"feature sets this run trains)"] if empty else [])
+                   f"feature sets this run trains)"] if empty else []) + node_notes
     return Settings(featuresets={f.name: f for f in sets}, baseline=baseline, registry=registry,
                     registry_path=registry_path, registry_extra=tuple(extra), notes=notes)
 
@@ -588,24 +588,27 @@ def check_rho_memory(config: dict, registry: dict) -> None:
                               f"quadratic_rho: []) for it")
 
 
-def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: Path) -> None:
+def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: Path) -> tuple[str, ...]:
     """ConfigError naming the first method run that one node cannot hold at a data set's size (the
     registry's train_documents), from its measured footprint (:mod:`rankstudy.rankers.footprint`),
-    with the prediction, the limit and the size where it stops fitting."""
+    with the prediction, the limit and the size where it stops fitting. Returns a note for each
+    data set with methods run that have no footprint of its shape (not checked: said, not silent)."""
     sized = [d for d in config["datasets"] if registry[d].get("train_documents")]
     if not sized:
-        return
+        return ()
+    notes = []
     node = config.get("node") or {}
     memory_gb, cpu_hours = node.get("memory_gb", 16), node.get("fit_cpu_hours", 2)
     prints = load_footprints(resolve_path(FOOTPRINTS, workdir))
     for dataset in sized:
         entry = registry[dataset]
         shape = entry.get("footprint_shape", "mslr30k")
-        problems = {}  # method -> (its full problem, its overrun in short)
+        problems, unchecked = {}, []  # method -> (its full problem, its overrun in short); no footprint
         for name in methods:
             spec = config["methods"][name]
             found = next((f for f in prints if f.shape == shape and f.matches(spec)), None)
             if found is None:
+                unchecked.append(name)
                 continue
             size = (found, entry["train_documents"], entry.get("n_features") or 136, memory_gb, cpu_hours)
             problem = node_problem(*size)
@@ -617,6 +620,11 @@ def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: P
             also = "".join(f"; also too large: methods.{other} ({short})" for other, (_, short) in others)
             raise ConfigError(f"config key methods.{name}: does not fit one node on {dataset}: {problem}; leave "
                               f"it out (run_methods) or raise the node's limit (--config 'node={{...}}'){also}")
+        if unchecked:
+            notes.append(f"node check on {dataset}: {', '.join(unchecked)} not checked (no footprint measured on "
+                         f"{shape}-shaped folds with these parameters in {FOOTPRINTS}): "
+                         f"{'they' if len(unchecked) > 1 else 'it'} may not fit one node")
+    return tuple(notes)
 
 
 def check_data_kinds(config: dict, registry: dict, methods: list[str], featuresets: list[str]) -> None:

@@ -85,12 +85,16 @@ def load_footprints(path: str | Path) -> list[Footprint]:
             for name, entry in (data.get("methods") or {}).items()]
 
 
+def features_gb(train_documents: float, n_features: int) -> float:
+    """The training and validation features a fit holds, in GB."""
+    return train_documents * (1 + VALI_SHARE) * n_features * BYTES_PER_VALUE / 2**30
+
+
 def peak_gb(footprint: Footprint, train_documents: float, n_features: int) -> float | None:
     """A fit's peak resident memory: the training and validation features, and the fit's growth."""
     if footprint.rss_growth_mb is None:
         return None
-    data = train_documents * (1 + VALI_SHARE) * n_features * BYTES_PER_VALUE / 2**30
-    return data + footprint.rss_growth_mb.at(train_documents) / 1024
+    return features_gb(train_documents, n_features) + footprint.rss_growth_mb.at(train_documents) / 1024
 
 
 def largest_documents(fits, low: float = 1e3, high: float = 1e9) -> float:
@@ -116,8 +120,11 @@ def node_overrun(footprint: Footprint, train_documents: float, n_features: int, 
         over.append(f"{'at least ' if footprint.cpu_seconds.bound else ''}{cpu / 3600:.1f} h of CPU a fit "
                     f"(node.fit_cpu_hours: {fit_cpu_hours:g})")
     if memory is not None and memory > memory_gb:
+        data = features_gb(train_documents, n_features)
+        # a node that cannot even hold the data refuses every method: say so, or each looks too large
+        alone = f", the features alone {data:.1f} GB" if data > memory_gb else ""
         over.append(f"{'at least ' if footprint.rss_growth_mb.bound else ''}{memory:.1f} GB of memory "
-                    f"(node.memory_gb: {memory_gb:g})")
+                    f"(node.memory_gb: {memory_gb:g}{alone})")
     return f"predicted {' and '.join(over)}" if over else None
 
 
