@@ -61,11 +61,11 @@ class LogHandler(LogHandlerBase, ColorizingTextHandler):
         return TERMINAL_REFRESH if self.is_tty else LOG_REFRESH
 
     def emit(self, record) -> None:
-        # ColorizingTextHandler's, without the blank line it writes before each job block
-        with self._output_lock:
-            text = self.format(record)
-            if text:
-                self.write(self.decorate(record, text))
+        # ColorizingTextHandler's, without the blank line it writes before each job block; under
+        # the handler's public lock, which logging.Handler.handle holds while it calls emit
+        text = self.format(record)
+        if text:
+            self.write(self.decorate(record, text))
 
     def write(self, text: str) -> None:
         self.stream.write(text + "\n")

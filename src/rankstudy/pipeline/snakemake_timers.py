@@ -16,6 +16,7 @@ and the scheduler plugins choose jobs, not the loop's wake-ups. Without the patc
 thousands of jobs leave as many 1-s timer chains waking the scheduler. When Snakemake stops
 starting a timer per pass, drop this module: tests/test_faults.py checks that the method it
 replaces still exists, and fails when it is gone.
+tests/test_public_apis.py names it as the one exception to using only the tools' public parts.
 """
 
 from __future__ import annotations
