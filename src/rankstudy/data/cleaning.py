@@ -14,12 +14,12 @@ import dataclasses
 
 import numpy as np
 
-from rankstudy.data.rankdata import RankData
+from rankstudy.data.rankdata import REL_THRESHOLD, RankData
 
 PAIR_BLOCK_ELEMENTS = 1 << 22  # bounds the padded (queries, L, L) similarity blocks to ~32 MB
 
 
-def drop_queries_without_relevant(data: RankData, rel_threshold: float = 1.0) -> tuple[RankData, int]:
+def drop_queries_without_relevant(data: RankData, rel_threshold: float = REL_THRESHOLD) -> tuple[RankData, int]:
     """Drop queries where no document has label >= ``rel_threshold``; count = queries dropped."""
     if data.n_queries == 0:
         return data, 0
@@ -28,7 +28,7 @@ def drop_queries_without_relevant(data: RankData, rel_threshold: float = 1.0) ->
     return data.select_queries(keep), int(np.count_nonzero(~keep))
 
 
-def binarize_labels(data: RankData, rel_threshold: float = 1.0) -> tuple[RankData, int]:
+def binarize_labels(data: RankData, rel_threshold: float = REL_THRESHOLD) -> tuple[RankData, int]:
     """Labels become relevant (label >= ``rel_threshold``) or 0, as papers that use binary
     relevance did (Dubey et al. 2009); count = documents whose label changed. A relevant label
     is ``binary_label(rel_threshold)``: 1, or the threshold when it is above 1, so the run's
@@ -55,7 +55,7 @@ NEAR_DUPLICATE_SCOPES = ("query", "split", "fold")  # where a clash is looked fo
 
 
 def drop_near_duplicate_pairs(
-    data: RankData, cosine: float = 0.99, rel_threshold: float = 1.0, side: str = "both", scope: str = "query"
+    data: RankData, cosine: float = 0.99, rel_threshold: float = REL_THRESHOLD, side: str = "both", scope: str = "query"
 ) -> tuple[RankData, int]:
     """Drop the documents of every pair (relevant i, non-relevant j) whose feature vectors have
     cosine similarity > ``cosine``; count = documents dropped.

@@ -13,6 +13,10 @@ from rankstudy.data.blocks import QueryBlocks
 from rankstudy.data.npz_mmap import load_npz
 from rankstudy.util.atomic import atomic_path
 
+# a document is relevant when its label is at least this (LETOR's grades: 1, "partially relevant",
+# and above), unless a config or a call says otherwise: the one default of every rel_threshold
+REL_THRESHOLD = 1.0
+
 
 @dataclass
 class RankData(QueryBlocks):

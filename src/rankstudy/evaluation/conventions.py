@@ -47,10 +47,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankstudy.data.rankdata import REL_THRESHOLD
 from rankstudy.evaluation import dcg, metrics
 from rankstudy.evaluation.ranking import rank_flat
 
-DEFAULTS = {"gain": "exp", "discount": "log2", "rel_threshold": 1.0, "ideal": "cutoff", "ties": "file",
+DEFAULTS = {"gain": dcg.GAIN, "discount": dcg.DISCOUNT, "rel_threshold": REL_THRESHOLD, "ideal": "cutoff", "ties": "file",
             "short_query": "cutoff", "short_precision": "k", "max_label": None}
 GAINS = dcg.GAINS
 BINARY_RELEVANCE = ("map", "mrr", "p", "auc")

@@ -24,13 +24,16 @@ from __future__ import annotations
 import numpy as np
 
 from rankstudy.data.blocks import pad, segment_ids
+from rankstudy.data.rankdata import REL_THRESHOLD
 
 GAINS = ("exp", "linear", "binary")
+GAIN = "exp"  # the default gain of every DCG here (ours and LETOR's)
 DISCOUNTS = ("log2", "jarvelin")
+DISCOUNT = "log2"  # the default discount of every DCG here
 LN2 = np.log(2.0)
 
 
-def gain(labels: np.ndarray, kind: str = "exp", rel_threshold: float = 1.0) -> np.ndarray:
+def gain(labels: np.ndarray, kind: str = GAIN, rel_threshold: float = REL_THRESHOLD) -> np.ndarray:
     """Gain of each label (module docstring)."""
     if kind == "linear":
         return labels
@@ -41,7 +44,7 @@ def gain(labels: np.ndarray, kind: str = "exp", rel_threshold: float = 1.0) -> n
     raise ValueError(f"unknown gain {kind!r}; valid gains: {', '.join(GAINS)}")
 
 
-def discount(position, kind: str = "log2", xp=np):
+def discount(position, kind: str = DISCOUNT, xp=np):
     """Discount of 1-based positions (module docstring). ``xp`` is the array module (numpy, or
     jax.numpy inside a JAX loss): the one formula serves both."""
     if kind == "jarvelin":
@@ -57,7 +60,7 @@ def discount_slope(position: np.ndarray, d: np.ndarray) -> np.ndarray:
     return -d ** 2 / ((1.0 + position) * LN2)
 
 
-def discounts(n: int, kind: str = "log2", k: int | None = None, xp=np):
+def discounts(n: int, kind: str = DISCOUNT, k: int | None = None, xp=np):
     """(n,) discounts of ranks 1..n, 0 from rank k + 1 on (the cut; k=None: no cut)."""
     ranks = xp.arange(n) + 1.0
     d = discount(ranks, kind, xp)
@@ -72,8 +75,8 @@ def cutoff(k: int | None, list_length: int) -> int:
 _MAX_GRADES_TO_COUNT = 64
 
 
-def ideal_dcg_flat(labels: np.ndarray, offsets: np.ndarray, d: np.ndarray, gain_kind: str = "exp",
-                   rel_threshold: float = 1.0) -> np.ndarray:
+def ideal_dcg_flat(labels: np.ndarray, offsets: np.ndarray, d: np.ndarray, gain_kind: str = GAIN,
+                   rel_threshold: float = REL_THRESHOLD) -> np.ndarray:
     """Ideal DCG of each query over the ``len(d)`` top positions, ``d`` their discounts; ``labels``
     flat (float64), grouped by ``offsets``."""
     depth = len(d)
@@ -100,8 +103,8 @@ def ideal_dcg_flat(labels: np.ndarray, offsets: np.ndarray, d: np.ndarray, gain_
     return np.where(mask[:, :depth], gain(ideal_labels, gain_kind, rel_threshold), 0.0) @ d
 
 
-def ideal_dcg(labels, mask, k: int | None = None, gain_kind: str = "exp", rel_threshold: float = 1.0,
-              kind: str = "log2") -> np.ndarray:
+def ideal_dcg(labels, mask, k: int | None = None, gain_kind: str = GAIN, rel_threshold: float = REL_THRESHOLD,
+              kind: str = DISCOUNT) -> np.ndarray:
     """Ideal DCG@k of each row of padded ``labels`` (its real labels, mask True); k=None means
     the whole row. NDCG's denominator, also used by the losses that divide by it."""
     mask = np.asarray(mask, dtype=bool)

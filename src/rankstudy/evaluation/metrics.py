@@ -60,10 +60,16 @@ from typing import NamedTuple
 import numpy as np
 
 from rankstudy.data.blocks import pad, segment_ids
+from rankstudy.data.rankdata import REL_THRESHOLD
 from rankstudy.evaluation import dcg
 from rankstudy.evaluation.ranking import Ranking, RelevantPositions, rank_flat, rank, relevant_positions
 
+# the cutoff of the metric@k the papers report (NDCG@10, MRR@10): the one default of the k of every
+# loss and inference routine built on such a metric
+K = 10
+SELECTION_METRIC = f"ndcg@{K}"  # what model selection judges by unless the config says otherwise
 NO_RELEVANT_POLICIES = ("zero", "one", "drop")
+NO_RELEVANT = "zero"  # a query without a relevant document scores 0, unless the config says otherwise
 _POLICY_VALUE = {"zero": 0.0, "one": 1.0, "drop": np.nan}
 
 _METRIC_NAME = re.compile(r"([a-z]+)(?:@([1-9][0-9]*))?")
@@ -94,8 +100,8 @@ def _has_graded_relevant(ranking: Ranking) -> np.ndarray:
     return np.bincount(rows, minlength=len(ranking.offsets) - 1) > 0
 
 
-def ndcg_ranked(ranking: Ranking, k: int | None, no_relevant: str = "zero", *, gain: str = "exp",
-                discount: str = "log2", rel_threshold: float = 1.0, ideal: str = "cutoff",
+def ndcg_ranked(ranking: Ranking, k: int | None, no_relevant: str = NO_RELEVANT, *, gain: str = dcg.GAIN,
+                discount: str = dcg.DISCOUNT, rel_threshold: float = REL_THRESHOLD, ideal: str = "cutoff",
                 short_query: str = "cutoff") -> np.ndarray:
     """NDCG@k per query of ``ranking``; k=None means the whole list. The keywords are the
     conventions of :mod:`rankstudy.evaluation.conventions` (defaults: ours): the gain and the
@@ -189,7 +195,7 @@ def _auc_ranked(ranking: Ranking, relevant: RelevantPositions, no_relevant: str)
 
 # --- public functions of padded (Q, L) arrays ---
 
-def ndcg(scores, labels, mask, *, k: int | None = None, no_relevant: str = "zero", **convention) -> np.ndarray:
+def ndcg(scores, labels, mask, *, k: int | None = None, no_relevant: str = NO_RELEVANT, **convention) -> np.ndarray:
     """NDCG@k per query (gain 2^label - 1); k=None means the whole list. ``convention``: the
     keywords of :func:`ndcg_ranked` (gain, discount, rel_threshold, ideal, short_query)."""
     _check_policy(no_relevant)
@@ -197,35 +203,35 @@ def ndcg(scores, labels, mask, *, k: int | None = None, no_relevant: str = "zero
 
 
 def err(scores, labels, mask, *, k: int | None = None, max_label: float | None = None,
-        no_relevant: str = "zero") -> np.ndarray:
+        no_relevant: str = NO_RELEVANT) -> np.ndarray:
     """Expected Reciprocal Rank per query. ``max_label`` is the top grade of the label scale."""
     _check_policy(no_relevant)
     return _err_ranked(rank(scores, labels, mask), k, max_label, no_relevant)
 
 
-def mrr(scores, labels, mask, *, rel_threshold: float = 1.0, no_relevant: str = "zero") -> np.ndarray:
+def mrr(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD, no_relevant: str = NO_RELEVANT) -> np.ndarray:
     """Reciprocal rank of the first document with label >= rel_threshold, per query."""
     _check_policy(no_relevant)
     return _mrr_from_positions(relevant_positions(rank(scores, labels, mask), rel_threshold), no_relevant)
 
 
-def average_precision(scores, labels, mask, *, rel_threshold: float = 1.0,
-                      no_relevant: str = "zero") -> np.ndarray:
+def average_precision(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD,
+                      no_relevant: str = NO_RELEVANT) -> np.ndarray:
     """Average precision per query (its mean over queries is MAP)."""
     _check_policy(no_relevant)
     ranking = rank(scores, labels, mask)
     return _average_precision_from_positions(relevant_positions(ranking, rel_threshold), no_relevant)
 
 
-def precision(scores, labels, mask, *, k: int, rel_threshold: float = 1.0,
-              no_relevant: str = "zero") -> np.ndarray:
+def precision(scores, labels, mask, *, k: int, rel_threshold: float = REL_THRESHOLD,
+              no_relevant: str = NO_RELEVANT) -> np.ndarray:
     """P@k per query, denominator k."""
     _check_policy(no_relevant)
     ranking = rank(scores, labels, mask)
     return _precision_from_positions(relevant_positions(ranking, rel_threshold), k, no_relevant)
 
 
-def auc(scores, labels, mask, *, rel_threshold: float = 1.0, no_relevant: str = "zero") -> np.ndarray:
+def auc(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD, no_relevant: str = NO_RELEVANT) -> np.ndarray:
     """Fraction of correctly ordered (relevant, non-relevant) pairs per query, ties 1/2. A query
     whose documents are all relevant gets 1 (as its MAP), one without a relevant document the
     ``no_relevant`` policy (as MAP)."""
@@ -322,8 +328,8 @@ def parse_metric(name: str) -> tuple[str, int | None]:
 
 # --- flat per-row arrays, RankData, summaries ---
 
-def per_query(scores, labels, offsets, metrics: list[str], *, rel_threshold: float = 1.0,
-              max_label: float | None = None, no_relevant: str = "zero") -> dict[str, np.ndarray]:
+def per_query(scores, labels, offsets, metrics: list[str], *, rel_threshold: float = REL_THRESHOLD,
+              max_label: float | None = None, no_relevant: str = NO_RELEVANT) -> dict[str, np.ndarray]:
     """Metrics per query from flat per-row arrays grouped by ``offsets``.
 
     Returns ``{name: (Q,) array}`` for each requested name (see :func:`parse_metric`).
@@ -346,8 +352,8 @@ def per_query(scores, labels, offsets, metrics: list[str], *, rel_threshold: flo
                             max_label=max_label, no_relevant=no_relevant)
 
 
-def per_query_ranked(ranking: Ranking, metrics: list[str], *, rel_threshold: float = 1.0,
-                     max_label: float | None = None, no_relevant: str = "zero") -> dict[str, np.ndarray]:
+def per_query_ranked(ranking: Ranking, metrics: list[str], *, rel_threshold: float = REL_THRESHOLD,
+                     max_label: float | None = None, no_relevant: str = NO_RELEVANT) -> dict[str, np.ndarray]:
     """:func:`per_query` of a ranking already made (one of :mod:`rankstudy.evaluation.top_ranking`'s,
     for a metric that reads only its top)."""
     _check_policy(no_relevant)

@@ -11,6 +11,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rankstudy.data.blocks import segment_ids
+from rankstudy.data.rankdata import REL_THRESHOLD
 from rankstudy.evaluation import dcg
 
 
@@ -152,7 +153,7 @@ class RelevantPositions(NamedTuple):
     first: np.ndarray  # (Q,) index into rows/ranks of each query's first relevant document
 
 
-def relevant_positions(ranking: Ranking, rel_threshold: float = 1.0) -> RelevantPositions:
+def relevant_positions(ranking: Ranking, rel_threshold: float = REL_THRESHOLD) -> RelevantPositions:
     found = np.flatnonzero(ranking.flat_labels >= rel_threshold)
     rows = segment_ids(ranking.offsets)[found]
     ranks = (found - ranking.offsets[rows] + 1).astype(np.float64)

@@ -71,7 +71,7 @@ def order_edges(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return heads, tails
 
 
-def n_cliques(E: int, topology: str, degree: int = 1) -> int:
+def n_cliques(E: int, topology: str, degree: int) -> int:
     """How many CDN functions a query with E edges has (per random CDN for ``random``)."""
     if topology == "full":
         return E * (E - 1)

@@ -56,6 +56,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import expit, logsumexp, softmax
 
+from rankstudy.data.rankdata import REL_THRESHOLD
+from rankstudy.evaluation.metrics import K
 from rankstudy.losses.padded import PAIR_BLOCK_ELEMENTS, clean, query_chunks, query_weights
 from rankstudy.losses.swap_sampler import METRICS, SamplerSettings, deltas, draw_walks
 
@@ -149,8 +151,8 @@ def _deltas_in_blocks(beats, n_good, n_bad, gain, k, width, block_elements):
     return out
 
 
-def support_from_states(labels, mask, beats, beaten, queries, *, rel_threshold: float = 1.0, gain: str = "auc",
-                        k: int = 10, normalize: bool = False, delta_width: int = 1,
+def support_from_states(labels, mask, beats, beaten, queries, *, rel_threshold: float = REL_THRESHOLD, gain: str = "auc",
+                        k: int = K, normalize: bool = False, delta_width: int = 1,
                         block_elements: int | None = None) -> RankingSample:
     """The sample of the states (``beats`` (M, Pmax), ``beaten`` (M, Nmax), -1 / 0 padded) of
     queries ``queries`` (M,) (rows of ``labels``), goods and bads in document order, with y*
@@ -231,7 +233,7 @@ def _draw_chunk(labels, mask, rows, P, N, delta_width, *, rel_threshold, gain, k
                                delta_width=delta_width, block_elements=block_elements)
 
 
-def draw_chunks(labels, mask, *, rel_threshold: float = 1.0, gain: str = "auc", k: int = 10,
+def draw_chunks(labels, mask, *, rel_threshold: float = REL_THRESHOLD, gain: str = "auc", k: int = K,
                 normalize: bool = False, settings: SamplerSettings = SamplerSettings(),
                 backend: str | None = None, block_elements: int | None = None) -> ChunkedSample:
     """Every active query's swap-sampler sample (``settings.sample_size`` states, restarts by
@@ -264,7 +266,7 @@ def draw_chunks(labels, mask, *, rel_threshold: float = 1.0, gain: str = "auc", 
     return ChunkedSample(chunks, active, (Q, L), S)
 
 
-def draw_sample(labels, mask, *, rel_threshold: float = 1.0, gain: str = "auc", k: int = 10,
+def draw_sample(labels, mask, *, rel_threshold: float = REL_THRESHOLD, gain: str = "auc", k: int = K,
                 normalize: bool = False, settings: SamplerSettings = SamplerSettings(),
                 backend: str | None = None, block_elements: int | None = None) -> RankingSample:
     """:func:`draw_chunks` as one (Q, S, L) sample (small data: tests, studies)."""
@@ -369,9 +371,10 @@ def _sampled(name: str, scores, labels, mask, rel_threshold, gain, k, normalize,
 
 
 # The losses' defaults: the sampler's are its own (SamplerSettings); the gain's, shared by the
-# losses that take one. Each loss's signature carries them (losses.registry reads the signature).
+# losses that take one (its k is metrics.K). Each loss's signature carries them (losses.registry
+# reads the signature).
 SAMPLER = SamplerSettings()
-GAIN, K = "ndcg", 10
+GAIN = "ndcg"
 
 
 def _settings(sample_size, walk_length, restart_states, restart_skew, seed, restart_spread) -> SamplerSettings:
@@ -379,7 +382,7 @@ def _settings(sample_size, walk_length, restart_states, restart_skew, seed, rest
                            str(restart_spread))
 
 
-def mle(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False,
+def mle(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD, normalize: bool = False,
         sample_size: int = SAMPLER.sample_size, walk_length: int = SAMPLER.walk_length,
         restart_states: int = SAMPLER.restart_states, restart_skew: float = SAMPLER.restart_skew,
         seed: int = SAMPLER.seed, restart_spread: str = SAMPLER.restart_spread):
@@ -389,7 +392,7 @@ def mle(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = F
     return _sampled("mle", scores, labels, mask, rel_threshold, "auc", K, normalize, settings)  # AUC: k unused
 
 
-def exp_gain(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: float = 1.0,
+def exp_gain(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: float = REL_THRESHOLD,
              normalize: bool = False, sample_size: int = SAMPLER.sample_size, walk_length: int = SAMPLER.walk_length,
              restart_states: int = SAMPLER.restart_states, restart_skew: float = SAMPLER.restart_skew,
              seed: int = SAMPLER.seed, restart_spread: str = SAMPLER.restart_spread):
@@ -399,7 +402,7 @@ def exp_gain(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshol
     return _sampled("exp_gain", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
-def l3(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: float = 1.0,
+def l3(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: float = REL_THRESHOLD,
        normalize: bool = False, sample_size: int = SAMPLER.sample_size, walk_length: int = SAMPLER.walk_length,
        restart_states: int = SAMPLER.restart_states, restart_skew: float = SAMPLER.restart_skew,
        seed: int = SAMPLER.seed, restart_spread: str = SAMPLER.restart_spread):
@@ -408,7 +411,7 @@ def l3(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: flo
     return _sampled("l3", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
-def convex_loss(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: float = 1.0,
+def convex_loss(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_threshold: float = REL_THRESHOLD,
                 normalize: bool = False, sample_size: int = SAMPLER.sample_size, walk_length: int = SAMPLER.walk_length,
                 restart_states: int = SAMPLER.restart_states, restart_skew: float = SAMPLER.restart_skew,
                 seed: int = SAMPLER.seed, restart_spread: str = SAMPLER.restart_spread):
@@ -418,7 +421,7 @@ def convex_loss(scores, labels, mask, *, gain: str = GAIN, k: int = K, rel_thres
     return _sampled("convex_loss", scores, labels, mask, rel_threshold, gain, k, normalize, settings)
 
 
-def exp_gain_auc(scores, labels, mask, *, rel_threshold: float = 1.0, normalize: bool = False):
+def exp_gain_auc(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD, normalize: bool = False):
     """ExpGain with the AUC gain, exactly, over every y in {-1, +1}^(n+ n-) (Section 2.3). With
     h_gb(y) = exp(y d_gb / c), d_gb = s_g - s_b, the identities of Figure 1 factor both sums:
     Z = prod_gb (h_gb(-1) + h_gb(1)) and sum_y #1_y prod h = sum_gb h_gb(1) prod_{other} (h(-1) + h(1)),

@@ -51,6 +51,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from rankstudy.evaluation import dcg
+from rankstudy.evaluation.metrics import K
 
 Inference = Callable[..., tuple[float, np.ndarray]]
 
@@ -145,7 +146,7 @@ def map_po(s: np.ndarray, z: np.ndarray) -> tuple[float, np.ndarray]:
 
 # --------------------------------------------------------------------------- phi_po with Delta_NDCG
 
-def ndcg_po(s: np.ndarray, z: np.ndarray, k: int | None = 10) -> tuple[float, np.ndarray]:
+def ndcg_po(s: np.ndarray, z: np.ndarray, k: int | None = K) -> tuple[float, np.ndarray]:
     """SVMndcg (Figure 2), and with ``k=None`` SVMndcg-nc (no clip).
 
     Goods and bads stay in score order; b_i bads precede the i-th good, so its rank is i + b_i
@@ -195,7 +196,7 @@ def ndcg_po(s: np.ndarray, z: np.ndarray, k: int | None = 10) -> tuple[float, np
 
 # --------------------------------------------------------------------------- phi_po with Delta_MRR
 
-def mrr_po(s: np.ndarray, z: np.ndarray, k: int = 10) -> tuple[float, np.ndarray]:
+def mrr_po(s: np.ndarray, z: np.ndarray, k: int = K) -> tuple[float, np.ndarray]:
     """phi_po with 1 - MRR@k, the pairing Figure 7 compares phi_mrr against. Goods and bads
     stay in score order (swapping two goods keeps the set of good positions, hence the first
     one's rank); only the first good's rank b_0 enters Delta: the same monotone programme as
@@ -214,7 +215,7 @@ def mrr_po(s: np.ndarray, z: np.ndarray, k: int = 10) -> tuple[float, np.ndarray
 
 # --------------------------------------------------------------------------- phi_mrr with Delta_MRR
 
-def mrr_mrr(s: np.ndarray, z: np.ndarray, k: int = 10, anchor: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+def mrr_mrr(s: np.ndarray, z: np.ndarray, k: int = K, anchor: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """SVMmrr (Figure 3, Fact 3.5): the solutions cluster by the rank r of the first good
     document g0. For r < k the best puts the r highest-scored bads first, then g0:
     H = 1 - 1/(1 + r) + sum of those bads' scores - r s_g0. For r >= k (Delta = 1) the best
@@ -258,7 +259,7 @@ def dorm_decay(n: int, cut: int | None) -> np.ndarray:
     return a
 
 
-def ndcg_dorm(s: np.ndarray, z: np.ndarray, k: int | None = 10, cut: int | None = None,
+def ndcg_dorm(s: np.ndarray, z: np.ndarray, k: int | None = K, cut: int | None = None,
               anchor: np.ndarray | None = None) -> tuple[float, np.ndarray]:
     """DORM (Section 3.5): the assignment of documents to ranks maximising
     sum_i s_i A(rank_i) - z_i D(rank_i)/DCG*, by scipy's linear_sum_assignment (O(n^3), or

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankstudy.data.rankdata import REL_THRESHOLD
 from rankstudy.evaluation import dcg
 from rankstudy.losses.approx_rank import (
     above_kernel,
@@ -106,7 +107,7 @@ def smoothed_err(scores, labels, mask, *, temperature: float = 1.0, n_levels: in
     return _smoothed_cascade(s, mask, stop, temperature, block_elements)
 
 
-def smoothed_mrr(scores, labels, mask, *, temperature: float = 1.0, rel_threshold: float = 1.0,
+def smoothed_mrr(scores, labels, mask, *, temperature: float = 1.0, rel_threshold: float = REL_THRESHOLD,
                  block_elements: int = PAIR_BLOCK_ELEMENTS):
     """1 - smoothed reciprocal rank of the first document with label >= rel_threshold."""
     s, y, mask = clean(scores, labels, mask)

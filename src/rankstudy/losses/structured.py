@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rankstudy.data.rankdata import REL_THRESHOLD
+from rankstudy.evaluation.metrics import K
 from rankstudy.losses import inference
 from rankstudy.losses.padded import clean, query_weights
 
@@ -54,8 +56,8 @@ def _query_inference(criterion: str, k: int, cut: int | None):
     }[criterion]
 
 
-def structured_hinges(scores, labels, mask, criteria: tuple[str, ...], *, rel_threshold: float = 1.0,
-                      k: int = 10, cut: int | None = None, latent: bool = True, anchor=None):
+def structured_hinges(scores, labels, mask, criteria: tuple[str, ...], *, rel_threshold: float = REL_THRESHOLD,
+                      k: int = K, cut: int | None = None, latent: bool = True, anchor=None):
     """Per criterion: the hinge H_q of every query (Q,) and its coefficients coef (Q, L), with
     the bool (Q,) of queries that have a good and a bad document. ``latent``: the latent form
     of ``mrr`` and ``dorm``, with the target chosen by ``anchor`` (padded (Q, L) scores) or,
@@ -86,17 +88,17 @@ def _single(criterion: str, scores, labels, mask, **options):
     return _mean_hinge(hinge[0], coef[0], active)
 
 
-def svm_auc(scores, labels, mask, *, rel_threshold: float = 1.0):
+def svm_auc(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD):
     """SVMauc (Joachims 2005): phi_po with Delta_AUC; the structural form of RankSVM."""
     return _single("auc", scores, labels, mask, rel_threshold=rel_threshold)
 
 
-def svm_map(scores, labels, mask, *, rel_threshold: float = 1.0):
+def svm_map(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD):
     """SVMmap (Yue et al. 2007): phi_po with 1 - AP."""
     return _single("map", scores, labels, mask, rel_threshold=rel_threshold)
 
 
-def svm_ndcg(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10):
+def svm_ndcg(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD, k: int = K):
     """SVMndcg (Section 3.4): phi_po with 1 - NDCG@k.
 
     Near w = 0 this hinge is almost flat on data whose classes overlap: any ranking with k bads
@@ -110,23 +112,23 @@ def svm_ndcg(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10):
     return _single("ndcg", scores, labels, mask, rel_threshold=rel_threshold, k=k)
 
 
-def svm_ndcg_nc(scores, labels, mask, *, rel_threshold: float = 1.0):
+def svm_ndcg_nc(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD):
     """SVMndcg-nc: phi_po with 1 - NDCG over the whole list (no clip)."""
     return _single("ndcg_nc", scores, labels, mask, rel_threshold=rel_threshold)
 
 
-def svm_mrr(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, latent: bool = True):
+def svm_mrr(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD, k: int = K, latent: bool = True):
     """SVMmrr (Section 3.6): phi_mrr with 1 - MRR@k; ``latent``: the first good is the
     highest-scored one (False: the paper's, the lowest-scored one)."""
     return _single("mrr", scores, labels, mask, rel_threshold=rel_threshold, k=k, latent=latent)
 
 
-def svm_mrr_po(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10):
+def svm_mrr_po(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD, k: int = K):
     """phi_po with 1 - MRR@k (Figure 7's comparison with phi_mrr)."""
     return _single("mrr_po", scores, labels, mask, rel_threshold=rel_threshold, k=k)
 
 
-def dorm(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, cut: int | None = None,
+def dorm(scores, labels, mask, *, rel_threshold: float = REL_THRESHOLD, k: int = K, cut: int | None = None,
          latent: bool = True):
     """DORM (Le and Smola 2008): phi_dorm with decay 1/sqrt(1 + r) (0 from rank ``cut`` on)
     and 1 - NDCG@k; ``latent``: y* is the goods-first order sorted by score within each class
@@ -137,7 +139,7 @@ def dorm(scores, labels, mask, *, rel_threshold: float = 1.0, k: int = 10, cut: 
 
 
 def svm_combo(scores, labels, mask, *, criteria: tuple[str, ...] | list[str] = COMBO_CRITERIA,
-              slacks: str = "separate", rel_threshold: float = 1.0, k: int = 10, cut: int | None = None,
+              slacks: str = "separate", rel_threshold: float = REL_THRESHOLD, k: int = K, cut: int | None = None,
               latent: bool = True):
     """SVMcombo (Section 3.7): several criteria at once, with ``shared`` slacks (per query the
     largest hinge) or ``separate`` slacks (per query their sum); ``latent`` applies to its

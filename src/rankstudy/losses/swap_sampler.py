@@ -73,6 +73,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rankstudy.evaluation.metrics import K
 from rankstudy.losses.inference import paper_discount
 from rankstudy.losses.padded import _splitmix64
 
@@ -148,7 +149,7 @@ def _uniform_int(key: int, counter: int) -> float:
 
 # --------------------------------------------------------------------------- Delta of states
 
-def deltas(beats: np.ndarray, n_good: np.ndarray, n_bad: np.ndarray, metric: str, k: int = 10) -> np.ndarray:
+def deltas(beats: np.ndarray, n_good: np.ndarray, n_bad: np.ndarray, metric: str, k: int = K) -> np.ndarray:
     """Delta = 1 - gain of ranking states given by their goods' ``beats`` (..., P) (-1 at
     padding), for queries of ``n_good`` goods and ``n_bad`` bads (broadcast over the leading
     axes). Good i (by decreasing beats, from 0) is at rank r_i = i + n- - beats_(i)."""
@@ -172,7 +173,7 @@ def deltas(beats: np.ndarray, n_good: np.ndarray, n_bad: np.ndarray, metric: str
     return 1.0 - dcg / ideal
 
 
-def restart_table(n_good: int, n_bad: int, settings: SamplerSettings, metric: str, k: int = 10):
+def restart_table(n_good: int, n_bad: int, settings: SamplerSettings, metric: str, k: int = K):
     """The restart states of a query, as (bads above the goods j_r, cumulative choice
     probabilities) for r = 0..R-1 (R = ``restart_states``, fewer when states coincide); j_0 = 0
     and j_{R-1} = n-, the others by ``settings.restart_spread`` (module docstring)."""
@@ -196,7 +197,7 @@ def restart_table(n_good: int, n_bad: int, settings: SamplerSettings, metric: st
 # --------------------------------------------------------------------------- plain-Python reference
 
 def reference_walk(n_good: int, n_bad: int, settings: SamplerSettings, query: int, walk: int,
-                   metric: str = "auc", k: int = 10) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+                   metric: str = "auc", k: int = K) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     """One walk, written as the paper's loop over proposals: the states (beats, beaten) y0..yT.
     The specification the vectorised walks are tested against, and the benchmark's baseline."""
     key = walk_key(settings.seed, query, walk)
@@ -329,7 +330,7 @@ def default_backend() -> str:
 
 
 def draw_walks(n_good: np.ndarray, n_bad: np.ndarray, queries: np.ndarray, settings: SamplerSettings,
-               metric: str = "auc", k: int = 10, backend: str | None = None) -> Walks:
+               metric: str = "auc", k: int = K, backend: str | None = None) -> Walks:
     """All walks of the given queries (their rows ``queries``, with ``n_good`` goods and
     ``n_bad`` bads each, both >= 1): ``settings.n_walks`` walks per query, in batches of
     queries with similar n+ so that padding stays small."""

@@ -17,6 +17,7 @@ import yaml
 
 from rankstudy.data import registry as datasets
 from rankstudy.data import sources, splitfiles
+from rankstudy.data.rankdata import REL_THRESHOLD
 from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.features.pairs import pair_correlations_bytes
@@ -383,7 +384,7 @@ def resolve_path(path: str | Path, basedir: Path) -> Path:
     return basedir / path
 
 
-def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
+def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = REL_THRESHOLD) -> None:
     """ConfigError naming the key (``methods.NAME.params.l2``) of a method spec's first problem
     (:func:`rankstudy.selection.spec.check_spec`, the train job's own rules)."""
     try:
@@ -442,7 +443,7 @@ def check_config(config: dict, workdir: Path) -> Settings:
     evaluation = config["evaluation"]
     for m in evaluation["metrics"]:
         check_metric("evaluation.metrics", m)
-    check_metric("evaluation.selection_metric", evaluation.get("selection_metric", "ndcg@10"))
+    check_metric("evaluation.selection_metric", evaluation.get("selection_metric", metrics.SELECTION_METRIC))
     for m in config["report"].get("metrics", []):
         check_metric("report.metrics", m)
     check_reported_metrics_are_computed(config)

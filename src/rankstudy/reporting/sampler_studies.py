@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from rankstudy.data.rankdata import REL_THRESHOLD
+from rankstudy.evaluation.metrics import K
 from rankstudy.losses.swap_sampler import SamplerSettings, deltas, draw_walks
 from rankstudy.reporting.plots import MARKERS, mean_over_folds, save_figure
 from rankstudy.util import atomic
@@ -65,7 +67,7 @@ def sweep_figure(table: pd.DataFrame, parameter: str, metrics: list[str], label:
 
 
 def delta_smear(labels: np.ndarray, offsets: np.ndarray, settings: SamplerSettings, gain: str = "map",
-                k: int = 10, rel_threshold: float = 1.0) -> pd.DataFrame:
+                k: int = K, rel_threshold: float = REL_THRESHOLD) -> pd.DataFrame:
     """The Delta of every sampled state with the restart it came from (``best``, ``middle``,
     ``worst``: how many bads the restart put above the goods), over the queries of a split."""
     good = np.asarray(labels) >= rel_threshold

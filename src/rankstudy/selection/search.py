@@ -109,7 +109,7 @@ def diverged_message(kind: str, rows: list[dict], problems: list[str]) -> str:
 
 
 def select_and_fit(kind: str, params: dict, grid: dict | None, train: RankData, vali: RankData, *,
-                   metric: str = "ndcg@10", metric_options: dict | None = None,
+                   metric: str = metrics.SELECTION_METRIC, metric_options: dict | None = None,
                    progress: Callable[[str], None] = print) -> tuple[Ranker, dict, list[dict]]:
     """Returns (best fitted ranker, its full parameters, one row per candidate: its number, its
     ``param.*`` values, ``vali.<metric>``, ``fit_seconds``, ``cpu_seconds``, ``state`` and

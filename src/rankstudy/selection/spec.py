@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 
+from rankstudy.data.rankdata import REL_THRESHOLD
 from rankstudy.util.params import ParamError, check_value, read_value, with_values
 from rankstudy.rankers.registry import RANKERS, make_ranker, ranker_class
 
@@ -82,7 +83,7 @@ def grid_candidates(grid: dict | None) -> list[dict]:
     return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
 
 
-def check_spec(spec: dict, seed: int = 0, rel_threshold: float = 1.0) -> None:
+def check_spec(spec: dict, seed: int = 0, rel_threshold: float = REL_THRESHOLD) -> None:
     """SpecError naming the first problem of a method spec: an unknown kind or parameter, a value
     its constraints refuse (each grid value alone), or a combination the ranker refuses, a loss
     option among them (every grid candidate is built, which checks them as the train job will)."""
