@@ -75,17 +75,15 @@ def test_a_wrapped_librarys_own_default_is_shown_beside_rankstudys(kind, shown):
     assert "own default" not in " ".join(block(catalog.methods(), "linear"))  # wraps no library
 
 
-def test_a_class_that_declares_no_parameters_lists_its_init_defaults_and_constraints():
-    class Old(Ranker):  # the form before Param: its own __init__ and parameter_constraints
-        kind = "old"
-        parameter_constraints = {"rounds": [Integer(1)], "rate": [Real(0, low_open=True)]}
+def test_the_form_before_param_is_refused_with_what_to_write():
+    with pytest.raises(TypeError, match=r"Old: declare its parameters as `parameters = \{name: Param"):
+        class Old(Ranker):  # its own __init__ and parameter_constraints: a second declaration
+            kind = "old"
+            parameter_constraints = {"rounds": [Integer(1)], "rate": [Real(0, low_open=True)]}
 
-        def __init__(self, rounds: int = 10, rate: float = 0.1) -> None:
-            super().__init__()
-            self.rounds, self.rate = rounds, rate
-
-    assert catalog.declared(Old) == {"rounds": (10, [Old.parameter_constraints["rounds"][0]], None, ""),
-                                     "rate": (0.1, [Old.parameter_constraints["rate"][0]], None, "")}
+            def __init__(self, rounds: int = 10, rate: float = 0.1) -> None:
+                super().__init__()
+                self.rounds, self.rate = rounds, rate
 
 
 @pytest.mark.parametrize("text, sentence", [

@@ -9,7 +9,7 @@ import pytest
 from rankstudy.losses.registry import bind_loss
 from rankstudy.pipeline.config import check_method, prepare_cli_values
 from rankstudy.pipeline.errors import ConfigError
-from rankstudy.util.params import (Choice, Choices, Integer, IntRange, LogUniform, ParamError, Real, Uniform,
+from rankstudy.util.params import (Choice, Choices, Integer, IntRange, LogUniform, Param, ParamError, Real, Uniform,
                                     check_value, describe, read_value, space_from_config, space_problem)
 from rankstudy.rankers.registry import RANKERS
 from rankstudy.rankers.scored import ScoredRanker
@@ -74,11 +74,7 @@ class HingeByLBFGS(ScoredRanker):
     """Written from the docs' recipe (docs/extending.md), with a solver that cannot fit its loss."""
 
     kind = "hinge_by_lbfgs"
-    parameter_constraints = {"l2": [Real(0)]}
-
-    def __init__(self, l2=1e-3):
-        super().__init__()
-        self.l2 = l2
+    parameters = {"l2": Param(Real(0), 1e-3)}
 
     def make_scorer(self):
         return LinearScorer()

@@ -81,15 +81,9 @@ def _module(obj):
 
 
 def declared(cls) -> dict[str, tuple]:
-    """``{name: (default, constraints, space or None, help)}`` of a ranker's parameters: its
-    ``parameters`` declarations (:class:`rankstudy.util.params.Param`), or for a class not yet
-    declared so, its ``__init__`` defaults and ``parameter_constraints`` (no tuning space)."""
-    params = getattr(cls, "parameters", None) or {}
-    if params:
-        return {name: (p.default, p.constraints, p.space, p.help) for name, p in params.items()}
-    signature = list(inspect.signature(cls.__init__).parameters.values())[1:]
-    return {p.name: (p.default, getattr(cls, "parameter_constraints", {}).get(p.name, []), None, "")
-            for p in signature}
+    """``{name: (default, constraints, space or None, help)}`` of a ranker's parameters, from its
+    ``parameters`` declarations (:class:`rankstudy.util.params.Param`)."""
+    return {name: (p.default, p.constraints, p.space, p.help) for name, p in cls.parameters.items()}
 
 
 def library_default(cls, name: str) -> str:

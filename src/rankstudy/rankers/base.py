@@ -66,8 +66,8 @@ class Ranker(metaclass=_CheckedParams):
     (``{name: Param(constraints, default, space=...)}``, :mod:`rankstudy.util.params`: what
     each may be, its default and its tuning space; ``__init__`` is made from them and stores
     each value under its name), and implement ``fit``, ``predict``, ``_get_state`` and
-    ``_set_state`` (JSON-able fitted state). A class that writes its own ``__init__`` declares
-    ``parameter_constraints`` instead (the form before ``parameters``).
+    ``_set_state`` (JSON-able fitted state). ``parameter_constraints`` is derived from the
+    declarations, never written by a class.
 
     ``data_kind`` is the kind of split it ranks (:mod:`rankstudy.data.kinds`);
     ``featureset_types`` the feature-set types it can train on
@@ -80,7 +80,8 @@ class Ranker(metaclass=_CheckedParams):
     featureset_types: ClassVar[tuple[str, ...]] = ("first", "rho")
     # whether fit puts several threads to use (LightGBM): its train jobs then ask for more
     parallel: ClassVar[bool] = False
-    # {parameter: [constraint, ...]}: a value is valid when one of them accepts it (None: null is)
+    # {parameter: [constraint, ...]}, from ``parameters``: a value is valid when one of them
+    # accepts it (None: null is)
     parameter_constraints: ClassVar[dict[str, list]] = {}
     # {parameter: Param}: the one declaration of each parameter (sets parameter_constraints)
     parameters: ClassVar[dict[str, Param]] = {}
@@ -89,6 +90,9 @@ class Ranker(metaclass=_CheckedParams):
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
+        if "parameter_constraints" in cls.__dict__:  # the form before Param: one declaration only
+            raise TypeError(f"{cls.__name__}: declare its parameters as `parameters = {{name: Param(...)}}` "
+                            f"(rankstudy.util.params); parameter_constraints is made from them")
         declared = cls.__dict__.get("parameters")
         if declared is None:
             return
