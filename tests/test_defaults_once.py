@@ -44,7 +44,8 @@ def literal_defaults(source: str):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             a = node.args
             positional = a.posonlyargs + a.args
-            pairs = list(zip(positional[len(positional) - len(a.defaults):], a.defaults)) + list(zip(a.kwonlyargs, a.kw_defaults))
+            pairs = (list(zip(positional[len(positional) - len(a.defaults):], a.defaults))
+                     + list(zip(a.kwonlyargs, a.kw_defaults)))
             for arg, default in pairs:
                 if default is None:
                     continue

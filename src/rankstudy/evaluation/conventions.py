@@ -51,8 +51,8 @@ from rankstudy.data.rankdata import REL_THRESHOLD
 from rankstudy.evaluation import dcg, metrics
 from rankstudy.evaluation.ranking import rank_flat
 
-DEFAULTS = {"gain": dcg.GAIN, "discount": dcg.DISCOUNT, "rel_threshold": REL_THRESHOLD, "ideal": "cutoff", "ties": "file",
-            "short_query": "cutoff", "short_precision": "k", "max_label": None}
+DEFAULTS = {"gain": dcg.GAIN, "discount": dcg.DISCOUNT, "rel_threshold": REL_THRESHOLD, "ideal": "cutoff",
+            "ties": "file", "short_query": "cutoff", "short_precision": "k", "max_label": None}
 GAINS = dcg.GAINS
 BINARY_RELEVANCE = ("map", "mrr", "p", "auc")
 DISCOUNTS = dcg.DISCOUNTS

@@ -151,8 +151,8 @@ def _deltas_in_blocks(beats, n_good, n_bad, gain, k, width, block_elements):
     return out
 
 
-def support_from_states(labels, mask, beats, beaten, queries, *, rel_threshold: float = REL_THRESHOLD, gain: str = "auc",
-                        k: int = K, normalize: bool = False, delta_width: int = 1,
+def support_from_states(labels, mask, beats, beaten, queries, *, rel_threshold: float = REL_THRESHOLD,
+                        gain: str = "auc", k: int = K, normalize: bool = False, delta_width: int = 1,
                         block_elements: int | None = None) -> RankingSample:
     """The sample of the states (``beats`` (M, Pmax), ``beaten`` (M, Nmax), -1 / 0 padded) of
     queries ``queries`` (M,) (rows of ``labels``), goods and bads in document order, with y*
