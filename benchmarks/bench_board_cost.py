@@ -447,6 +447,7 @@ def draws(kind: str, params: dict, count: int, seed: int) -> list[dict]:
 
 
 def run(args: argparse.Namespace, methods: dict[str, dict]) -> None:
+    from rankstudy.pipeline.tuned import draws_anything
     from rankstudy.selection.spec import training_params
 
     out = args.workdir / "fits.jsonl"
@@ -463,7 +464,7 @@ def run(args: argparse.Namespace, methods: dict[str, dict]) -> None:
             base = training_params(spec, seed=0, rel_threshold=1)
             order = [ref] + [i for i in range(len(cands)) if i != ref] if smallest else [ref]
             jobs = [(f"grid{i}", {**base, **cands[i]}, i == ref) for i in order]
-            if smallest and args.trial_draws:
+            if smallest and args.trial_draws and draws_anything(spec):
                 jobs += [(f"draw{j}", {**base, **values}, False)
                          for j, values in enumerate(draws(spec["kind"], base, args.trial_draws, seed=0), 1)]
             for cand, params, is_ref in jobs:
@@ -542,6 +543,8 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
     """Per method: the measured reference fits, the power law, the predicted full-size fit and jobs.
     A method with fewer than two sizes measured takes b, and its grid and trial ratios when it has
     none, from the ``borrow`` shape's rows (the same method on other-shaped data)."""
+    from rankstudy.pipeline.tuned import draws_anything
+
     lent = {r["method"]: r for r in method_rows(fits, methods, borrow, full_docs, trials, cpu_seconds=cpu_seconds)} \
         if borrow and borrow != shape else {}
     rows = []
@@ -613,9 +616,12 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
                        mem_gb=float("nan"))
         row["default_job_s"] = row["fit_s"] * row["grid_ratio"]
         trial_s = row["fit_s"] * (row["trial_ratio"] or 1.0)
-        row["tuned_job_s"] = trial_s * trials
+        # a method with nothing to draw has no tuned job: the tuned board runs it once, as its default
+        tuned = trials if draws_anything(spec) else 0
+        row["tuned_job_s"] = trial_s * tuned
         # at the study's budget: the trials that start before the CPU cap is spent
-        row["capped_trials"] = tuned_trials_under_cap(trial_s, trials, cpu_seconds) if np.isfinite(trial_s) else trials
+        row["capped_trials"] = (tuned_trials_under_cap(trial_s, tuned, cpu_seconds) if tuned and np.isfinite(trial_s)
+                                else tuned)
         row["capped_job_s"] = trial_s * row["capped_trials"]
         rows.append(row)
     return rows
@@ -664,6 +670,8 @@ def fmt_h(s: float, lower: bool = False) -> str:
 
 
 def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
+    from rankstudy.pipeline.tuned import draws_anything
+
     fits = load_fits(args.workdir / "fits.jsonl")
     full = args.full_docs or FULL_DOCS[args.shape]
     cap = args.cpu_seconds or None
@@ -746,6 +754,9 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
         "",
         *lines,
         *board,
+        *(["", f"No tuned job (nothing to draw: the tuned board runs them once, as their default): "
+               f"{', '.join(once)}."] if (once := [r["method"] for r in rows if not draws_anything(methods[r["method"]])])
+          else []),
         *(["", "Pruned: a tuned job's CPU times the median CPU pruned / unpruned of "
                f"`bench_pruning.py`'s studies at {args.trials} trials (same sampler and seed), on the folds named; "
                f"gap: the median of the unpruned best validation NDCG@10 minus the pruned one there.", "",

@@ -98,6 +98,22 @@ def test_report_fits_the_power_law_and_predicts_the_board(workdir: Path):
     assert "tuned at the study's budget (20 trials or 60 CPU-s: 3 of 3 methods one trial)" in out.stdout
 
 
+def test_a_method_with_nothing_to_draw_has_no_tuned_job_and_is_named(workdir: Path):
+    """RankBoost declares no search space: a tuned board runs it once (its default job only)."""
+    with open(workdir / "fits.jsonl", "a") as f:
+        for k in DOCS:
+            f.write(json.dumps(fit(k, "rankboost", "grid0", 30 * DOCS[k] / DOCS[16], True)) + "\n")
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_board_cost.py"), "--report-only",
+                          "--workdir", str(workdir), "--methods", "ranknet", "rankboost"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = pd.read_csv(workdir / "board-cost.csv").set_index("method")
+    assert rows.loc["rankboost", "default_job_s"] == pytest.approx(30 * FULL / DOCS[16])
+    assert rows.loc["rankboost", "tuned_job_s"] == 0 and rows.loc["rankboost", "capped_trials"] == 0
+    assert rows.loc["ranknet", "tuned_job_s"] > 0
+    assert "No tuned job (nothing to draw: the tuned board runs them once, as their default): rankboost." in out.stdout
+
+
 def test_a_cpu_cap_above_the_trials_keeps_every_trial(workdir: Path):
     out = report(workdir, "--cpu-seconds", "1e9")
     assert out.returncode == 0, out.stderr[-3000:]

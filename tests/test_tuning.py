@@ -179,6 +179,10 @@ def test_a_killed_worker_loses_its_running_trial_only(tmp_path):
     assert {r["worker"] for r in out.rows[:3]} == {1}
 
 
+# a kind that declares no search space is tuned as a user tunes it: with its own tune.space
+OWN_SPACE = {"rankboost": {"n_rounds": {"int": [10, 40]}}}
+
+
 def test_every_kind_starts_its_study_from_its_own_defaults_even_outside_its_space():
     """Each registered kind's defaults are its first trial exactly, also where its space does not
     hold them (LightGBM's lambda_l2 0 under a log-uniform space, XGBoost's max_leaves 0, the neural
@@ -192,7 +196,7 @@ def test_every_kind_starts_its_study_from_its_own_defaults_even_outside_its_spac
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     outside = set()
     for kind, cls in sorted(RANKERS.items()):
-        space = tuning_space(kind, {})
+        space = tuning_space(kind, {}, OWN_SPACE.get(kind))
         study = optuna.create_study(direction="maximize")
         _enqueue_base(study, space, base_candidates(kind, {}, space))
         values = _trial_values(study.ask(), space)
@@ -289,7 +293,7 @@ def test_tuning_never_ends_below_the_untuned_selection_on_validation(kind, tmp_p
     _, chosen, rows = select_and_fit(kind, params, grid, train, vali, metric=METRIC, metric_options=OPTIONS,
                                      progress=lambda _: None)
     untuned = next(r[f"vali.{METRIC}"] for r in rows if r["selected"])
-    space = tuning_space(kind, params)
+    space = tuning_space(kind, params, OWN_SPACE.get(kind))
     base = base_candidates(kind, params, space, grid, selected=chosen)
     out = tune_and_fit(kind, params, space, train, vali, metric=METRIC, metric_options=OPTIONS,
                        settings=TuneSettings(sampler="random", trials=2), storage=str(tmp_path / "j.journal"),

@@ -70,6 +70,19 @@ def test_a_method_overrides_the_budget_and_space_or_opts_out():
     check_method("lambdamart", config["methods"]["lambdamart"])
 
 
+def test_rankboost_runs_once_on_a_tuned_board_and_is_tuned_with_a_space_of_its_own(capsys):
+    """RankBoost keeps its best round on validation, so n_rounds has no search space: a board-wide
+    tune block runs it untuned, saying so; given tune.space, it is tuned like any method."""
+    methods = {"rankboost": {"kind": "rankboost"}, "ranknet": copy.deepcopy(BASE["methods"]["ranknet"])}
+    config = resolved({**BASE, "methods": methods, "tune": {"variants": ["default", "tuned"]}})
+    assert config["run_methods"] == ["rankboost", "ranknet", "ranknet-tuned"]
+    assert "'rankboost' (rankboost) declares no search space" in capsys.readouterr().err
+    methods["rankboost"]["tune"] = {"space": {"n_rounds": {"int_log": [50, 1000]}}}
+    config = resolved({**BASE, "methods": methods, "tune": {"variants": ["default", "tuned"]}})
+    assert config["run_methods"] == ["rankboost", "rankboost-tuned", "ranknet", "ranknet-tuned"]
+    check_method("rankboost-tuned", config["methods"]["rankboost-tuned"])
+
+
 def test_tuning_problems_name_the_method_key():
     methods = copy.deepcopy(BASE["methods"])
     methods["lambdamart"]["tune"] = {"space": {"learning_rate": {"log_uniform": [0.0, 1.0]}}}

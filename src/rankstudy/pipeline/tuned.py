@@ -88,7 +88,7 @@ def expand_tuned_methods(config: dict) -> None:
             order.append(name)
             continue
         tuned = tuned_spec(spec, tune, own if isinstance(own, dict) else {})
-        if not own and not tune.get("methods") and not _has_space(tuned):
+        if not own and not tune.get("methods") and not draws_anything(spec):
             # a study-wide tune block tunes what can be tuned: a method with nothing to draw runs once
             print(f"rankstudy: tune: {name!r} ({spec.get('kind')}) declares no search space and has no grid; "
                   f"it runs untuned (give it tune: {{space: ...}} to tune it)", file=sys.stderr)
@@ -111,11 +111,13 @@ def expand_tuned_methods(config: dict) -> None:
         config["run_methods"] = order
 
 
-def _has_space(spec: dict) -> bool:
+def draws_anything(spec: dict) -> bool:
+    """Whether tuning ``spec`` (an untuned method) has anything to draw: its ranker declares a
+    search space for its params, or its grid gives choices; a study-wide tune block runs it once
+    otherwise (benchmarks/bench_board_cost.py counts it so)."""
     if spec.get("kind") not in RANKERS:
         return True  # the method check names the unknown kind
-    declared = RANKERS[spec["kind"]].search_space(spec.get("params"))
-    return bool({**declared, **spec["tune"]["space"]})
+    return bool(RANKERS[spec["kind"]].search_space(spec.get("params")) or spec.get("grid"))
 
 
 def tuned_from(name: str, methods: dict) -> str | None:

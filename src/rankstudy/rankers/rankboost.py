@@ -19,7 +19,7 @@ from rankstudy.rankers.base import NotFittedError, Ranker
 from rankstudy.rankers.pair_potentials import CrucialPairs
 from rankstudy.rankers.threshold_bins import all_r, bin_features
 from rankstudy.util import intermediate
-from rankstudy.util.params import SEED, Choice, Integer, IntRange, Param, Real
+from rankstudy.util.params import SEED, Choice, Integer, Param, Real
 from rankstudy.util.progress import Progress
 
 VALI_EVERY = 10  # rounds between validation NDCG@10 evaluations
@@ -53,7 +53,10 @@ class RankBoost(Ranker):
 
     kind = "rankboost"
     parameters = {
-        "n_rounds": Param(Integer(1), 300, space=IntRange(50, 1000, log=True), help="boosting rounds at most"),
+        # no search space: the best round is kept on validation and a round does not depend on
+        # n_rounds, so a trial's model is a prefix of the longest one's (tuning it only re-fits;
+        # docs/results/2026-11-pruning.md)
+        "n_rounds": Param(Integer(1), 300, help="boosting rounds at most"),
         "pairs": Param(Choice(PAIRS, "pairs"), "graded"),
         "rel_threshold": Param(Real(), 1.0),
         "max_thresholds": Param([None, Integer(1)], 256, help="candidate thresholds per feature (null: all)"),
