@@ -276,7 +276,8 @@ def group_for_workers(config, items) -> None:
     """Give a test an ``xdist_group`` where it must share a worker: ``BASE_GROUP`` when it uses the
     tiny run, its module's name when it shares a module's fixture (an explicit mark stays); any
     other test goes to whichever worker is free. On a worker, order the groups so that the long
-    ones start first: the tiny run's, then those with an e2e or realdata test, then the rest."""
+    ones start first: the tiny run's, then those with an e2e or realdata test, then those with an
+    integration test, then the rest."""
     for item in items:
         if item.get_closest_marker("xdist_group"):
             continue
@@ -287,7 +288,11 @@ def group_for_workers(config, items) -> None:
     if not hasattr(config, "workerinput"):  # a serial run keeps the order of the files
         return
     slow = {group_of(item) for item in items if item.stash[TIER] in ("e2e", "realdata")}
-    rank = {name: 0 if name == BASE_GROUP else 1 if name in slow else 2 for name in map(group_of, items)}
+    # integration groups (a module's MLflow stores, servers) before the unit tests, which are short
+    # and fill the end: one late group of them was the suite's last minute on one worker
+    integration = {group_of(item) for item in items if item.stash[TIER] == "integration"}
+    rank = {name: 0 if name == BASE_GROUP else 1 if name in slow else 2 if name in integration else 3
+            for name in map(group_of, items)}
     # stable: a group's tests keep their order and stay together (a module's fixtures are built once)
     items.sort(key=lambda item: rank[group_of(item)])
 
