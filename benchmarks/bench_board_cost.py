@@ -33,7 +33,8 @@ wall guard stopped early may run there); one whose next size's CPU is predicted 
 so far, b = 1 from a single point) above 1.5x the cap is skipped: all are extrapolated from fewer
 points and the report says so. ``--trial-draws K`` also fits K parameter sets drawn at random
 from the method's search space (``tuning_space``) at the smallest size, so a tuned trial's cost is
-the mean of the drawn and the default fit, not the default's.
+the mean of the drawn and the default fit, not the default's. A method with nothing to draw
+(RankBoost: ``rankstudy.pipeline.tuned.draws_anything``) has no draws and no tuned job.
 
 ``--pruning`` reads ``bench_pruning.py``'s records (its ``--out`` files) and adds the tuned board
 with each tuned job's CPU times what the pruner saved for that method there (the median over its
