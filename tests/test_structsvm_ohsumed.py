@@ -164,6 +164,9 @@ def test_figure9_methods_learn_on_ohsumed(fold1, ranksvm_test_ndcg, method):
     assert mean_metric(ranker.predict(fold1["test"]), fold1["test"], "ndcg@10") > ranksvm_test_ndcg - 0.08
 
 
+# the reference solve asks epsilon 1e-10, at the QP solver's own precision: Clarabel ends it
+# "AlmostSolved" (a qpsolvers warning), which the comparison below allows for
+@pytest.mark.filterwarnings("ignore:Clarabel.rs terminated with status AlmostSolved:UserWarning")
 def test_relative_tolerance_on_ohsumed(fold1):
     """SVMndcg at C = 0.1 gains about 2e-4 in all on fold 1: the solution is within a tenth of
     that of the optimum (with the absolute epsilon = 1e-3 alone it stopped after 3 iterations)."""
