@@ -618,7 +618,8 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
         row["default_job_s"] = row["fit_s"] * row["grid_ratio"]
         trial_s = row["fit_s"] * (row["trial_ratio"] or 1.0)
         # a method with nothing to draw has no tuned job: the tuned board runs it once, as its default
-        tuned = trials if draws_anything(spec) else 0
+        row["draws"] = draws_anything(spec)
+        tuned = trials if row["draws"] else 0
         row["tuned_job_s"] = trial_s * tuned
         # at the study's budget: the trials that start before the CPU cap is spent
         row["capped_trials"] = (tuned_trials_under_cap(trial_s, tuned, cpu_seconds) if tuned and np.isfinite(trial_s)
@@ -671,8 +672,6 @@ def fmt_h(s: float, lower: bool = False) -> str:
 
 
 def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
-    from rankstudy.pipeline.tuned import draws_anything
-
     fits = load_fits(args.workdir / "fits.jsonl")
     full = args.full_docs or FULL_DOCS[args.shape]
     cap = args.cpu_seconds or None
@@ -739,6 +738,7 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
             name = label if short is None else f"{label}: only methods with jobs under {short:g} h ({len(kept)})"
             board.append(f"| {name} | " + " | ".join(cells) + f" | {fmt_h(longest[0])} h ({longest[1]}) |")
     meta = {k: json.loads((data_dir(args.workdir, args.shape, k) / "meta.json").read_text()) for k in sizes}
+    once = [r["method"] for r in rows if not r["draws"]]
     text = "\n".join([
         f"# Board cost at scale: {args.shape}-shaped synthetic folds",
         "",
@@ -756,8 +756,7 @@ def report(args: argparse.Namespace, methods: dict[str, dict]) -> str:
         *lines,
         *board,
         *(["", f"No tuned job (nothing to draw: the tuned board runs them once, as their default): "
-               f"{', '.join(once)}."] if (once := [r["method"] for r in rows if not draws_anything(methods[r["method"]])])
-          else []),
+               f"{', '.join(once)}."] if once else []),
         *(["", "Pruned: a tuned job's CPU times the median CPU pruned / unpruned of "
                f"`bench_pruning.py`'s studies at {args.trials} trials (same sampler and seed), on the folds named; "
                f"gap: the median of the unpruned best validation NDCG@10 minus the pruned one there.", "",
