@@ -130,12 +130,12 @@ def tuned_trials_under_cap(fit_seconds: float, trials: int, cpu_seconds: float |
 
 def study_methods(study: Path, only: list[str] | None) -> dict[str, dict]:
     """The study's run methods, as the train job builds them (method_defaults merged)."""
-    from rankstudy.pipeline.config import apply_method_defaults
+    from rankstudy.pipeline.config import with_method_defaults
 
     config = yaml.safe_load(study.read_text())
     config = {"methods": config["methods"], "method_defaults": config.get("method_defaults") or {},
               "run_methods": config.get("run_methods") or list(config["methods"])}
-    apply_method_defaults(config)
+    config = with_method_defaults(config)
     names = only or config["run_methods"]
     unknown = sorted(set(names) - set(config["methods"]))
     if unknown:

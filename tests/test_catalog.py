@@ -16,7 +16,7 @@ from rankstudy.__main__ import main
 from rankstudy.evaluation.metrics import METRICS
 from rankstudy.losses.registry import LOSSES
 from rankstudy.pipeline import catalog
-from rankstudy.pipeline.config import apply_defaults, check_config, check_config_files, own_methods, schema_problem
+from rankstudy.pipeline.config import with_derived_defaults, check_config, read_config_files, own_methods, schema_problem
 from rankstudy.rankers.base import Ranker
 from rankstudy.rankers.registry import RANKERS
 from rankstudy.solvers.registry import SOLVERS
@@ -155,17 +155,17 @@ def checked(methods_yaml: str, tmp_path: Path) -> None:
     feature sets the method's kind takes."""
     study = tmp_path / "study.yaml"
     study.write_text(methods_yaml)
-    check_config_files([study])
+    read_config_files([study])
     given = yaml.safe_load(methods_yaml)
     cls = RANKERS[next(iter(given["methods"].values()))["kind"]]
     given["datasets"] = ["synthetic_qa" if cls.data_kind == "qa" else "synthetic"]
     given["features"] = {"first_order": True, "rho": [0.1] if "rho" in cls.featureset_types else []}
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     update_config(config, copy.deepcopy(given))
-    own_methods(config, given)
+    config = own_methods(config, given)
     assert schema_problem(config, yaml.safe_load(SCHEMA.read_text())) is None
     validate(config, str(SCHEMA))
-    apply_defaults(config)
+    config = with_derived_defaults(config)
     check_config(config, REPO)
 
 

@@ -10,8 +10,8 @@ import yaml
 
 from rankstudy.data.registry import RegistryError
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
-from rankstudy.pipeline.config import ConfigError, apply_defaults, check_config, check_config_files, check_method, \
-    load_schema, own_methods, prepare_cli_values, schema_problem, validate_config
+from rankstudy.pipeline.config import ConfigError, with_derived_defaults, check_config, read_config_files, check_method, \
+    load_schema, own_methods, read_cli_values, schema_problem, with_schema_defaults
 from rankstudy.reporting import paper_tables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -24,7 +24,7 @@ def config():
 
 
 def test_default_config_is_valid(config):
-    validate_config(copy.deepcopy(config), SCHEMA)
+    with_schema_defaults(copy.deepcopy(config), SCHEMA)
     settings = check_config(config, REPO)
     assert list(settings.featuresets) == ["first", "rho0.10"]
     assert settings.baseline == "ranknet [first]"
@@ -32,11 +32,11 @@ def test_default_config_is_valid(config):
 
 def test_schema_rejects_unknown_key_and_bad_value(config):
     with pytest.raises(ConfigError, match="nosuchkey"):
-        validate_config({**config, "nosuchkey": 1}, SCHEMA)
+        with_schema_defaults({**config, "nosuchkey": 1}, SCHEMA)
     bad = copy.deepcopy(config)
     bad["features"]["normalization"] = "minmax"
     with pytest.raises(ConfigError, match="minmax"):
-        validate_config(bad, SCHEMA)
+        bad = with_schema_defaults(bad, SCHEMA)
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -86,12 +86,12 @@ def test_study_configs_are_valid_over_the_defaults(study):
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     given = yaml.safe_load(study.read_text())
     update_config(config, given)
-    own_methods(config, given)
+    config = own_methods(config, given)
     check_paper_section(config)
 
 
 def check_paper_section(config: dict) -> None:
-    validate_config(copy.deepcopy(config), SCHEMA)
+    with_schema_defaults(copy.deepcopy(config), SCHEMA)
     settings = check_config(config, REPO)
     if "paper" not in config:
         return  # a study without the paper's numbers renders only the comparison tables
@@ -134,14 +134,14 @@ def test_datasets_layout_allows_rows_the_paper_only_quotes(config):
     with pytest.raises(AssertionError):
         check_paper_section({**config, "paper": {**config["paper"], "layout": "cells"}})
     with pytest.raises(ConfigError, match="bogus"):
-        validate_config({**config, "paper": {**config["paper"], "layout": "bogus"}}, SCHEMA)
+        with_schema_defaults({**config, "paper": {**config["paper"], "layout": "bogus"}}, SCHEMA)
 
 
 @pytest.mark.parametrize("given, folds", [(["3", "4"], [3, 4]), ([1, 2], [1, 2]), ([1, "2"], [1, 2]), (["12"], [12])])
 def test_cli_folds_are_brought_to_a_list_of_ints(config, given, folds):
     """`--config 'folds=[3,4]'` arrives as ['3', '4']."""
     config["folds"] = given
-    prepare_cli_values(config)
+    config = read_cli_values(config)
     assert config["folds"] == folds
 
 
@@ -160,13 +160,13 @@ def test_folds_that_are_not_a_list_of_fold_numbers_fail_naming_the_key_and_form(
     count), "12" as fold 12 or folds 1 and 2: a bare value is refused, as is a repeated fold."""
     config["folds"] = given
     with pytest.raises(ConfigError, match=r"^config key folds: (got the )?.*" + hint) as err:
-        prepare_cli_values(config)
+        config = read_cli_values(config)
     assert "--config 'folds=[1,2,3]'" in str(err.value) and "folds: [1, 2, 3]" in str(err.value)
 
 
 @pytest.mark.parametrize("folds", [3, "12", [1, 1]])
 def test_check_config_alone_refuses_bad_folds_too(config, folds):
-    """Called without prepare_cli_values (from Python): a ConfigError, not a TypeError or [1, 2]."""
+    """Called without read_cli_values (from Python): a ConfigError, not a TypeError or [1, 2]."""
     config["folds"] = folds
     with pytest.raises(ConfigError, match="config key folds"):
         check_config(config, REPO)
@@ -181,7 +181,7 @@ def test_folds_beyond_the_data_sets_folds_name_the_valid_ones(config):
 
 def test_schema_refuses_repeated_folds(config):
     with pytest.raises(ConfigError, match="folds"):
-        validate_config({**config, "folds": [1, 1]}, SCHEMA)
+        with_schema_defaults({**config, "folds": [1, 1]}, SCHEMA)
 
 
 MY_DATA = {"MyData": {"source": "local", "folder": "MQ2008", "n_features": 46, "labels": [0, 2], "folds": 5,
@@ -213,8 +213,8 @@ def test_registry_extra_merges_a_users_data_sets_over_the_shipped_registry(confi
     extra.write_text(yaml.safe_dump(MY_DATA))
     config.update(datasets=["MyData"], registry_extra=str(extra) if form == "string" else [str(extra)],
                   data_root=str(toy_files(tmp_path / "data")))
-    prepare_cli_values(config)
-    validate_config(copy.deepcopy(config), SCHEMA)
+    config = read_cli_values(config)
+    with_schema_defaults(copy.deepcopy(config), SCHEMA)
     settings = check_config(config, REPO)
     assert settings.registry["MyData"]["source"] == "local" and "MQ2008" in settings.registry
     assert settings.registry_extra == (extra,)
@@ -239,7 +239,7 @@ def test_registry_extra_relative_to_the_workflow_and_its_errors(config, tmp_path
 
 def test_cli_bare_names_become_lists(config):
     config.update(datasets="MQ2008", run_methods="ranknet")
-    prepare_cli_values(config)
+    config = read_cli_values(config)
     assert config["datasets"] == ["MQ2008"] and config["run_methods"] == ["ranknet"]
 
 
@@ -268,13 +268,13 @@ def test_numbers_inside_a_command_line_section_become_numbers():
                                          "min_queries": "12", "compare": "all_pairs"},
               "features": {"first_order": "false", "rho": ["0.2"], "normalization": "zscore"},
               "evaluation": {"rel_threshold": "2"}}
-    prepare_cli_values(config, schema)
+    config = read_cli_values(config, schema)
     assert config["report"] == {"n_resamples": 1000, "alpha": 0.1, "baseline": "ranknet", "min_queries": 12,
                                 "compare": "all_pairs"}
     assert config["features"] == {"first_order": False, "rho": [0.2], "normalization": "zscore"}
     assert config["evaluation"]["rel_threshold"] == 2
     config = {"folds": [1], "report": {"n_resamples": "many"}}
-    prepare_cli_values(config, schema)
+    config = read_cli_values(config, schema)
     assert config["report"]["n_resamples"] == "many"  # left for the validation to name
 
 
@@ -286,7 +286,7 @@ def test_numbers_inside_a_command_line_method_become_numbers_where_its_ranker_ta
                  "grid": {"C": ["1.0e-2", "0.1"]}},
         "bad": {"kind": "conditional", "params": {"loss": "mle", "sample_size": "ten"}},
         "ls": {"kind": "linear", "params": {"loss": "ranknet", "solver": "lbfgs"}}}}
-    prepare_cli_values(config)
+    config = read_cli_values(config)
     assert config["methods"]["cond"]["params"] == {"loss": "mle", "sample_size": 10, "restart_skew": -5}
     assert config["methods"]["cond"]["grid"] == {"C": [0.01, 0.1]}
     check_method("cond", config["methods"]["cond"])
@@ -296,14 +296,14 @@ def test_numbers_inside_a_command_line_method_become_numbers_where_its_ranker_ta
 
 def validated(config: dict, **evaluation) -> dict:
     """``config`` with ``evaluation`` merged over its section (as --config 'evaluation={...}' does),
-    the schema's defaults set and apply_defaults done, as the Snakefile does."""
+    the schema's defaults set and with_derived_defaults done, as the Snakefile does."""
     from snakemake.utils import update_config
 
-    from rankstudy.pipeline.config import apply_defaults
+    from rankstudy.pipeline.config import with_derived_defaults
 
     update_config(config, {"evaluation": evaluation})
-    validate_config(config, SCHEMA)
-    apply_defaults(config)
+    config = with_schema_defaults(config, SCHEMA)
+    config = with_derived_defaults(config)
     return config
 
 
@@ -349,7 +349,7 @@ def test_saved_outputs_with_dropped_extra_metrics_keep_their_params(evaluation, 
     section = {"metrics": ["map"], "extra_metrics": [], "selection_metric": "ndcg@10", "rel_threshold": 1,
                "no_relevant": "zero"}
     section.update(evaluation)
-    section["metrics"] = list(dict.fromkeys(section["metrics"] + section["extra_metrics"]))  # as apply_defaults does
+    section["metrics"] = list(dict.fromkeys(section["metrics"] + section["extra_metrics"]))  # as with_derived_defaults does
     params = evaluate_params(section, SAVED_WITH_ERR5)
     recorded = {k: v for k, v in SAVED_WITH_ERR5.items() if k != "max_label"}  # the saving job's params
     assert (repr(params) == repr(recorded)) is keeps_saved
@@ -383,8 +383,8 @@ def test_a_subset_of_a_studys_methods_is_told_which_paper_rows_stay_empty(config
               "evaluation": {**config["evaluation"], **study.get("evaluation", {})}}
     merged["run_methods"] = ["DORM", "SVMmrr", "RankSVM"]
     merged["report"]["baseline"] = "RankSVM"
-    validate_config(merged, SCHEMA)
-    apply_defaults(merged)
+    merged = with_schema_defaults(merged, SCHEMA)
+    merged = with_derived_defaults(merged)
     notes = check_config(merged, REPO).notes
     assert len(notes) == 1 and "SVMauc [first]" in notes[0] and "'not run'" in notes[0] and "DORM [first]" not in notes[0]
 
@@ -397,16 +397,16 @@ def test_a_study_trains_the_methods_it_defines_and_not_the_defaults(config):
     study = {"methods": {"ranknet": {"kind": "linear", "params": {"loss": "listnet"}}, "mine": {"kind": "lambdamart"}}}
     update_config(config, copy.deepcopy(study))
     assert config["methods"]["ranknet"]["grid"] == {"l2": [1.0e-4, 1.0e-2, 1.0]}  # the deep merge's mix
-    own_methods(config, study)
+    config = own_methods(config, study)
     assert config["methods"] == study["methods"] and "baseline" not in config["report"]
     assert check_config(config, REPO).baseline == "ranknet [first]"  # the first method run
     default = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    own_methods(default, {"datasets": ["MQ2008"]})  # nothing defines methods: the default study's
+    default = own_methods(default, {"datasets": ["MQ2008"]})  # nothing defines methods: the default study's
     assert list(default["methods"]) == ["pointwise", "ranknet", "ranksvm", "listnet", "listmle", "lambdamart"]
     kept, given = yaml.safe_load((REPO / "config/config.yaml").read_text()), {"methods": {"m": {"kind": "linear"}},
                                                                             "report": {"baseline": "m"}}
     update_config(kept, copy.deepcopy(given))
-    own_methods(kept, given)
+    kept = own_methods(kept, given)
     assert kept["report"]["baseline"] == "m" and list(kept["methods"]) == ["m"]
 
 
@@ -417,12 +417,12 @@ def test_a_key_given_twice_in_a_config_file_is_named_with_its_line(tmp_path):
     study.write_text("methods:\n  ranknet: {kind: linear}\n  other: {kind: linear}\n  ranknet: {kind: linear, "
                      "params: {loss: listnet}}\n")
     with pytest.raises(ConfigError, match=rf"^config file {study}:4: key 'ranknet' is given twice \(first on line 2\)$"):
-        check_config_files([study])
+        read_config_files([study])
     study.write_text("folds: [1\nmethods: {}\n")
     with pytest.raises(ConfigError, match=rf"^config file {study}:2: "):
-        check_config_files([study])
+        read_config_files([study])
     study.write_text("folds: [1, 2]\nmethods: {a: {kind: linear}}\n")
-    check_config_files([study, REPO / "config/config.yaml", *sorted((REPO / "config/studies").glob("*.yaml"))])
+    read_config_files([study, REPO / "config/config.yaml", *sorted((REPO / "config/studies").glob("*.yaml"))])
 
 
 @pytest.mark.parametrize("text, line, problem", [
@@ -437,7 +437,7 @@ def test_bad_yaml_in_a_config_file_is_named_with_its_line(tmp_path, capsys, text
     study = tmp_path / "study.yaml"
     study.write_text(text)
     with pytest.raises(ConfigError, match=rf"^config file {study}:{line}: {problem}"):
-        check_config_files([study])
+        read_config_files([study])
     assert main([str(study), str(tmp_path / "missing.yaml")]) == 1  # what bootstrap.py run calls first
     err = capsys.readouterr().err
     assert err.startswith(f"rankstudy: config file {study}:{line}: ") and err.count("\n") == 1
@@ -485,7 +485,8 @@ def resolved(study: dict | None = None, cli: list[str] = (), base: dict | None =
     given, cli_values = copy.deepcopy(study or {}), parse_config(list(cli))
     update_config(config, copy.deepcopy(given))
     update_config(config, copy.deepcopy(cli_values))
-    return config, resolve_config(config, REPO, given, cli_values, defaults)
+    settings = resolve_config(config, REPO, given, cli_values, defaults)
+    return settings.config, settings
 
 
 def test_cleaning_params_are_one_spelling_per_setting():
@@ -629,14 +630,14 @@ def test_yaml_anchors_and_merge_keys_are_read_in_a_config_file(tmp_path):
     study = tmp_path / "study.yaml"
     study.write_text("methods:\n  a: {kind: neural, params: {<<: &n {scorer: mlp, epochs: 3}, loss: softmax}}\n"
                      "  b: {kind: neural, params: {<<: *n, epochs: 4}}\n")
-    check_config_files([study])
+    read_config_files([study])
     config, _ = resolved(yaml.safe_load(study.read_text()))
     assert config["methods"]["b"]["params"] == {"scorer": "mlp", "epochs": 4}
 
 
 def test_a_negative_run_seed_is_refused_by_the_schema(config):
     with pytest.raises(ConfigError, match=r"^config key seed: -1 is less than the minimum of 0"):
-        validate_config({**config, "seed": -1}, SCHEMA)
+        with_schema_defaults({**config, "seed": -1}, SCHEMA)
 
 
 def test_a_data_set_too_wide_for_its_pair_correlations_is_refused_before_any_job(config):

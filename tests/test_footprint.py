@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rankstudy.pipeline.config import apply_method_defaults, check_node_fits
+from rankstudy.pipeline.config import with_method_defaults, check_node_fits
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.rankers.footprint import Footprint, Growth, largest_documents, load_footprints, node_problem, peak_gb
 
@@ -80,7 +80,7 @@ def test_the_config_check_refuses_a_method_too_large_for_the_node_naming_it(tmp_
 def test_the_shipped_footprints_load_and_every_entry_names_a_leaderboard_method():
     prints = load_footprints(REPO / "config" / "footprints.yaml")
     study = yaml.safe_load((REPO / "config" / "studies" / "leaderboard.yaml").read_text())
-    apply_method_defaults(study)  # as the config check sees the methods
+    study = with_method_defaults(study)  # as the config check sees the methods
     board = study["methods"]
     assert {fp.method for fp in prints} == set(study["run_methods"] if study.get("run_methods") else board)
     for fp in prints:

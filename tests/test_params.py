@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rankstudy.losses.registry import bind_loss
-from rankstudy.pipeline.config import check_method, prepare_cli_values
+from rankstudy.pipeline.config import check_method, read_cli_values
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.util.params import (Choice, Choices, Integer, IntRange, LogUniform, Param, ParamError, Real, Uniform,
                                     check_value, describe, read_value, space_from_config, space_problem)
@@ -61,11 +61,11 @@ def test_a_value_out_of_range_is_refused_before_any_job_naming_its_key(spec, key
 
 def test_yaml_1_1_numbers_in_a_grid_are_numbers_and_the_bad_value_is_the_one_blamed():
     config = {"folds": [1], "methods": {"M": {"kind": "linear", "grid": {"l2": ["1e-2", "1.0e-3"]}}}}
-    prepare_cli_values(config)
+    config = read_cli_values(config)
     assert config["methods"]["M"]["grid"]["l2"] == [0.01, 0.001]
     check_method("M", config["methods"]["M"])
     config = {"folds": [1], "methods": {"M": {"kind": "linear", "grid": {"l2": ["1e-2", "x"]}}}}
-    prepare_cli_values(config)
+    config = read_cli_values(config)
     with pytest.raises(ConfigError, match=r"grid\.l2: must be a number >= 0, got 'x'"):
         check_method("M", config["methods"]["M"])
 

@@ -324,14 +324,14 @@ def test_the_spent_cpu_is_said_as_spent_and_a_new_study_reaches_the_terminal(tmp
 
 def test_a_password_in_tune_storage_is_refused_before_any_job():
     from rankstudy.pipeline.errors import ConfigError
-    from rankstudy.pipeline.tuned import expand_tuned_methods
+    from rankstudy.pipeline.tuned import with_tuned_methods
 
     for url in ("postgresql://u:pw@h/optuna", "postgresql://h/optuna?user=u&password=pw"):
         config = {"methods": {"a": {"kind": "toy"}}, "tune": {"storage": url, "variants": ["tuned"]}}
         with pytest.raises(ConfigError, match=r"^config key tune.storage: holds a password") as caught:
-            expand_tuned_methods(config)
+            config = with_tuned_methods(config)
         assert "pw" not in str(caught.value).replace("password", "")
-    expand_tuned_methods({"methods": {"a": {"kind": "toy"}},
+    with_tuned_methods({"methods": {"a": {"kind": "toy"}},
                           "tune": {"storage": "postgresql://u@h/optuna", "variants": ["tuned"], "sampler": "tpe",
                                    "trials": 2, "cpu_seconds": None, "workers": 1}})
 

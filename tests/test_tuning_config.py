@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rankstudy.pipeline.config import apply_defaults, check_method, load_schema, schema_problem, validate_config
+from rankstudy.pipeline.config import with_derived_defaults, check_method, load_schema, schema_problem, with_schema_defaults
 from rankstudy.pipeline.errors import ConfigError
-from rankstudy.pipeline.tuned import expand_tuned_methods, tuned_from
+from rankstudy.pipeline.tuned import with_tuned_methods, tuned_from
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = load_schema(REPO)
@@ -37,8 +37,8 @@ def test_a_bad_budget_or_sampler_is_refused_naming_its_key(tune, key):
 
 def resolved(config: dict) -> dict:
     config = copy.deepcopy(config)
-    validate_config(config, SCHEMA)  # the schema's defaults, the tune block's from their declarations
-    apply_defaults(config)
+    config = with_schema_defaults(config, SCHEMA)  # the schema's defaults, the tune block's from their declarations
+    config = with_derived_defaults(config)
     return config
 
 
@@ -92,7 +92,7 @@ def test_tuning_problems_name_the_method_key():
     with pytest.raises(ConfigError, match=r"config key methods.ranknet.tune: the study has no tune block"):
         methods = copy.deepcopy(BASE["methods"])
         methods["ranknet"]["tune"] = {"trials": 3}
-        expand_tuned_methods({**BASE, "methods": methods})
+        with_tuned_methods({**BASE, "methods": methods})
     with pytest.raises(ConfigError, match=r"config key methods.ranknet-tuned: the tuned variant of 'ranknet' takes"):
         methods = copy.deepcopy(BASE["methods"])
         methods["ranknet-tuned"] = methods["ranknet"]
@@ -105,15 +105,15 @@ def test_values_from_the_command_line_and_the_files_are_read_as_yaml_1_2():
     """`--config 'tune={trials: 3, cpu_seconds: null}'` was refused ("'null' is not of type
     'number', 'null'"), and an unsigned 1.0e300 (a string to PyYAML's YAML 1.1) was a number in one
     place and a string in another (issue 45)."""
-    from rankstudy.pipeline.config import prepare_cli_values
+    from rankstudy.pipeline.config import read_cli_values
     from rankstudy.pipeline.configfiles import yaml12_scalar, yaml_values
 
     config = copy.deepcopy(BASE)
     config["tune"] = {"trials": "3", "cpu_seconds": "null"}  # as Snakemake's BaseLoader gives them
-    prepare_cli_values(config, SCHEMA)
+    config = read_cli_values(config, SCHEMA)
     assert config["tune"] == {"trials": 3, "cpu_seconds": None} and schema_problem(config, SCHEMA) is None
     config["tune"]["cpu_seconds"] = "1.0e300"  # a config file's unsigned exponent, as PyYAML leaves it
-    prepare_cli_values(config, SCHEMA)
+    config = read_cli_values(config, SCHEMA)
     assert config["tune"]["cpu_seconds"] == 1e300
     assert yaml_values({"a": ["1.0e300", "1e-2", ".5", "~", "true", "0x1f", "l2", "-.inf"]}) == \
         {"a": [1e300, 0.01, 0.5, None, True, 31, "l2", float("-inf")]}
@@ -172,7 +172,7 @@ def test_the_tune_settings_are_declared_once_and_the_schema_built_from_them():
     assert {name: getattr(defaults, name) for name in TUNE_PARAMS} == {n: p.default for n, p in TUNE_PARAMS.items()}
     config = copy.deepcopy(BASE)
     config["tune"] = {"methods": ["ranknet"]}
-    validate_config(config, SCHEMA)
+    config = with_schema_defaults(config, SCHEMA)
     assert {name: config["tune"][name] for name in TUNE_PARAMS} == {n: p.default for n, p in TUNE_PARAMS.items()}
 
 

@@ -21,12 +21,12 @@ from rankstudy.data.rankdata import REL_THRESHOLD
 from rankstudy.evaluation import metrics
 from rankstudy.features.featuresets import FeatureSet, featuresets_from_config
 from rankstudy.features.pairs import pair_correlations_bytes
-from rankstudy.pipeline.configfiles import check_cli_values, check_config_files, yaml12_scalar, yaml_values
+from rankstudy.pipeline.configfiles import check_cli_values, read_config_files, yaml12_scalar, yaml_values
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import path_name_problem, system_label
 from rankstudy.reporting.paper_cells import paper_systems
 from rankstudy.rankers.registry import ranker_class
-from rankstudy.pipeline.tuned import expand_tuned_methods
+from rankstudy.pipeline.tuned import with_tuned_methods
 from rankstudy.rankers.footprint import FOOTPRINTS, load_footprints, node_overrun, node_problem
 from rankstudy.selection.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
 from rankstudy.selection.settings import TuningError, tune_schema
@@ -41,6 +41,7 @@ class Settings:
     registry_path: Path
     registry_extra: tuple[Path, ...] = ()  # the user's registry files merged over registry_path
     notes: tuple[str, ...] = ()  # what the run will leave out, said before any job (not errors)
+    config: dict | None = None  # the resolved config (resolve_config), what rules and jobs read
 
 
 FOLDS_FORM = ("a list of fold numbers, e.g. folds: [1, 2, 3] in a config file or --config 'folds=[1,2,3]' "
@@ -81,25 +82,34 @@ def normalize_folds(folds) -> list[int]:
     return out
 
 
-def prepare_cli_values(config: dict, schema: dict | None = None) -> None:
-    """Bring values set with ``snakemake --config`` to the schema's types, in place: ``folds``
-    arrives as a list of strings (``folds=[3]``), ``datasets``, ``run_methods`` and
-    ``registry_extra`` may be one bare name, and numbers inside a section arrive as strings
-    (``report={n_resamples: 1000}`` gives ``'1000'``): where ``schema`` wants a number or a
-    boolean, a string that reads as one becomes it. Folds that are not a list of distinct fold
-    numbers fail here, naming the key and the working form (``normalize_folds``)."""
-    config["folds"] = normalize_folds(config.get("folds"))
+def read_cli_values(config: dict, schema: dict | None = None) -> dict:
+    """``config`` with values set through ``snakemake --config`` brought to the schema's types (a
+    new mapping; ``config`` is left as it is): ``folds`` arrives as a list of strings
+    (``folds=[3]``), ``datasets``, ``run_methods`` and ``registry_extra`` may be one bare name, and
+    numbers inside a section arrive as strings (``report={n_resamples: 1000}`` gives ``'1000'``):
+    where ``schema`` wants a number or a boolean, a string that reads as one becomes it. Folds that
+    are not a list of distinct fold numbers fail here, naming the key and the working form
+    (``normalize_folds``)."""
+    out = {**config, "folds": normalize_folds(config.get("folds"))}
     for key in ("datasets", "run_methods", "registry_extra"):  # datasets=MQ2008 means [MQ2008]
-        if isinstance(config.get(key), str):
-            config[key] = [config[key]]
+        if isinstance(out.get(key), str):
+            out[key] = [out[key]]
     if schema is not None:
-        _coerce(config, schema)
-    methods, shared = config.get("methods"), config.get("method_defaults")
-    for spec in methods.values() if isinstance(methods, dict) else ():
-        read_spec_values(spec)
-    for kind, block in shared.items() if isinstance(shared, dict) else ():
-        if isinstance(block, dict):
-            read_spec_values({**block, "kind": kind})  # the sections are block's own: read in place
+        out = _coerce(out, schema)
+    methods, shared = out.get("methods"), out.get("method_defaults")
+    if isinstance(methods, dict):
+        out["methods"] = {name: read_spec_values(spec) for name, spec in methods.items()}
+    if isinstance(shared, dict):
+        out["method_defaults"] = {kind: _read_block(kind, block) for kind, block in shared.items()}
+    return out
+
+
+def _read_block(kind: str, block):
+    """A ``method_defaults`` block's values read as its kind's parameters want them."""
+    if not isinstance(block, dict):
+        return block  # the schema names it
+    read = read_spec_values({**block, "kind": kind})
+    return {**block, **{section: read[section] for section in ("params", "grid") if section in read}}
 
 
 _SCALARS = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -109,15 +119,12 @@ _SCALARS = {"integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
 
 def _coerce(value, schema: dict):
     """``value`` with the strings the schema wants as numbers, booleans or null read as YAML 1.2
-    does (``1.0e300`` a number, ``null`` a null: :func:`yaml12_scalar`)."""
+    does (``1.0e300`` a number, ``null`` a null: :func:`yaml12_scalar`), as new mappings and lists."""
     if isinstance(value, dict):
         properties = schema.get("properties") or {}
         extra = schema.get("additionalProperties")
-        for key, item in value.items():
-            sub = properties.get(key, extra if isinstance(extra, dict) else None)
-            if sub is not None:
-                value[key] = _coerce(item, sub)
-        return value
+        subs = {key: properties.get(key, extra if isinstance(extra, dict) else None) for key in value}
+        return {key: item if subs[key] is None else _coerce(item, subs[key]) for key, item in value.items()}
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         return [_coerce(item, schema["items"]) for item in value]
     types = schema.get("type")
@@ -147,20 +154,20 @@ def schema_problem(config: dict, schema: dict) -> str | None:
     import jsonschema
 
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
-    if error is None:
-        return None
+    return None if error is None else _schema_line(error)
+
+
+def _schema_line(error) -> str:
     key = ".".join(str(part) for part in error.absolute_path)
     return f"config key {key or '(top level)'}: {error.message}"
 
 
-def validate_config(config: dict, schema: dict) -> None:
-    """ConfigError naming the key of the config's first departure from ``schema``; else the
-    schema's defaults set in place (a copy each), where a mapping leaves the key out, as
-    Snakemake's ``validate(set_default=True)`` does (which reads a schema file only)."""
-    from jsonschema import Draft202012Validator, validators
+def with_schema_defaults(config: dict, schema: dict) -> dict:
+    """``config`` checked against ``schema`` in one pass that also sets the schema's defaults where
+    a mapping leaves the key out, as Snakemake's ``validate(set_default=True)`` does (which reads a
+    schema file only): a new mapping, or ConfigError naming the key of the first departure."""
+    from jsonschema import Draft202012Validator, exceptions, validators
 
-    if problem := schema_problem(config, schema):
-        raise ConfigError(problem)
     check_properties = Draft202012Validator.VALIDATORS["properties"]
 
     def set_defaults(validator, properties, instance, subschema):
@@ -170,11 +177,16 @@ def validate_config(config: dict, schema: dict) -> None:
                     instance.setdefault(name, copy.deepcopy(entry["default"]))
         yield from check_properties(validator, properties, instance, subschema)
 
-    validators.extend(Draft202012Validator, {"properties": set_defaults})(schema).validate(config)
+    out = copy.deepcopy(config)  # the defaults go into this copy only
+    error = exceptions.best_match(validators.extend(Draft202012Validator, {"properties": set_defaults})(schema)
+                                  .iter_errors(out))
+    if error is not None:
+        raise ConfigError(_schema_line(error))
+    return out
 
 
-def own_methods(config: dict, given: dict, cli: dict | None = None, defaults: dict | None = None) -> None:
-    """The run's methods, in place. A study owns its methods: when the ``--configfile`` files
+def own_methods(config: dict, given: dict, cli: dict | None = None, defaults: dict | None = None) -> dict:
+    """``config`` with the run's methods (a new mapping; ``config`` is left as it is). A study owns its methods: when the ``--configfile`` files
     (``given``) define ``methods``, the run trains those, as given; ``defaults`` (``config/config.yaml``'s,
     the default study's; None: the config's methods as they are) are used when no file defines any.
     Snakemake's deep merge would otherwise add the six default methods to every study (and merge a
@@ -191,9 +203,9 @@ def own_methods(config: dict, given: dict, cli: dict | None = None, defaults: di
     changes = (cli or {}).get("methods")
     changes = changes if isinstance(changes, dict) else {}
     if ("methods" in given and not isinstance(study, dict)) or not isinstance(config.get("methods"), dict):
-        return  # not a mapping: the schema names it
+        return config  # not a mapping: the schema names it
     if not owned and not changes and defaults is None:
-        return
+        return config
     methods = copy.deepcopy(dict(study if owned else config["methods"] if defaults is None else defaults))
     study_names = list(methods)
     if changes and not any(name in methods for name in changes):
@@ -204,31 +216,34 @@ def own_methods(config: dict, given: dict, cli: dict | None = None, defaults: di
                 raise ConfigError(f"config key methods.{name}: no kind, and the study has no method {name!r} to "
                                   f"change (its methods: {', '.join(study_names) or 'none'}); give kind: KIND to "
                                   f"add one")
-            _merge(methods[name], copy.deepcopy(entry))
+            methods[name] = merged(methods[name], entry)
         else:
             methods[name] = copy.deepcopy(entry)
-    config["methods"] = methods
+    out = {**config, "methods": methods}
     named = [section.get("baseline") for section in (given.get("report"), (cli or {}).get("report"))
              if isinstance(section, dict)]
-    if owned and not any(named):
-        config.get("report", {}).pop("baseline", None)
+    if owned and not any(named) and isinstance(config.get("report"), dict):
+        out["report"] = {key: value for key, value in config["report"].items() if key != "baseline"}
+    return out
 
 
-def _merge(into: dict, over: dict) -> None:
-    """``over`` merged into ``into`` as Snakemake merges config files: mappings key by key."""
+def merged(base: dict, over: dict) -> dict:
+    """``over`` merged over ``base`` as Snakemake merges config files, mappings key by key: a new
+    mapping, sharing no mapping or list with either."""
+    out = copy.deepcopy(base)
     for key, value in over.items():
-        if isinstance(value, dict) and isinstance(into.get(key), dict):
-            _merge(into[key], value)
-        else:
-            into[key] = value
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = merged(out[key], value) if both else copy.deepcopy(value)
+    return out
 
 
-def apply_method_defaults(config: dict) -> None:
-    """``method_defaults`` (kind -> {params, grid, threads}): a family's shared settings, said once
-    and merged under each method of that kind, in place. A parameter the method sets itself, in
-    ``params`` or ``grid``, keeps the method's value (a method's ``loss_params`` replaces the
-    default's whole: options belong to one loss); so does its ``threads``. An unknown kind, name or
-    value is named under ``method_defaults``; a combination is checked on each method, as before."""
+def with_method_defaults(config: dict) -> dict:
+    """``config`` with ``method_defaults`` (kind -> {params, grid, threads}), a family's shared
+    settings said once, merged under each method of that kind (a new mapping). A parameter the
+    method sets itself, in ``params`` or ``grid``, keeps the method's value (a method's
+    ``loss_params`` replaces the default's whole: options belong to one loss); so does its
+    ``threads``. An unknown kind, name or value is named under ``method_defaults``; a combination
+    is checked on each method, as before."""
     defaults = config.get("method_defaults") or {}
     for kind, block in defaults.items():
         try:
@@ -236,31 +251,37 @@ def apply_method_defaults(config: dict) -> None:
         except SpecError as exc:
             raise ConfigError(f"config key method_defaults.{kind}{'.' + exc.key if exc.key != 'kind' else ''}: "
                               f"{exc.problem}") from None
-    for spec in config["methods"].values():
-        block = defaults.get(spec.get("kind")) if isinstance(spec, dict) else None
-        if not block:
-            continue
-        own = {*(spec.get("params") or {}), *(spec.get("grid") or {})}
-        for section in ("params", "grid"):
-            shared = {k: copy.deepcopy(v) for k, v in (block.get(section) or {}).items() if k not in own}
-            if shared:
-                spec[section] = {**shared, **(spec.get(section) or {})}
-        if "threads" in block:
-            spec.setdefault("threads", block["threads"])
+    return {**config, "methods": {name: _with_family_defaults(spec, defaults) for name, spec in config["methods"].items()}}
 
 
-def baseline_fallback(config: dict, named: bool) -> str | None:
+def _with_family_defaults(spec: dict, defaults: dict) -> dict:
+    block = defaults.get(spec.get("kind")) if isinstance(spec, dict) else None
+    if not block:
+        return spec
+    own = {*(spec.get("params") or {}), *(spec.get("grid") or {})}
+    out = dict(spec)
+    for section in ("params", "grid"):
+        shared = {k: copy.deepcopy(v) for k, v in (block.get(section) or {}).items() if k not in own}
+        if shared:
+            out[section] = {**shared, **(spec.get(section) or {})}
+    if "threads" in block:
+        out.setdefault("threads", block["threads"])
+    return out
+
+
+def baseline_fallback(config: dict, named: bool) -> tuple[dict, str | None]:
     """When ``run_methods`` leaves out the study's ``report.baseline`` and the user did not name it
-    on the command line (``named``), the tables compare against the first method run: the
-    baseline is dropped from the config, in place, and the line that says so returned. A
-    baseline named on the command line stays, for check_baseline to refuse."""
+    on the command line (``named``), the tables compare against the first method run: ``config``
+    without the baseline, and the line that says so; else ``config`` and None. A baseline named on
+    the command line stays, for check_baseline to refuse."""
     baseline = config["report"].get("baseline")
     methods = run_methods(config)
     if named or not baseline or not methods or baseline.partition(" [")[0] in methods:
-        return None
-    del config["report"]["baseline"]
-    return (f"report.baseline {baseline!r} is not among the methods run; the tables compare against "
-            f"{methods[0]!r}, the first method run (set report.baseline to choose another)")
+        return config, None
+    report = {key: value for key, value in config["report"].items() if key != "baseline"}
+    return {**config, "report": report}, (
+        f"report.baseline {baseline!r} is not among the methods run; the tables compare against "
+        f"{methods[0]!r}, the first method run (set report.baseline to choose another)")
 
 
 SCHEMA = "workflow/schemas/config.schema.yaml"
@@ -269,76 +290,77 @@ DEFAULT_CONFIG = "config/config.yaml"
 
 def load_config(workflow) -> Settings:
     """The run's config, from the files and the command line to what the jobs read, in one call
-    (the Snakefile's): the YAML of every config file and ``--config`` value is checked (file and
-    line of an error, before Snakemake reads the files), ``config/config.yaml`` is read under the
-    study's files and ``--config`` values (as ``configfile:`` would), then :func:`resolve_config`.
-    ``workflow`` is Snakemake's; its ``config`` is completed in place. Every problem is a
-    ConfigError, one line naming the key."""
+    (the Snakefile's): every config file is read once, strictly (file and line of an error), and
+    every ``--config`` value checked as YAML, before Snakemake reads ``config/config.yaml`` under
+    the study's files and ``--config`` values (as ``configfile:`` would); then
+    :func:`resolve_config`, whose value replaces Snakemake's ``config`` in one step. ``workflow``
+    is Snakemake's. Every problem is a ConfigError, one line naming the key."""
     basedir, given = Path(workflow.basedir), workflow.config_settings
-    check_config_files([basedir / DEFAULT_CONFIG, *given.configfiles])
+    default_file = Path(DEFAULT_CONFIG)  # Snakemake's configfile reads it from the working directory
+    shipped, *studies = read_config_files([basedir / DEFAULT_CONFIG, *given.configfiles])
     check_cli_values(given.config)
     workflow.configfile(DEFAULT_CONFIG)
     files: dict = {}
-    for path in given.configfiles:
-        _merge(files, yaml.safe_load(Path(path).read_text()) or {})
+    for values in studies:
+        files = merged(files, values)
     defaults = None
-    if not given.replace_workflow_config and Path(DEFAULT_CONFIG).is_file():
-        defaults = (yaml.safe_load(Path(DEFAULT_CONFIG).read_text()) or {}).get("methods") or {}
+    if not given.replace_workflow_config and default_file.is_file():
+        same = default_file.resolve() == (basedir / DEFAULT_CONFIG).resolve()
+        defaults = ((shipped if same else read_config_files([default_file])[0]).get("methods") or {})
     try:
-        return resolve_config(workflow.config, basedir, files, dict(given.config), defaults)
+        settings = resolve_config(workflow.config, basedir, files, dict(given.config), defaults)
     except datasets.RegistryError as exc:  # a registry file's mistake, named with its file and key
         raise ConfigError(str(exc)) from None
+    workflow.config.clear()
+    workflow.config.update(settings.config)
+    return settings
 
 
 def resolve_config(config: dict, basedir: Path, files: dict | None = None, cli: dict | None = None,
                    defaults: dict | None = None) -> Settings:
-    """``config`` (as Snakemake merged config/config.yaml, the ``--configfile`` files and the
-    ``--config`` values) completed in place, and what the workflow derives from it, in order: the
-    run's methods (:func:`own_methods`; ``files``: the files' values merged, ``cli``: the
-    ``--config`` values as Snakemake read them, ``defaults``: config/config.yaml's methods);
-    ``--config`` values brought to their types; the schema (one line naming the key), its defaults
-    set; ``method_defaults`` merged; defaults that depend on other keys; one spelling per method;
-    the baseline when ``run_methods`` leaves it out; the names and values (:func:`check_config`)."""
+    """What the workflow runs, from ``config`` as Snakemake merged config/config.yaml, the
+    ``--configfile`` files and the ``--config`` values (left as it is): ``Settings.config``, the
+    resolved config the rules and jobs read, and what the workflow derives from it. Each step
+    gives a new value: the run's methods (:func:`own_methods`; ``files``: the files' values
+    merged, ``cli``: the ``--config`` values as Snakemake read them, ``defaults``:
+    config/config.yaml's methods); ``--config`` values brought to their types; the schema, once
+    (one line naming the key), with its defaults; ``method_defaults`` merged; defaults that
+    depend on other keys, and one spelling per method; the baseline when ``run_methods`` leaves
+    it out; then the names and values are checked (:func:`check_config`)."""
     files, cli = files or {}, cli or {}
     # Snakemake reads a --config value's scalars as strings: hidden: [64, 32] as ['64', '32']
     typed = {key: yaml_values(cli[key]) for key in ("methods", "method_defaults") if isinstance(cli.get(key), dict)}
-    own_methods(config, files, {**cli, **typed}, defaults)
-    if "method_defaults" in typed and isinstance(config.get("method_defaults"), dict):
-        _merge(config["method_defaults"], typed["method_defaults"])
+    resolved = own_methods(config, files, {**cli, **typed}, defaults)
+    if "method_defaults" in typed and isinstance(resolved.get("method_defaults"), dict):
+        resolved = {**resolved, "method_defaults": merged(resolved["method_defaults"], typed["method_defaults"])}
     schema = load_schema(basedir)
-    prepare_cli_values(config, schema)
-    validate_config(config, schema)
-    apply_method_defaults(config)
-    whole_numbers(config)
-    apply_defaults(config)
-    # one spelling per method: the train job's params are compared as text
-    config["methods"] = {name: canonical_spec(spec) for name, spec in config["methods"].items()}
+    resolved = with_schema_defaults(read_cli_values(resolved, schema), schema)
+    resolved = with_derived_defaults(with_method_defaults(resolved))
     report = cli.get("report")
-    note = baseline_fallback(config, isinstance(report, dict) and "baseline" in report)
-    settings = check_config(config, basedir)
-    return dataclasses.replace(settings, notes=(note, *settings.notes)) if note else settings
+    resolved, note = baseline_fallback(resolved, isinstance(report, dict) and "baseline" in report)
+    settings = check_config(resolved, basedir)
+    return dataclasses.replace(settings, config=resolved, notes=(note, *settings.notes) if note else settings.notes)
 
 
-def whole_numbers(config: dict) -> None:
-    """``evaluation.rel_threshold`` written ``1.0`` is the ``1`` of config/config.yaml, in place:
-    the clean, train and evaluate jobs take it as a param, and Snakemake compares params as text."""
-    evaluation = config["evaluation"]
-    value = evaluation.get("rel_threshold")
-    if isinstance(value, float) and value.is_integer():
-        evaluation["rel_threshold"] = int(value)
-
-
-def apply_defaults(config: dict) -> None:
-    """Defaults that depend on other keys, in place (the schema's own defaults are set when
-    Snakemake validates the config): report.metrics defaults to evaluation.metrics as written;
-    then evaluation.extra_metrics (checked here, so a bad one is named under its own key) join
-    evaluation.metrics, which from here on is every metric the evaluate job computes."""
-    evaluation = config["evaluation"]
-    config["report"].setdefault("metrics", list(evaluation["metrics"]))
+def with_derived_defaults(config: dict) -> dict:
+    """``config`` with the defaults that depend on other keys (the schema's own are set by
+    :func:`with_schema_defaults`), a new mapping: report.metrics defaults to evaluation.metrics as
+    written; evaluation.extra_metrics (checked here, so a bad one is named under its own key) join
+    evaluation.metrics, which from here on is every metric the evaluate job computes;
+    ``evaluation.rel_threshold`` written ``1.0`` is the ``1`` of config/config.yaml (the clean,
+    train and evaluate jobs take it as a param, and Snakemake compares params as text); a tune
+    block's tuned methods (and untuned twins) join the methods; and every method has one spelling
+    (the train job's params are compared as text)."""
+    evaluation = dict(config["evaluation"])
+    if isinstance(evaluation.get("rel_threshold"), float) and evaluation["rel_threshold"].is_integer():
+        evaluation["rel_threshold"] = int(evaluation["rel_threshold"])
+    report = dict(config["report"])
+    report.setdefault("metrics", list(evaluation["metrics"]))
     for name in evaluation["extra_metrics"]:
         check_metric("evaluation.extra_metrics", name)
     evaluation["metrics"] = list(dict.fromkeys([*evaluation["metrics"], *evaluation["extra_metrics"]]))
-    expand_tuned_methods(config)  # a tune block: tuned methods (and their untuned twins) from here on
+    tuned = with_tuned_methods({**config, "evaluation": evaluation, "report": report})
+    return {**tuned, "methods": {name: canonical_spec(spec) for name, spec in tuned["methods"].items()}}
 
 
 EVALUATION_ORDER = ("metrics", "selection_metric", "rel_threshold", "no_relevant")
@@ -346,7 +368,7 @@ EVALUATION_ORDER = ("metrics", "selection_metric", "rel_threshold", "no_relevant
 
 def evaluate_params(evaluation: dict, saved: dict | None = None) -> dict:
     """The evaluate job's params (Snakemake reruns the job when they change): the evaluation
-    section as apply_defaults left it, with ``extra_metrics`` only when there are some, so a
+    section as with_derived_defaults left it, with ``extra_metrics`` only when there are some, so a
     config without them keeps the params it had before the key existed.
 
     ``saved``: the evaluation a fold's outputs were made with (its config.resolved.json). When

@@ -47,16 +47,19 @@ def _problem(exc: yaml.YAMLError) -> str:
     return problem.replace("'\\t'", "'\\t' (a tab; indent with spaces)")
 
 
-def check_config_files(paths) -> None:
-    """ConfigError naming the file and line of a YAML error or of a key given twice in one mapping,
-    for every config file of the run."""
+def read_config_files(paths) -> list:
+    """Every config file of the run, read once and strictly: its values (``{}`` for an empty
+    file), or ConfigError naming the file and line of a YAML error or of a key given twice in one
+    mapping."""
+    values = []
     for path in paths:
         try:
-            yaml.load(Path(path).read_text(), Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+            values.append(yaml.load(Path(path).read_text(), Loader=_StrictLoader) or {})  # noqa: S506 - a SafeLoader subclass
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             where = f"{path}:{mark.line + 1}" if mark else str(path)
             raise ConfigError(f"config file {where}: {_problem(exc)}") from None
+    return values
 
 
 def check_cli_values(given: Mapping) -> None:
@@ -116,7 +119,7 @@ def main(argv: list[str]) -> int:
     """Check the files named in ``argv`` (a missing one is left to Snakemake, which names it); on
     the first problem, print it as one line and return 1."""
     try:
-        check_config_files([path for path in argv if Path(path).is_file()])
+        read_config_files([path for path in argv if Path(path).is_file()])
     except ConfigError as exc:
         print(f"rankstudy: {exc}", file=sys.stderr)
         return 1

@@ -48,21 +48,20 @@ def tuned_spec(spec: dict, tune: dict, own: dict) -> dict:
     return out
 
 
-def expand_tuned_methods(config: dict) -> None:
-    """In place, after the schema set the ``tune`` block's defaults: with no ``tune`` block
-    nothing changes. Otherwise every method run (``tune.methods``, default all of them, less
-    those with ``tune: false``) is tuned; with ``tune.variants`` holding ``default`` too, the
-    untuned method stays and ``NAME-tuned`` joins it, right after it in ``run_methods``."""
+def with_tuned_methods(config: dict) -> dict:
+    """``config`` with its ``tune`` block turned into methods (a new mapping), after the schema set
+    the block's defaults: with no ``tune`` block no method may ask to be tuned. Otherwise every
+    method run (``tune.methods``, default all of them, less those with ``tune: false``) is tuned;
+    with ``tune.variants`` holding ``default`` too, the untuned method stays and ``NAME-tuned``
+    joins it, right after it in ``run_methods``."""
     tune = config.get("tune")
-    methods = config["methods"]
+    methods = dict(config["methods"])
     if not tune:
         for name, spec in methods.items():
             if isinstance(spec, dict) and spec.get("tune") not in (None, False):
                 raise ConfigError(f"config key methods.{name}.tune: the study has no tune block; add one "
                                   f"(tune: {{trials: 20}}) to tune this method, or remove the key")
-            if isinstance(spec, dict):
-                spec.pop("tune", None)
-        return
+        return {**config, "methods": {name: _untuned(spec) for name, spec in methods.items()}}
     if tune.get("storage") and passwords(tune["storage"]):
         # Snakemake keeps config values in .snakemake/log and .snakemake/metadata, and the URL goes on
         # the jobs' command lines: a password has no place there
@@ -81,10 +80,10 @@ def expand_tuned_methods(config: dict) -> None:
     both = "default" in tune["variants"]
     order = []
     for name in run:
-        spec = methods[name]
+        spec = config["methods"][name]
         own = spec.get("tune")
         if own is False or name not in chosen:
-            spec.pop("tune", None)
+            methods[name] = _untuned(spec)
             order.append(name)
             continue
         tuned = tuned_spec(spec, tune, own if isinstance(own, dict) else {})
@@ -92,7 +91,7 @@ def expand_tuned_methods(config: dict) -> None:
             # a study-wide tune block tunes what can be tuned: a method with nothing to draw runs once
             print(f"rankstudy: tune: {name!r} ({spec.get('kind')}) declares no search space and has no grid; "
                   f"it runs untuned (give it tune: {{space: ...}} to tune it)", file=sys.stderr)
-            spec.pop("tune", None)
+            methods[name] = _untuned(spec)
             order.append(name)
             continue
         if not both:
@@ -103,12 +102,19 @@ def expand_tuned_methods(config: dict) -> None:
         if twin in methods:
             raise ConfigError(f"config key methods.{twin}: the tuned variant of {name!r} takes this name "
                               f"(tune.variants has default and tuned); rename the method")
-        spec.pop("tune", None)
+        methods[name] = _untuned(spec)
         tuned["tune"]["base_method"] = name  # its first trial is what NAME selected on the fold
         methods[twin] = tuned
         order += [name, twin]
+    out = {**config, "methods": methods}
     if config.get("run_methods") or both:
-        config["run_methods"] = order
+        out["run_methods"] = order
+    return out
+
+
+def _untuned(spec):
+    """``spec`` without its ``tune`` key (a method not tuned, or the default twin of a tuned one)."""
+    return {k: v for k, v in spec.items() if k != "tune"} if isinstance(spec, dict) else spec
 
 
 def draws_anything(spec: dict) -> bool:

@@ -54,26 +54,33 @@ def canonical_spec(spec: dict) -> dict:
     return out
 
 
-def read_spec_values(spec) -> None:
-    """Strings in ``params`` and ``grid`` read as the type the parameter wants, in place: values
-    set through ``snakemake --config`` arrive as strings (``sample_size: '10'``), and YAML 1.1
-    reads ``1e-2`` as one. A string the parameter takes as it is stays a string."""
+def read_spec_values(spec):
+    """``spec`` with the strings in ``params`` and ``grid`` read as the type the parameter wants (a
+    new mapping; ``spec`` is left as it is): values set through ``snakemake --config`` arrive as
+    strings (``sample_size: '10'``), and YAML 1.1 reads ``1e-2`` as one. A string the parameter
+    takes as it is stays a string."""
     if not isinstance(spec, dict) or spec.get("kind") not in RANKERS:
-        return  # check_spec names the problem
+        return spec  # check_spec names the problem
     cls = RANKERS[spec["kind"]]
     constraints = cls.parameter_constraints
     params, grid = spec.get("params"), spec.get("grid")
-    for name, value in (params.items() if isinstance(params, dict) else ()):
-        if name in constraints:
-            params[name] = read_value(value, constraints[name])
-    for name, values in (grid.items() if isinstance(grid, dict) else ()):
-        if not isinstance(values, list):
-            continue
-        try:  # a dotted key is a part's setting (solver_params.learning_rate): its declaration's
-            wanted = cls.declaration(name, params if isinstance(params, dict) else {}).constraints
-        except ParamError:
-            continue  # check_names_and_values names it
-        grid[name] = [read_value(v, wanted) for v in values]
+    out = dict(spec)
+    if isinstance(params, dict):
+        out["params"] = {name: read_value(value, constraints[name]) if name in constraints else value
+                         for name, value in params.items()}
+    if isinstance(grid, dict):
+        out["grid"] = {name: _read_grid_values(cls, name, values, params) for name, values in grid.items()}
+    return out
+
+
+def _read_grid_values(cls, name: str, values, params):
+    if not isinstance(values, list):
+        return values
+    try:  # a dotted key is a part's setting (solver_params.learning_rate): its declaration's
+        wanted = cls.declaration(name, params if isinstance(params, dict) else {}).constraints
+    except ParamError:
+        return values  # check_names_and_values names it
+    return [read_value(v, wanted) for v in values]
 
 
 def grid_candidates(grid: dict | None) -> list[dict]:
