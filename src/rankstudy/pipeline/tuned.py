@@ -26,11 +26,12 @@ TUNED_SUFFIX = "-tuned"
 METHOD_KEYS = ("trials", "cpu_seconds", "sampler", "space", "pruner", "train_fraction")
 
 
-def tuned_spec(spec: dict, tune: dict, own: dict) -> dict:
-    """The spec a tuned method trains with: its kind and params, and ``tune`` resolved."""
+def tuned_spec(spec: dict, tune: dict, own: dict, pruner: dict) -> dict:
+    """The spec a tuned method trains with: its kind and params, and ``tune`` resolved
+    (``pruner``: the study's, as :func:`pruner_settings` read it)."""
     settings = {k: tune[k] for k in ("sampler", "trials", "cpu_seconds", "workers")}
-    if (pruner := pruner_settings(tune.get("pruner")))["kind"] != "none":  # an unpruned spec stays as it was
-        settings["pruner"] = pruner
+    if pruner["kind"] != "none":  # an unpruned spec stays as it was
+        settings["pruner"] = copy.deepcopy(pruner)
     if tune.get("train_fraction", 1) != 1:
         settings["train_fraction"] = tune["train_fraction"]
     settings.update({k: v for k, v in own.items() if k in METHOD_KEYS and k not in ("space", "pruner")})
@@ -69,7 +70,7 @@ def with_tuned_methods(config: dict) -> dict:
                           "onto the jobs' command lines; give the URL without it and keep the password in "
                           "~/.pgpass, or export the whole URL as RANKSTUDY_TUNE_STORAGE instead (docs/tuning.md)")
     try:
-        pruner_settings(tune.get("pruner"))
+        pruner = pruner_settings(tune.get("pruner"))
     except PrunerError as exc:
         raise ConfigError(f"config key tune.{exc.key}: {exc.problem}") from None
     run = list(config.get("run_methods") or methods)
@@ -86,7 +87,7 @@ def with_tuned_methods(config: dict) -> dict:
             methods[name] = _untuned(spec)
             order.append(name)
             continue
-        tuned = tuned_spec(spec, tune, own if isinstance(own, dict) else {})
+        tuned = tuned_spec(spec, tune, own if isinstance(own, dict) else {}, pruner)
         if not own and not tune.get("methods") and not draws_anything(spec):
             # a study-wide tune block tunes what can be tuned: a method with nothing to draw runs once
             print(f"rankstudy: tune: {name!r} ({spec.get('kind')}) declares no search space and has no grid; "
