@@ -650,3 +650,14 @@ def test_a_data_set_too_wide_for_its_pair_correlations_is_refused_before_any_job
         check_config(config, REPO)
     config["features"].update(rho=[], quadratic_rho=[])
     check_config(config, REPO)
+
+
+def test_a_pruner_set_on_the_command_line_keeps_its_numbers():
+    """`--config 'tune={pruner: {kind: hyperband, reduction_factor: 4}}'`: Snakemake hands the 4
+    over as the string '4', which the schema cannot type (a pruner's settings are a free mapping);
+    it was refused as "must be an integer >= 2 ..., got '4'"."""
+    study = yaml.safe_load((REPO / "config/studies/tuned.yaml").read_text())
+    config, _ = resolved(study, ["tune={pruner: {kind: hyperband, reduction_factor: 4}}"])
+    tuned = [spec["tune"] for spec in config["methods"].values() if "tune" in spec]
+    assert tuned and all(t["pruner"]["kind"] == "hyperband" and t["pruner"]["reduction_factor"] == 4 for t in tuned)
+    assert config["tune"]["trials"] == study["tune"]["trials"]  # the study's other settings stay

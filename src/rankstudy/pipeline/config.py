@@ -329,10 +329,12 @@ def resolve_config(config: dict, basedir: Path, files: dict | None = None, cli: 
     it out; then the names and values are checked (:func:`check_config`)."""
     files, cli = files or {}, cli or {}
     # Snakemake reads a --config value's scalars as strings: hidden: [64, 32] as ['64', '32']
-    typed = {key: yaml_values(cli[key]) for key in ("methods", "method_defaults") if isinstance(cli.get(key), dict)}
+    # (the schema cannot type what its free mappings hold: parameters, a pruner's settings, a space)
+    typed = {key: yaml_values(cli[key]) for key in ("methods", "method_defaults", "tune") if isinstance(cli.get(key), dict)}
     resolved = own_methods(config, files, {**cli, **typed}, defaults)
-    if "method_defaults" in typed and isinstance(resolved.get("method_defaults"), dict):
-        resolved = {**resolved, "method_defaults": merged(resolved["method_defaults"], typed["method_defaults"])}
+    for key in ("method_defaults", "tune"):
+        if key in typed and isinstance(resolved.get(key), dict):
+            resolved = {**resolved, key: merged(resolved[key], typed[key])}
     schema = load_schema(basedir)
     resolved = with_schema_defaults(read_cli_values(resolved, schema), schema)
     resolved = with_derived_defaults(with_method_defaults(resolved))
