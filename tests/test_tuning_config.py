@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rankstudy.pipeline.config import with_derived_defaults, check_method, load_schema, schema_problem, with_schema_defaults
+from rankstudy.pipeline.config import with_derived_defaults, check_config, check_method, load_schema, schema_problem, with_schema_defaults
 from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.tuned import with_tuned_methods, tuned_from
 
@@ -89,6 +89,10 @@ def test_tuning_problems_name_the_method_key():
     config = resolved({**BASE, "methods": methods, "tune": {}})
     with pytest.raises(ConfigError, match=r"^config key methods.lambdamart.tune.space.learning_rate: log_uniform needs"):
         check_method("lambdamart", config["methods"]["lambdamart"])
+    # beside its untuned twin, the problem is named where the user wrote it, not under lambdamart-tuned
+    twins = resolved({**BASE, "methods": methods, "tune": {"variants": ["default", "tuned"]}})
+    with pytest.raises(ConfigError, match=r"^config key methods.lambdamart.tune.space.learning_rate: log_uniform needs"):
+        check_config(twins, REPO)
     with pytest.raises(ConfigError, match=r"config key methods.ranknet.tune: the study has no tune block"):
         methods = copy.deepcopy(BASE["methods"])
         methods["ranknet"]["tune"] = {"trials": 3}

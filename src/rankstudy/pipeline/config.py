@@ -26,7 +26,7 @@ from rankstudy.pipeline.errors import ConfigError
 from rankstudy.pipeline.layout import path_name_problem, system_label
 from rankstudy.reporting.paper_cells import paper_systems
 from rankstudy.rankers.registry import ranker_class
-from rankstudy.pipeline.tuned import with_tuned_methods
+from rankstudy.pipeline.tuned import tuned_from, with_tuned_methods
 from rankstudy.rankers.footprint import FOOTPRINTS, load_footprints, node_overrun, node_problem
 from rankstudy.selection.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
 from rankstudy.selection.settings import TuningError, tune_schema
@@ -408,15 +408,19 @@ def resolve_path(path: str | Path, basedir: Path) -> Path:
     return basedir / path
 
 
-def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = REL_THRESHOLD) -> None:
+def check_method(name: str, spec: dict, seed: int = 0, rel_threshold: float = REL_THRESHOLD,
+                 written_under: str | None = None) -> None:
     """ConfigError naming the key (``methods.NAME.params.l2``) of a method spec's first problem
-    (:func:`rankstudy.selection.spec.check_spec`, the train job's own rules)."""
+    (:func:`rankstudy.selection.spec.check_spec`, the train job's own rules). ``written_under``:
+    the method whose ``tune`` mapping a ``NAME-tuned`` twin was made from, where the user wrote
+    its tune settings, and which a problem in them is named under."""
     try:
         check_spec(spec, seed, rel_threshold)
         if spec.get("tune"):
             check_tuned_spec(spec)
     except (SpecError, TuningError) as exc:
-        key = f"methods.{name}.{exc.key}" if exc.key else f"methods.{name}"
+        owner = written_under if written_under and (exc.key or "").partition(".")[0] == "tune" else name
+        key = f"methods.{owner}.{exc.key}" if exc.key else f"methods.{name}"
         raise ConfigError(f"config key {key}: {exc.problem}") from None
 
 
@@ -456,7 +460,8 @@ def check_config(config: dict, workdir: Path) -> Settings:
                               f"expected a list of fold numbers within 1..{n_folds}, e.g. "
                               f"folds: {list(range(1, n_folds + 1))}")
     for name, spec in config["methods"].items():
-        check_method(name, spec, config.get("seed", 0), config["evaluation"].get("rel_threshold", 1))
+        check_method(name, spec, config.get("seed", 0), config["evaluation"].get("rel_threshold", 1),
+                     tuned_from(name, config["methods"]))
     if config.get("run_methods") == []:
         raise ConfigError("config key run_methods: empty; name the methods to run (e.g. run_methods=[ranknet]), "
                           "or leave the key out to run every method defined under methods")
