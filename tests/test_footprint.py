@@ -126,3 +126,15 @@ def test_the_config_check_names_every_method_too_large_in_its_one_line(tmp_path,
     assert line.endswith("; also too large: methods.soft (predicted at least 2.8 h of CPU a fit "
                          "(node.fit_cpu_hours: 2))")
 
+
+
+def test_structrank_is_refused_on_istella_before_any_job_from_a_borrowed_lower_bound():
+    """Its Istella-shaped fit could not be measured (a 5-query warm-up did not end in 30 min): the
+    MSLR-shaped fit's floor stands in, a lower bound (longer queries, more features), and says so."""
+    from rankstudy.data.registry import load_registries
+
+    registry = load_registries([REPO / "config" / "datasets.yaml"])
+    config = {"datasets": ["Istella"], "node": {}, "methods": {"structrank": {"kind": "structrank"}}}
+    with pytest.raises(ConfigError, match=r"^config key methods.structrank: does not fit one node on Istella: predicted "
+                                          r"at least [0-9.]+ h of CPU a fit .*\(a lower bound from mslr30k-shaped folds, "):
+        check_node_fits(config, registry, ["structrank"], REPO)

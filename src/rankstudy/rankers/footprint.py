@@ -7,7 +7,9 @@ gives a floor (it took at least that, and grows at least linearly). A method the
 the limit and the size where it stops fitting, instead of failing (or running for days) in a job.
 
 Only methods whose kind and parameters are those measured (the leaderboard's) have a footprint;
-others are not checked. Pure arithmetic: nothing is imported or fitted here."""
+others are not checked. A footprint ``borrowed_from`` another shape holds that shape's fits as a
+lower bound, where the method's own fit could not be measured (StructRank on Istella), and the
+refusal says so. Pure arithmetic: nothing is imported or fitted here."""
 
 from __future__ import annotations
 
@@ -67,6 +69,8 @@ class Footprint:
     cpu_seconds: Growth
     rss_growth_mb: Growth | None  # above the splits in memory
     measured: str  # when and with which code
+    # the shape whose fits stand in for this one's, as a lower bound (its own could not be measured)
+    borrowed_from: str | None = None
 
     def matches(self, spec: dict) -> bool:
         return spec.get("kind") == self.kind and (spec.get("params") or {}) == self.params
@@ -81,7 +85,8 @@ def load_footprints(path: str | Path) -> list[Footprint]:
                       # a fit's CPU per document does not fall with more documents (every pass reads
                       # each one): two early-stopped fits may say b < 1, so at least linear past them
                       cpu_seconds=Growth.from_data(entry["cpu_seconds"], max(entry.get("sizes") or [0]) or None),
-                      rss_growth_mb=Growth.from_data(entry.get("rss_growth_mb")), measured=entry.get("measured", ""))
+                      rss_growth_mb=Growth.from_data(entry.get("rss_growth_mb")), measured=entry.get("measured", ""),
+                      borrowed_from=entry.get("borrowed_from"))
             for name, entry in (data.get("methods") or {}).items()]
 
 
@@ -140,6 +145,7 @@ def node_problem(footprint: Footprint, train_documents: float, n_features: int, 
         return footprint.cpu_seconds.at(n) <= fit_cpu_hours * 3600 and (peak is None or peak <= memory_gb)
 
     stops = largest_documents(fits)
-    return (f"{overrun} at {train_documents:,.0f} training documents (measured on "
-            f"{footprint.shape}-shaped folds, {footprint.measured}); it fits the node up to about "
-            f"{stops:,.0f} training documents")
+    source = (f"a lower bound from {footprint.borrowed_from}-shaped folds" if footprint.borrowed_from
+              else f"measured on {footprint.shape}-shaped folds")
+    return (f"{overrun} at {train_documents:,.0f} training documents ({source}, {footprint.measured}); it "
+            f"fits the node up to about {stops:,.0f} training documents")
