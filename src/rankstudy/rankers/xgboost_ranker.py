@@ -74,19 +74,23 @@ class XGBoostRanker(Ranker):
             "colsample_bytree": self.colsample_bytree, "seed": self.seed, "nthread": job_threads(),
         }
 
-    def dmatrix(self, data: RankData, training: bool = False):
-        """The split as XGBoost's matrix, queries given by their lengths (XGBoost needs them
-        contiguous, as RankData keeps them; ``qid`` would also need them sorted by id)."""
+    def dmatrix(self, data: RankData, training: bool = False, reference=None):
+        """The split as XGBoost's quantised matrix, queries given by their lengths (XGBoost needs
+        them contiguous, as RankData keeps them; ``qid`` would also need them sorted by id).
+        ``QuantileDMatrix`` holds the histogram bins only, where a ``DMatrix`` also holds a float32
+        copy of the features (on Istella's 7.3M training documents, 6 GB); the validation split is
+        binned by the training split's cuts (``reference``), as the ``hist`` method bins it."""
         labels = integer_labels(data.y, "xgboost")
         if training and self.objective == "rank:map":
             labels = (labels >= 1).astype(np.int32)
-        return xgboost().DMatrix(data.X, label=labels, group=data.query_lengths, nthread=job_threads())
+        return xgboost().QuantileDMatrix(data.X, label=labels, group=data.query_lengths, nthread=job_threads(),
+                                         ref=reference)
 
     def fit(self, train: RankData, vali: RankData | None = None) -> "XGBoostRanker":
         xgb = xgboost()
         params = self.xgboost_params()
         dtrain = self.dmatrix(train, training=True)
-        evals = [(dtrain, "train")] + ([(self.dmatrix(vali), "vali")] if vali is not None else [])
+        evals = [(dtrain, "train")] + ([(self.dmatrix(vali, reference=dtrain), "vali")] if vali is not None else [])
         progress = Progress(f"xgboost {self.objective}", total=int(self.n_estimators), unit="round")
 
         metric_name = self.metric
