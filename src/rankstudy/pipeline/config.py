@@ -186,9 +186,10 @@ def with_schema_defaults(config: dict, schema: dict) -> dict:
 
 
 def own_methods(config: dict, given: dict, cli: dict | None = None, defaults: dict | None = None) -> dict:
-    """``config`` with the run's methods (a new mapping; ``config`` is left as it is). A study owns its methods: when the ``--configfile`` files
-    (``given``) define ``methods``, the run trains those, as given; ``defaults`` (``config/config.yaml``'s,
-    the default study's; None: the config's methods as they are) are used when no file defines any.
+    """``config`` with the run's methods (a new mapping; ``config`` is left as it is). A study owns
+    its methods: when the ``--configfile`` files (``given``) define ``methods``, the run trains
+    those, as given; ``defaults`` (``config/config.yaml``'s, the default study's; None: the config's
+    methods as they are) are used when no file defines any.
     Snakemake's deep merge would otherwise add the six default methods to every study (and merge a
     study's ``ranknet`` into the default one).
 
@@ -251,7 +252,8 @@ def with_method_defaults(config: dict) -> dict:
         except SpecError as exc:
             raise ConfigError(f"config key method_defaults.{kind}{'.' + exc.key if exc.key != 'kind' else ''}: "
                               f"{exc.problem}") from None
-    return {**config, "methods": {name: _with_family_defaults(spec, defaults) for name, spec in config["methods"].items()}}
+    return {**config, "methods": {name: _with_family_defaults(spec, defaults)
+                                  for name, spec in config["methods"].items()}}
 
 
 def _with_family_defaults(spec: dict, defaults: dict) -> dict:
@@ -330,7 +332,8 @@ def resolve_config(config: dict, basedir: Path, files: dict | None = None, cli: 
     files, cli = files or {}, cli or {}
     # Snakemake reads a --config value's scalars as strings: hidden: [64, 32] as ['64', '32']
     # (the schema cannot type what its free mappings hold: parameters, a pruner's settings, a space)
-    typed = {key: yaml_values(cli[key]) for key in ("methods", "method_defaults", "tune") if isinstance(cli.get(key), dict)}
+    typed = {key: yaml_values(cli[key]) for key in ("methods", "method_defaults", "tune")
+             if isinstance(cli.get(key), dict)}
     resolved = own_methods(config, files, {**cli, **typed}, defaults)
     for key in ("method_defaults", "tune"):
         if key in typed and isinstance(resolved.get(key), dict):

@@ -54,7 +54,8 @@ def read_config_files(paths) -> list:
     values = []
     for path in paths:
         try:
-            values.append(yaml.load(Path(path).read_text(), Loader=_StrictLoader) or {})  # noqa: S506 - a SafeLoader subclass
+            text = Path(path).read_text()
+            values.append(yaml.load(text, Loader=_StrictLoader) or {})  # noqa: S506 - a SafeLoader subclass
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             where = f"{path}:{mark.line + 1}" if mark else str(path)
