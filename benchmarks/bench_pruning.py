@@ -3,7 +3,9 @@ study twice in this process, once with ``tune.pruner: none`` and once with the p
 (same sampler and seed, journal storage in a temporary folder; the same trials budget, or with
 ``--pruned-trials N --cpu-share 0.35`` N trials for the pruned study under a CPU cap of 35% of what
 the unpruned one spent on that fold): the best validation score each study reached and the
-CPU-seconds its trials spent.
+CPU-seconds its trials spent. ``--pruner none`` with ``--cpu-share`` is the control: the same
+trials and cap without a pruner (its rows ``none, capped``), so what the cap alone gives is told
+apart from what the pruner adds.
 
     python benchmarks/bench_pruning.py [--data-root ../shared/data] [--datasets MQ2008 OHSUMED]
         [--folds 1 2 3 4 5] [--methods lambdamart xgb_ndcg mlp_softmax] [--trials 20]
@@ -101,19 +103,19 @@ def run(args: argparse.Namespace) -> None:
             for name, spec in methods.items():
                 params = {**spec["params"], "seed": 0}
                 unpruned = None
-                for pruner in ("none", args.pruner):
-                    key = (label, name, shown(pruner))
+                for arm, pruner in (("none", "none"), (arm_name(args), args.pruner)):
+                    key = (label, name, arm)
                     if key in done:
                         unpruned = unpruned or done[key]
                         continue
                     # the pruned study: more trials, under a CPU cap of --cpu-share of the unpruned one's
-                    trials, cap = (args.trials, None) if pruner == "none" else (
+                    trials, cap = (args.trials, None) if arm == "none" else (
                         args.pruned_trials or args.trials,
                         args.cpu_share * unpruned["cpu_seconds"] if args.cpu_share and unpruned else None)
-                    journal = Path(tmp) / f"{name}-{label.replace(' ', '')}-{shown(pruner)[:40]}.journal"
+                    journal = Path(tmp) / f"{name}-{label.replace(' ', '')}-{arm[:40]}.journal"
                     row = study(spec["kind"], params, spec.get("grid") or {}, train, vali, max_label, trials,
                                 args.sampler, pruner, journal, f"bench/{label}/{name}", cap)
-                    row.update(fold=label, method=name, pruner=shown(pruner), trials=trials, sampler=args.sampler,
+                    row.update(fold=label, method=name, pruner=arm, trials=trials, sampler=args.sampler,
                                cpu_cap=cap)
                     unpruned = unpruned or row
                     print(json.dumps(row), flush=True)
@@ -126,13 +128,21 @@ def shown(pruner) -> str:
     return pruner if isinstance(pruner, str) else json.dumps(pruner, sort_keys=True)
 
 
+def arm_name(args: argparse.Namespace) -> str:
+    """The compared study's key: its pruner; ``none, capped`` for the control, no pruner but the
+    same trials and cap, which says how much of a capped study's result the cap alone gives."""
+    if shown(args.pruner) == "none" and (args.cpu_share or args.pruned_trials):
+        return "none, capped"
+    return shown(args.pruner)
+
+
 def load(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def report(args: argparse.Namespace) -> str:
     rows = load(args.out)
-    pruner = shown(args.pruner)
+    pruner = arm_name(args)
     lines = [f"Pruner {pruner} against none, {args.trials} trials ({args.sampler}), from {args.out}:", "",
              "| method | folds | median best gap (none - pruned) | worst gap | median CPU pruned / none | "
              "trials pruned (mean) | within target (gap <= .002, CPU <= 35%) |", "|---|---|---|---|---|---|---|"]

@@ -317,3 +317,24 @@ def test_the_board_pruned_where_bench_pruning_measured_what_the_pruner_saves(wor
     assert rows.loc["ranknet", "pruned_job_s"] == pytest.approx(0.5 * rows.loc["ranknet", "tuned_job_s"])
     assert rows.loc["structrank", "pruned_job_s"] == pytest.approx(rows.loc["structrank", "tuned_job_s"])
     assert "| tuned (20 trials), pruned where measured (2 methods; the others unpruned) |" in out.stdout
+
+
+def test_bench_pruning_s_control_a_capped_study_without_a_pruner_is_its_own_arm(tmp_path: Path):
+    """--pruner none with --cpu-share: the control (what the cap alone gives), kept apart from the
+    unpruned reference it is compared with, not mistaken for it."""
+    import argparse
+
+    spec = importlib.util.spec_from_file_location("bench_pruning", REPO / "benchmarks" / "bench_pruning.py")
+    pruning = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pruning)
+    args = argparse.Namespace(pruner="none", cpu_share=0.32, pruned_trials=60, trials=20, sampler="tpe",
+                              out=tmp_path / "studies.jsonl")
+    assert pruning.arm_name(args) == "none, capped"
+    assert pruning.arm_name(argparse.Namespace(pruner="none", cpu_share=None, pruned_trials=None)) == "none"
+    assert pruning.arm_name(argparse.Namespace(pruner="median", cpu_share=0.32, pruned_trials=60)) == "median"
+    rows = [{"fold": "MQ2008 fold 1", "method": "lambdamart", "pruner": "none", "best": 0.55, "cpu_seconds": 6.0,
+             "pruned": 0},
+            {"fold": "MQ2008 fold 1", "method": "lambdamart", "pruner": "none, capped", "best": 0.54, "cpu_seconds": 2.0,
+             "pruned": 0}]
+    args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert "| lambdamart | 1 | +0.0100 | +0.0100 | 0.33 | 0.0 | no |" in pruning.report(args)
