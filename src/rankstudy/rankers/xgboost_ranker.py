@@ -1,6 +1,6 @@
 """XGBoost's learning-to-rank objectives (``rank:ndcg``, ``rank:pairwise``, ``rank:map``) wrapped
 as a ranker, from the ``gbdt`` extra (``pip install 'rankstudy[gbdt]'``): ``xgboost.train`` on a
-query-grouped ``DMatrix``, early stopping on the validation split's NDCG@10, the booster cut back
+query-grouped ``QuantileDMatrix``, early stopping on the validation split's NDCG@10, the booster cut back
 to its best iteration."""
 
 from __future__ import annotations
