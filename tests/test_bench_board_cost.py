@@ -341,12 +341,12 @@ def test_bench_pruning_s_control_a_capped_study_without_a_pruner_is_its_own_arm(
 
 
 def test_learn_shaped_checks_a_method_against_a_random_ranking_on_a_shaped_fold(tmp_path: Path):
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "learn_shaped.py"), "ranksvm", "--shape", "yahoo",
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_learn_shaped.py"), "ranksvm", "--shape", "yahoo",
                           "--size", "400", "--workdir", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout)
     assert got["method"] == "ranksvm" and got["vali_ndcg@10"] > got["random_vali_ndcg@10"] + 0.05
     assert got["objective"]["final"] < got["objective"]["start"]
-    bad = subprocess.run([sys.executable, str(REPO / "benchmarks" / "learn_shaped.py"), "ranksvm", "--set", "C"],
+    bad = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_learn_shaped.py"), "ranksvm", "--set", "C"],
                          capture_output=True, text=True, timeout=600)
     assert bad.returncode == 2 and "--set 'C': expected key=value" in bad.stderr

@@ -4,7 +4,7 @@ shape's queries, then its validation NDCG@10 against a random ranking's (the mea
 and its training objective at the start and at the end: ``learn-check`` (real LETOR folds) for
 the MSLR-WEB30K-, Yahoo- and Istella-shaped folds, which have no files of their own.
 
-    python benchmarks/learn_shaped.py METHOD [--shape mslr30k|yahoo|istella] [--size 16]
+    python benchmarks/bench_learn_shaped.py METHOD [--shape mslr30k|yahoo|istella] [--size 16]
         [--set key=value ...] [--workdir DIR]
 
 The folds are bench_board_cost.py's (``prepare``: written once under ``--workdir``, default
