@@ -69,7 +69,8 @@ def read_spec_values(spec):
         out["params"] = {name: read_value(value, constraints[name]) if name in constraints else value
                          for name, value in params.items()}
     if isinstance(grid, dict):
-        out["grid"] = {name: _read_grid_values(cls, name, values, params) for name, values in grid.items()}
+        read = out.get("params")  # as the parameters read, which a part's declaration may depend on
+        out["grid"] = {name: _read_grid_values(cls, name, values, read) for name, values in grid.items()}
     return out
 
 
