@@ -138,3 +138,25 @@ def test_structrank_is_refused_on_istella_before_any_job_from_a_borrowed_lower_b
     with pytest.raises(ConfigError, match=r"^config key methods.structrank: does not fit one node on Istella: predicted "
                                           r"at least [0-9.]+ h of CPU a fit .*\(a lower bound from mslr30k-shaped folds, "):
         check_node_fits(config, registry, ["structrank"], REPO)
+
+
+def test_float32_features_halve_what_a_fit_holds_and_the_neural_scorers_copy_them_to_float64():
+    """features.dtype: float32 stores half the bytes, which the node check counts; the neural
+    scorers compute in float64 and hold a float64 copy of each bound split beside it."""
+    from rankstudy.data.registry import load_registries
+    from rankstudy.rankers.footprint import features_gb, held_bytes
+
+    assert held_bytes("float64", True) == held_bytes("float64", False) == 8
+    assert held_bytes("float32", False) == 4 and held_bytes("float32", True) == 12
+    assert features_gb(7_325_625, 220, 4) == pytest.approx(features_gb(7_325_625, 220) / 2)
+    registry = load_registries([REPO / "config" / "datasets.yaml"])
+    study = with_method_defaults(yaml.safe_load((REPO / "config" / "studies" / "leaderboard.yaml").read_text()))
+    node = {"memory_gb": 16, "fit_cpu_hours": 2}
+    config = {"datasets": ["Istella"], "node": node, "methods": study["methods"]}
+    with pytest.raises(ConfigError, match=r"the features alone 16.0 GB"):
+        check_node_fits(config, registry, ["pointwise"], REPO)
+    as32 = {**config, "features": {"dtype": "float32"}}
+    assert check_node_fits(as32, registry, ["pointwise", "lambdamart"], REPO) == ()
+    with pytest.raises(ConfigError, match=r"^config key methods.mlp_softmax: .*GB of memory \(node.memory_gb: 16, "
+                                          r"the features alone 24.0 GB\)"):
+        check_node_fits(as32, registry, ["mlp_softmax"], REPO)

@@ -27,7 +27,7 @@ from rankstudy.pipeline.layout import path_name_problem, system_label
 from rankstudy.reporting.paper_cells import paper_systems
 from rankstudy.rankers.registry import ranker_class
 from rankstudy.pipeline.tuned import tuned_from, with_tuned_methods
-from rankstudy.rankers.footprint import FOOTPRINTS, load_footprints, node_overrun, node_problem
+from rankstudy.rankers.footprint import FOOTPRINTS, held_bytes, load_footprints, node_overrun, node_problem
 from rankstudy.selection.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
 from rankstudy.selection.settings import TuningError, tune_schema
 from rankstudy.selection.tuning import check_tuned_spec
@@ -624,14 +624,17 @@ def check_rho_memory(config: dict, registry: dict) -> None:
 def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: Path) -> tuple[str, ...]:
     """ConfigError naming the first method run that one node cannot hold at a data set's size (the
     registry's train_documents), from its measured footprint (:mod:`rankstudy.rankers.footprint`),
-    with the prediction, the limit and the size where it stops fitting. Returns a note for each
-    data set with methods run that have no footprint of its shape (not checked: said, not silent)."""
+    with the prediction, the limit and the size where it stops fitting; the features count at the
+    bytes ``features.dtype`` stores them in (and a float64 copy where the ranker makes one). Returns
+    a note for each data set with methods run that have no footprint of its shape (not checked:
+    said, not silent)."""
     sized = [d for d in config["datasets"] if registry[d].get("train_documents")]
     if not sized:
         return ()
     notes = []
     node = config.get("node") or {}
     memory_gb, cpu_hours = node.get("memory_gb", 16), node.get("fit_cpu_hours", 2)
+    dtype = (config.get("features") or {}).get("dtype", "float64")
     prints = load_footprints(resolve_path(FOOTPRINTS, workdir))
     for dataset in sized:
         entry = registry[dataset]
@@ -643,7 +646,8 @@ def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: P
             if found is None:
                 unchecked.append(name)
                 continue
-            size = (found, entry["train_documents"], entry.get("n_features") or 136, memory_gb, cpu_hours)
+            held = held_bytes(dtype, ranker_class(spec["kind"]).float64_features)
+            size = (found, entry["train_documents"], entry.get("n_features") or 136, memory_gb, cpu_hours, held)
             problem = node_problem(*size)
             if problem:
                 problems[name] = (problem, node_overrun(*size))

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 FOOTPRINTS = "config/footprints.yaml"
-BYTES_PER_VALUE = 8  # the features as float64, as the train job holds them
+BYTES_PER_VALUE = 8  # the features as float64, as the train job holds them by default (features.dtype)
 VALI_SHARE = 1 / 3  # a LETOR fold's validation split beside its training split (3:1:1 parts)
 
 
@@ -90,16 +90,30 @@ def load_footprints(path: str | Path) -> list[Footprint]:
             for name, entry in (data.get("methods") or {}).items()]
 
 
-def features_gb(train_documents: float, n_features: int) -> float:
-    """The training and validation features a fit holds, in GB."""
-    return train_documents * (1 + VALI_SHARE) * n_features * BYTES_PER_VALUE / 2**30
+def features_gb(train_documents: float, n_features: int, held_bytes: float = BYTES_PER_VALUE) -> float:
+    """The training and validation features a fit holds, in GB, at ``held_bytes`` a value (8 for
+    float64 features; 4 for float32, 12 where the ranker also holds a float64 copy of them:
+    :func:`held_bytes`)."""
+    return train_documents * (1 + VALI_SHARE) * n_features * held_bytes / 2**30
 
 
-def peak_gb(footprint: Footprint, train_documents: float, n_features: int) -> float | None:
+def held_bytes(dtype: str, copies_to_float64: bool) -> float:
+    """Bytes a fit holds per feature value: the stored ``features.dtype``'s, and 8 more where the
+    ranker copies float32 features to float64 (its ``float64_features``: the neural rankers and
+    AdaRank). The footprints' growth was measured with float64 features; with float32 ones the
+    other methods measured grow the same (pointwise, ranksvm, listmle, tran_smoothed_ndcg, svm_map,
+    cond_mle, lambdamart, xgb_ndcg, rankboost; Istella-shaped, 1/64, 2026-11-29)."""
+    if dtype != "float32":
+        return BYTES_PER_VALUE
+    return 4 + (BYTES_PER_VALUE if copies_to_float64 else 0)
+
+
+def peak_gb(footprint: Footprint, train_documents: float, n_features: int,
+            held: float = BYTES_PER_VALUE) -> float | None:
     """A fit's peak resident memory: the training and validation features, and the fit's growth."""
     if footprint.rss_growth_mb is None:
         return None
-    return features_gb(train_documents, n_features) + footprint.rss_growth_mb.at(train_documents) / 1024
+    return features_gb(train_documents, n_features, held) + footprint.rss_growth_mb.at(train_documents) / 1024
 
 
 def largest_documents(fits, low: float = 1e3, high: float = 1e9) -> float:
@@ -115,17 +129,17 @@ def largest_documents(fits, low: float = 1e3, high: float = 1e9) -> float:
 
 
 def node_overrun(footprint: Footprint, train_documents: float, n_features: int, memory_gb: float,
-                 fit_cpu_hours: float) -> str | None:
+                 fit_cpu_hours: float, held: float = BYTES_PER_VALUE) -> str | None:
     """What one fit is predicted to exceed at this size, in short ("predicted 7.8 h of CPU a fit
     (node.fit_cpu_hours: 2)"), None when it fits."""
     cpu = footprint.cpu_seconds.at(train_documents)
-    memory = peak_gb(footprint, train_documents, n_features)
+    memory = peak_gb(footprint, train_documents, n_features, held)
     over = []
     if cpu > fit_cpu_hours * 3600:
         over.append(f"{'at least ' if footprint.cpu_seconds.bound else ''}{cpu / 3600:.1f} h of CPU a fit "
                     f"(node.fit_cpu_hours: {fit_cpu_hours:g})")
     if memory is not None and memory > memory_gb:
-        data = features_gb(train_documents, n_features)
+        data = features_gb(train_documents, n_features, held)
         # a node that cannot even hold the data refuses every method: say so, or each looks too large
         alone = f", the features alone {data:.1f} GB" if data > memory_gb else ""
         over.append(f"{'at least ' if footprint.rss_growth_mb.bound else ''}{memory:.1f} GB of memory "
@@ -134,14 +148,14 @@ def node_overrun(footprint: Footprint, train_documents: float, n_features: int, 
 
 
 def node_problem(footprint: Footprint, train_documents: float, n_features: int, memory_gb: float,
-                 fit_cpu_hours: float) -> str | None:
+                 fit_cpu_hours: float, held: float = BYTES_PER_VALUE) -> str | None:
     """Why one fit of the method does not fit the node at this size (None when it does)."""
-    overrun = node_overrun(footprint, train_documents, n_features, memory_gb, fit_cpu_hours)
+    overrun = node_overrun(footprint, train_documents, n_features, memory_gb, fit_cpu_hours, held)
     if overrun is None:
         return None
 
     def fits(n: float) -> bool:
-        peak = peak_gb(footprint, n, n_features)
+        peak = peak_gb(footprint, n, n_features, held)
         return footprint.cpu_seconds.at(n) <= fit_cpu_hours * 3600 and (peak is None or peak <= memory_gb)
 
     stops = largest_documents(fits)
