@@ -346,6 +346,7 @@ def test_learn_shaped_checks_a_method_against_a_random_ranking_on_a_shaped_fold(
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout)
     assert got["method"] == "ranksvm" and got["vali_ndcg@10"] > got["random_vali_ndcg@10"] + 0.05
+    assert got["dtype"] == "float64" and got["rss_growth_mb"] >= 0
     assert got["objective"]["final"] < got["objective"]["start"]
     bad = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_learn_shaped.py"), "ranksvm", "--set", "C"],
                          capture_output=True, text=True, timeout=600)
