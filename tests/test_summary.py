@@ -4,6 +4,8 @@ before: a 1e300 test feature gave ≡ in the table and nothing on the console.""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 
 import pandas as pd
@@ -47,3 +49,14 @@ def test_a_table_from_before_the_tied_column_or_as_strings_is_read(tmp_path, mon
         path, index=False)
     assert flagged_systems("s", ["D"]) == [
         "  ⚠ did not learn on D: b (the legend of results/tables/s/D.md says which fold and why)"]
+
+
+def test_the_summary_reads_the_marks_without_the_tables_statistics(tmp_path):
+    """It runs in Snakemake's own process at the end of every run: importing the tables module
+    there (scipy.stats through the significance tests) cost about 1.9 s a run."""
+    write_table(tmp_path, "s", "D", learned={"a": False}, tied={"a": True})
+    code = ("import sys, time; from rankstudy.pipeline.summary import run_summary; "
+            "text = run_summary('s', ['D'], time.time()); assert 'did not learn on D: a' in text, text; "
+            "print(sorted(m for m in ('scipy.stats', 'rankstudy.reporting.tables') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -12,6 +12,7 @@ import pandas as pd
 
 from rankstudy.pipeline import layout
 from rankstudy.pipeline.code_versions import other_code_lines
+from rankstudy.reporting.marks import NOT_LEARNED_MARK, TIED_MARK
 
 
 def jobs_since(started: float, results: Path = Path(layout.RESULTS)) -> pd.DataFrame:
@@ -35,9 +36,6 @@ def _flag(values: pd.Series) -> pd.Series:
 def flagged_systems(study: str, datasets: list[str]) -> list[str]:
     """One line per data set whose table marks a system ⚠ or ≡ (the table's legend says which
     fold and why); none where its CSV is missing (a run that stopped before the tables)."""
-    # here, not at the top: the Snakefile imports this module, and the tables' imports cost it time
-    from rankstudy.reporting.tables import NOT_LEARNED_MARK, TIED_MARK
-
     lines = []
     for dataset in datasets:
         path = Path(layout.fill(layout.TABLES, study=study, dataset=dataset) + ".csv")

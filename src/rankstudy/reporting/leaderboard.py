@@ -32,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from rankstudy.reporting import power
-from rankstudy.reporting.tables import NOT_LEARNED_MARK, TIED_MARK, markdown_escape, mean_std_text
+from rankstudy.reporting.marks import NOT_LEARNED_MARK, TIED_MARK
+from rankstudy.reporting.tables import markdown_escape, mean_std_text
 from rankstudy.util import atomic
 
 # One row per (data set, system) of leaderboard.csv; the last three are the system's figures

@@ -72,10 +72,10 @@ import numpy as np
 import pandas as pd
 
 from rankstudy.evaluation import conventions
+from rankstudy.reporting.marks import NOT_LEARNED_MARK
 from rankstudy.reporting.paper_cells import cell_records, paper_systems  # noqa: F401 - part of this module's interface
 from rankstudy.util import atomic
 
-NOT_LEARNED_MARK = "⚠"  # beside our number when that system's model did not learn in some fold
 
 
 def not_learned_note(not_learned: dict) -> str:

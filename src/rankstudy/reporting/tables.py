@@ -16,15 +16,9 @@ import pandas as pd
 from rankstudy.evaluation.learning import MAX_TIED_SHARE
 from rankstudy.util import atomic
 from rankstudy.reporting import power
+from rankstudy.reporting.marks import BETTER_MARK, FEW_QUERIES_MARK, NOT_LEARNED_MARK, TIED_MARK, WORSE_MARK
 from rankstudy.reporting.comparison import (COMPARE_MODES, DEFAULT_MIN_QUERIES, PAIRS_TEST, TEST_NAMES,
                                             direction, long_numbers)
-
-# after a system whose chosen model did not learn in some fold (rankstudy.evaluation.learning)
-NOT_LEARNED_MARK = "⚠"
-# after a system whose test scores were all tied in most queries of some fold (learning.score_ties)
-TIED_MARK = "≡"
-FEW_QUERIES_MARK = "§"  # instead of significance marks, where the test queries are too few
-BETTER_MARK, WORSE_MARK = "▲", "▼"
 
 
 # --------------------------------------------------------------------------- cell texts
