@@ -646,8 +646,8 @@ def check_node_fits(config: dict, registry: dict, methods: list[str], workdir: P
             if found is None:
                 unchecked.append(name)
                 continue
-            held = held_bytes(dtype, ranker_class(spec["kind"]).float64_features)
-            size = (found, entry["train_documents"], entry.get("n_features") or 136, memory_gb, cpu_hours, held)
+            size = (found, entry["train_documents"], entry.get("n_features") or 136, memory_gb, cpu_hours,
+                    held_bytes(dtype))
             problem = node_problem(*size)
             if problem:
                 problems[name] = (problem, node_overrun(*size))

@@ -78,8 +78,6 @@ class Ranker(metaclass=_CheckedParams):
     kind: ClassVar[str] = ""
     data_kind: ClassVar[str] = "letor"
     featureset_types: ClassVar[tuple[str, ...]] = ("first", "rho")
-    # whether a fit copies float32 features (features.dtype) to float64, for the node check's memory
-    float64_features: ClassVar[bool] = False
     # whether fit puts several threads to use (LightGBM): its train jobs then ask for more
     parallel: ClassVar[bool] = False
     # {parameter: [constraint, ...]}, from ``parameters``: a value is valid when one of them

@@ -92,20 +92,17 @@ def load_footprints(path: str | Path) -> list[Footprint]:
 
 def features_gb(train_documents: float, n_features: int, held_bytes: float = BYTES_PER_VALUE) -> float:
     """The training and validation features a fit holds, in GB, at ``held_bytes`` a value (8 for
-    float64 features; 4 for float32, 12 where the ranker also holds a float64 copy of them:
-    :func:`held_bytes`)."""
+    float64 features, 4 for float32: :func:`held_bytes`)."""
     return train_documents * (1 + VALI_SHARE) * n_features * held_bytes / 2**30
 
 
-def held_bytes(dtype: str, copies_to_float64: bool) -> float:
-    """Bytes a fit holds per feature value: the stored ``features.dtype``'s, and 8 more where the
-    ranker copies float32 features to float64 (its ``float64_features``: the neural rankers and
-    AdaRank). The footprints' growth was measured with float64 features; with float32 ones the
-    other methods measured grow the same (pointwise, ranksvm, listmle, tran_smoothed_ndcg, svm_map,
-    cond_mle, lambdamart, xgb_ndcg, rankboost; Istella-shaped, 1/64, 2026-11-29)."""
-    if dtype != "float32":
-        return BYTES_PER_VALUE
-    return 4 + (BYTES_PER_VALUE if copies_to_float64 else 0)
+def held_bytes(dtype: str) -> float:
+    """Bytes a fit holds per feature value: the stored ``features.dtype``'s. No ranker copies float32
+    features to float64 whole (a computation in float64 casts a batch or a chunk of rows:
+    rankstudy.util.rowchunks), and the footprints' growth, measured with float64 features, is the
+    same with float32 ones (Istella-shaped, 1/64, 2026-11-29: the methods measured in
+    docs/scale-out.md)."""
+    return 4 if dtype == "float32" else BYTES_PER_VALUE
 
 
 def peak_gb(footprint: Footprint, train_documents: float, n_features: int,

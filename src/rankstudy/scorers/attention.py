@@ -139,6 +139,10 @@ class BoundAttention(BoundScorer):
         change = np.flatnonzero(np.diff(segment)) + 1
         self.offsets = np.concatenate([[0], change, [len(segment)]]).astype(np.int64)
 
+    def features(self, rows: np.ndarray) -> np.ndarray:
+        """``rows`` of the bound features (float32 or float64) as the network sees them (float64)."""
+        return inputs.transform(rows, self.scorer.input_transform)
+
     def rows(self, rows: np.ndarray) -> "BoundAttention":
         return BoundAttention(self.X[rows], self.segment[rows], self.scorer)
 
@@ -159,25 +163,24 @@ class BoundAttention(BoundScorer):
                 theta[start:start + size] = 1.0
         return theta
 
-    def _padded(self, first: int, stop: int, source: np.ndarray | None = None):
-        """Queries first..stop-1 of ``source`` (the bound features by default) padded: X (Qb,
-        Lb, m), mask, and the flat index of each row."""
-        source = self.X if source is None else source
+    def _padded(self, first: int, stop: int, rows: np.ndarray):
+        """Queries first..stop-1 padded, from ``rows``, their features as the network sees them:
+        X (Qb, Lb, m), mask, and the flat index of each row."""
         offsets = self.offsets[first:stop + 1]
         lengths = np.diff(offsets)
         Qb, Lb = bucket(len(lengths), 1), bucket(int(lengths.max()), 8)
         within = np.arange(offsets[-1] - offsets[0]) - np.repeat(offsets[:-1] - offsets[0], lengths)
         flat = np.repeat(np.arange(len(lengths)), lengths) * Lb + within
         X = np.zeros((Qb * Lb, self.X.shape[1]))
-        X[flat] = source[offsets[0]:offsets[-1]]
+        X[flat] = rows
         mask = np.zeros(Qb * Lb, dtype=bool)
         mask[flat] = True
         return X.reshape(Qb, Lb, -1), mask.reshape(Qb, Lb), flat
 
     def _run(self, theta: np.ndarray, rng: np.random.Generator | None) -> tuple[np.ndarray, Vjp]:
         theta = self.check(theta)
-        source = inputs.add_noise(self.X, self.scorer.input_noise, rng)
-        X, mask, flat = self._padded(0, len(self.offsets) - 1, source)
+        rows = inputs.add_noise(self.features(self.X), self.scorer.input_noise, rng)
+        X, mask, flat = self._padded(0, len(self.offsets) - 1, rows)
         draw = None if rng is None or self.scorer.dropout == 0 else int(rng.integers(2 ** 31))
         config = self.config(rng is not None)
         with float64():
@@ -212,7 +215,7 @@ class BoundAttention(BoundScorer):
             while first < n_queries:  # whole queries, about CHUNK_DOCS padded documents at a time
                 width = bucket(int(np.diff(self.offsets[first:]).max()), 8)
                 stop = min(n_queries, first + max(1, CHUNK_DOCS // width))
-                X, mask, flat = self._padded(first, stop)
+                X, mask, flat = self._padded(first, stop, self.features(self.X[self.offsets[first]:self.offsets[stop]]))
                 out.append(np.asarray(network(theta, X, mask, None, config)).ravel()[flat])
                 first = stop
         return np.concatenate(out) if out else np.zeros(0)
@@ -267,7 +270,7 @@ class AttentionScorer(Scorer):
     def bind(self, data) -> BoundAttention:
         self.check_kind(data)
         segment = np.repeat(np.arange(data.n_queries), np.diff(data.offsets))
-        return BoundAttention(inputs.transform(data.X, self.input_transform), segment, self)
+        return BoundAttention(data.X, segment, self)  # transformed a batch or chunk at a time, as it runs
 
     def pack(self, parts: dict[str, Any]) -> np.ndarray:
         layout, _, n = self.layout(self.feature_shape(parts)[0])

@@ -10,8 +10,9 @@ attention scorer:
   seeded by the ranker's ``seed``); 0 draws nothing, so the generator's stream, and the model, are
   as without it. Prediction and the objective the history records never see noise.
 
-A scorer applies the transform once, when it is bound to a split, and the noise in its training
-forward pass, before any normalisation of its own.
+A scorer applies the transform to the rows it runs on (a training batch, a chunk of a split it
+scores), and the noise in its training forward pass, before any normalisation of its own: the
+features stay as bound (float32 with ``features.dtype: float32``), with no float64 copy of a split.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ PARAMETERS = {
 
 
 def transform(X: np.ndarray, name: str) -> np.ndarray:
-    """The features as the network sees them (float64)."""
+    """The rows ``X`` as the network sees them (float64)."""
     X = np.asarray(X, dtype=np.float64)
     if name == "log1p":
         return np.sign(X) * np.log1p(np.abs(X))

@@ -35,6 +35,7 @@ from rankstudy.scorers import inputs
 from rankstudy.scorers.activations import ACTIVATIONS, activate
 from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
 from rankstudy.util.params import Choice, Choices, Integer, Listing, Param, Real, Uniform, defaults
+from rankstudy.util.rowchunks import column_sums
 
 INPUT_NORMS = ("batch", "layer")
 # the scorer's settings, declared once: the neural ranker takes them as its parameters and checks them
@@ -51,11 +52,15 @@ NORM_EPS = 1e-5  # added to variances (torch's LayerNorm / BatchNorm default)
 SCORE_CHUNK = 16384  # prediction scores this many rows at a time: memory bounded by the chunk
 
 
-def input_statistics(X: np.ndarray) -> dict[str, list[float]]:
-    """Per-feature mean and scale (standard deviation, 1 where a feature is constant) of ``X``."""
-    X = np.asarray(X, dtype=np.float64)
-    mean = X.mean(axis=0)
-    std = np.sqrt(X.var(axis=0) + NORM_EPS)
+def input_statistics(X: np.ndarray, transform: str = "none") -> dict[str, list[float]]:
+    """Per-feature mean and scale (standard deviation, 1 where a feature is constant) of the
+    features as the network sees them (``transform``; float64), a chunk of rows at a time: no
+    float64 copy of the split (:mod:`rankstudy.util.rowchunks`), the same values as
+    ``X.mean(axis=0)`` and ``X.var(axis=0)``."""
+    n = X.shape[0]
+    mean = column_sums(X, lambda rows: inputs.transform(rows, transform)) / n
+    var = column_sums(X, lambda rows: np.square(inputs.transform(rows, transform) - mean)) / n
+    std = np.sqrt(var + NORM_EPS)
     return {"input_mean": mean.tolist(), "input_scale": std.tolist()}
 
 
@@ -68,7 +73,8 @@ class BoundMLP(BoundScorer):
         self.n_penalized = sum(a * b for a, b in self.shapes)
         self.n_params = self.n_penalized + sum(b for _, b in self.shapes)
         if scorer.input_norm == "batch" and scorer.input_stats is None:
-            scorer.input_stats = input_statistics(X)  # the first split bound: the training split
+            # the first split bound: the training split
+            scorer.input_stats = input_statistics(X, scorer.input_transform)
         if scorer.input_norm == "batch" and len(scorer.input_stats["input_mean"]) != X.shape[1]:
             raise ValueError(f"mlp scorer: input statistics for {len(scorer.input_stats['input_mean'])} features, "
                              f"the data has {X.shape[1]}")
@@ -87,8 +93,10 @@ class BoundMLP(BoundScorer):
             at += b
         return weights, biases
 
-    def inputs(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
+    def inputs(self, X: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+        """h_0 of the rows ``X`` (as bound: float32 or float64): transformed, noised (training,
+        with ``rng``), normalised; float64 for these rows only."""
+        X = inputs.add_noise(inputs.transform(X, self.scorer.input_transform), self.scorer.input_noise, rng)
         norm = self.scorer.input_norm
         if norm == "layer":
             return (X - X.mean(axis=1, keepdims=True)) / np.sqrt(X.var(axis=1, keepdims=True) + NORM_EPS)
@@ -114,7 +122,7 @@ class BoundMLP(BoundScorer):
         theta = self.check(theta)
         weights, biases = self.split(theta)
         p = self.scorer.dropout if rng is not None else 0.0
-        h = self.inputs(inputs.add_noise(X, self.scorer.input_noise, rng))
+        h = self.inputs(X, rng)
         hs, slopes = [h], []  # each layer's input, and act' times the dropout mask
         for W, b in zip(weights[:-1], biases[:-1]):
             h, slope = activate(self.scorer.activation, h @ W + b)
@@ -185,7 +193,7 @@ class MLPScorer(Scorer):
 
     def bind(self, data) -> BoundMLP:
         self.check_kind(data)
-        return BoundMLP(inputs.transform(data.X, self.input_transform), self)
+        return BoundMLP(data.X, self)  # transformed a batch or chunk at a time, as it runs
 
     def pack(self, parts: dict[str, Any]) -> np.ndarray:
         weights = [np.asarray(W, dtype=np.float64) for W in parts["weights"]]

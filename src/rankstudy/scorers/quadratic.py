@@ -27,6 +27,7 @@ import numpy as np
 from rankstudy.features.pairs import check_pairs
 from rankstudy.scorers.linear import PARAMETERS as LINEAR_PARAMETERS, BoundLinear, LinearScorer
 from rankstudy.util.params import Integer, Param, check_value, defaults
+from rankstudy.util.rowchunks import matvec64, rmatvec64
 
 # the scorer's settings, declared once: the linear ranker takes chunk_rows as its parameter and
 # checks it; the pairs are the ranker's (null there: the linear functional)
@@ -60,7 +61,10 @@ class _PairBlock:
 
 
 def _check_inputs(X: Any, pairs: Any, chunk_rows: int) -> tuple[np.ndarray, np.ndarray]:
-    X = np.asarray(X, dtype=np.float64)
+    # float32 features (features.dtype) stay float32: each chunk is cast, not a copy of the split
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D (n, m), got shape {X.shape}")
     # the functions are called directly too (benchmarks), not only through a checked ranker
@@ -76,14 +80,14 @@ def quadratic_scores(X: np.ndarray, pairs: Any, w: np.ndarray, c: np.ndarray,
     c = np.asarray(c, dtype=np.float64)
     if w.shape != (X.shape[1],) or c.shape != (len(p),):
         raise ValueError(f"w must have shape ({X.shape[1]},) and c ({len(p)},); got {w.shape} and {c.shape}")
-    scores = X @ w
+    scores = matvec64(X, w)
     if not len(p):
         return scores
     block = _PairBlock(p, X.shape[1])
     C = block.dense(c)
     chunk_rows = int(chunk_rows)
     for start in range(0, len(X), chunk_rows):
-        Xc = X[start:start + chunk_rows]
+        Xc = np.asarray(X[start:start + chunk_rows], dtype=np.float64)
         # row-wise x_I' C x_J without forming the (rows x rows) product
         scores[start:start + chunk_rows] += np.einsum("ij,ij->i", block.left(Xc) @ C, block.right(Xc))
     return scores
@@ -97,14 +101,14 @@ def quadratic_vjp(X: np.ndarray, pairs: Any, g: np.ndarray,
     g = np.asarray(g, dtype=np.float64)
     if g.shape != (len(X),):
         raise ValueError(f"g must have shape ({len(X)},), got {g.shape}")
-    dw = X.T @ g
+    dw = rmatvec64(X, g)
     if not len(p):
         return dw, np.zeros(0)
     block = _PairBlock(p, X.shape[1])
     M = np.zeros((len(block.rows), len(block.cols)))
     chunk_rows = int(chunk_rows)
     for start in range(0, len(X), chunk_rows):
-        Xc = X[start:start + chunk_rows]
+        Xc = np.asarray(X[start:start + chunk_rows], dtype=np.float64)
         M += block.left(Xc).T @ (g[start:start + chunk_rows, None] * block.right(Xc))
     return dw, M[block.row_of, block.col_of]
 
