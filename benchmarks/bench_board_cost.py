@@ -545,6 +545,7 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
     A method with fewer than two sizes measured takes b, and its grid and trial ratios when it has
     none, from the ``borrow`` shape's rows (the same method on other-shaped data)."""
     from rankstudy.pipeline.tuned import draws_anything
+    from rankstudy.rankers.footprint import Growth, largest_two
 
     lent = {r["method"]: r for r in method_rows(fits, methods, borrow, full_docs, trials, cpu_seconds=cpu_seconds)} \
         if borrow and borrow != shape else {}
@@ -608,7 +609,9 @@ def method_rows(fits: list[dict], methods: dict[str, dict], shape: str, full_doc
             linear = predict(a, b, max(ns)) * full_docs / max(ns)
             row.update(a=a, b=b, n_points=len(ok), fit_s=max(predict(a, b, full_docs), linear, floor),
                        lower_bound=b is None or bool(stopped))
-            row.update(mem_b=mb, mem_gb=max(predict(ma, mb, full_docs) / 1024, mem_floor))
+            # memory at least the line through the two largest sizes, as rankstudy.rankers.footprint reads it
+            memory_law = Growth(ma, mb, secant=largest_two(ns))
+            row.update(mem_b=mb, mem_gb=max(memory_law.at(full_docs) / 1024, mem_floor))
         elif stopped:  # stopped at the smallest size: a lower bound only
             row.update(a=None, b=None, n_points=0, fit_s=floor, lower_bound=True, mem_b=None,
                        mem_gb=mem_floor if memory else float("nan"))

@@ -2,7 +2,8 @@
 peak memory for one fit, predicted from fits measured on synthetic folds shaped like the large
 benchmarks (``benchmarks/bench_board_cost.py --write-footprints``, kept in
 ``config/footprints.yaml``) as t = a n^b over the training documents n. A fit stopped at a cap
-gives a floor (it took at least that, and grows at least linearly). A method the node cannot hold
+gives a floor (it took at least that, and grows at least linearly); CPU grows at least linearly
+past the sizes measured, memory at least along the line through the two largest. A method the node cannot hold
 (``node.memory_gb``, ``node.fit_cpu_hours``) is refused by the config check with the prediction,
 the limit and the size where it stops fitting, instead of failing (or running for days) in a job.
 
@@ -28,7 +29,10 @@ VALI_SHARE = 1 / 3  # a LETOR fold's validation split beside its training split 
 class Growth:
     """y = a n^b (b None: linear through the point), and at least ``floor_y`` (n / ``floor_n``)
     ^ ``floor_b`` (a fit stopped at a cap: a lower bound, growing linearly unless the method's
-    cost is known to grow faster)."""
+    cost is known to grow faster). With ``secant`` (two sizes measured), past the larger one at
+    least the line through the law's values at both: a memory growth is a fixed part plus a part
+    per document, and a power law through two such sizes bends below the line (LightGBM's 584 and
+    637 MB at Istella 1/32 and 1/16 say 0.9 GB at full size as a power, 2.2 GB as a line)."""
 
     a: float | None
     b: float | None
@@ -37,10 +41,14 @@ class Growth:
     # beyond this size at least linear from the law's value there (None: the law as fitted)
     linear_beyond: float | None = None
     floor_b: float = 1.0
+    secant: tuple[float, float] | None = None
 
     def at(self, n: float) -> float:
         law = (lambda m: 0.0 if self.a is None else self.a * m ** (1.0 if self.b is None else self.b))
         value = law(n)
+        if self.secant and n > self.secant[1] > self.secant[0]:
+            (n1, n2), (y1, y2) = self.secant, (law(self.secant[0]), law(self.secant[1]))
+            value = max(value, y2 + (y2 - y1) / (n2 - n1) * (n - n2))
         if self.linear_beyond and n > self.linear_beyond:
             value = max(value, law(self.linear_beyond) * n / self.linear_beyond)
         if self.floor_n:
@@ -53,11 +61,12 @@ class Growth:
         return self.floor_n is not None or self.b is None
 
     @classmethod
-    def from_data(cls, data: dict | None, linear_beyond: float | None = None) -> "Growth | None":
+    def from_data(cls, data: dict | None, linear_beyond: float | None = None,
+                  secant: tuple[float, float] | None = None) -> "Growth | None":
         if not data:
             return None
         return cls(data.get("a"), data.get("b"), data.get("floor_n"), data.get("floor_y"), linear_beyond,
-                   data.get("floor_b", 1.0))
+                   data.get("floor_b", 1.0), secant)
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,12 @@ class Footprint:
         return spec.get("kind") == self.kind and (spec.get("params") or {}) == self.params
 
 
+def largest_two(sizes: list | None) -> tuple[float, float] | None:
+    """The two largest sizes measured, for a growth's :attr:`Growth.secant` (None with fewer)."""
+    distinct = sorted(set(sizes or []))
+    return (float(distinct[-2]), float(distinct[-1])) if len(distinct) >= 2 else None
+
+
 def load_footprints(path: str | Path) -> list[Footprint]:
     path = Path(path)
     if not path.exists():
@@ -85,7 +100,8 @@ def load_footprints(path: str | Path) -> list[Footprint]:
                       # a fit's CPU per document does not fall with more documents (every pass reads
                       # each one): two early-stopped fits may say b < 1, so at least linear past them
                       cpu_seconds=Growth.from_data(entry["cpu_seconds"], max(entry.get("sizes") or [0]) or None),
-                      rss_growth_mb=Growth.from_data(entry.get("rss_growth_mb")), measured=entry.get("measured", ""),
+                      rss_growth_mb=Growth.from_data(entry.get("rss_growth_mb"), secant=largest_two(entry.get("sizes"))),
+                      measured=entry.get("measured", ""),
                       borrowed_from=entry.get("borrowed_from"))
             for name, entry in (data.get("methods") or {}).items()]
 
