@@ -3,9 +3,10 @@ peak memory for one fit, predicted from fits measured on synthetic folds shaped 
 benchmarks (``benchmarks/bench_board_cost.py --write-footprints``, kept in
 ``config/footprints.yaml``) as t = a n^b over the training documents n. A fit stopped at a cap
 gives a floor (it took at least that, and grows at least linearly); CPU grows at least linearly
-past the sizes measured, memory at least along the line through the two largest. A method the node cannot hold
-(``node.memory_gb``, ``node.fit_cpu_hours``) is refused by the config check with the prediction,
-the limit and the size where it stops fitting, instead of failing (or running for days) in a job.
+past the sizes measured, memory at least along the line through the two largest. A method the node
+cannot hold (``node.memory_gb``, ``node.fit_cpu_hours``) is refused by the config check with the
+prediction, the limit and the size where it stops fitting, instead of failing (or running for days)
+in a job.
 
 Only methods whose kind and parameters are those measured (the leaderboard's) have a footprint;
 others are not checked. A footprint ``borrowed_from`` another shape holds that shape's fits as a
@@ -100,7 +101,8 @@ def load_footprints(path: str | Path) -> list[Footprint]:
                       # a fit's CPU per document does not fall with more documents (every pass reads
                       # each one): two early-stopped fits may say b < 1, so at least linear past them
                       cpu_seconds=Growth.from_data(entry["cpu_seconds"], max(entry.get("sizes") or [0]) or None),
-                      rss_growth_mb=Growth.from_data(entry.get("rss_growth_mb"), secant=largest_two(entry.get("sizes"))),
+                      rss_growth_mb=Growth.from_data(entry.get("rss_growth_mb"),
+                                                     secant=largest_two(entry.get("sizes"))),
                       measured=entry.get("measured", ""),
                       borrowed_from=entry.get("borrowed_from"))
             for name, entry in (data.get("methods") or {}).items()]

@@ -77,7 +77,6 @@ from rankstudy.reporting.paper_cells import cell_records, paper_systems  # noqa:
 from rankstudy.util import atomic
 
 
-
 def not_learned_note(not_learned: dict) -> str:
     """The sentence under a table that has marked cells, or ''."""
     if not not_learned:
