@@ -22,6 +22,7 @@ from rankstudy.pipeline.errors import ConfigError
 from rankstudy.selection.spec import training_params
 from rankstudy.rankers import registry as rankers
 from rankstudy.selection.search import select_and_fit
+from rankstudy.solvers import settings
 from rankercheck import make_data, mean_ndcg_at_10
 
 
@@ -109,3 +110,20 @@ def test_the_new_ranker_kind_needs_no_seed_and_learns(splits, monkeypatch):
     check_method("mine", {"kind": name, **spec})
     assert "seed" not in training_params({"kind": name, **spec}, seed=7, rel_threshold=1)
     learns(name, spec, splits)
+
+
+def test_a_new_solver_setting_is_set_checked_and_tuned_from_a_study_file(monkeypatch):
+    """docs/extending.md's L-BFGS setting: declared once (one line), it is set from solver_params,
+    checked by the config check, and tuned by its dotted name, with nothing else written."""
+    name, expression = registry_line(one("extending.md", "solver setting").code)
+    monkeypatch.setitem(settings.LBFGS, name, eval(expression, vars(settings)))  # noqa: S307 - the page's line
+    study = yaml.safe_load(one("extending.md", "solver study").code)
+    [(method, spec)] = study["methods"].items()
+    check_method(method, spec)
+    assert rankers.make_ranker(spec["kind"], spec["params"]).make_solver().max_ls == 30
+    assert rankers.make_ranker("linear", {"loss": "ranknet"}).make_solver().max_ls == 20  # the declared default
+    with pytest.raises(ConfigError, match=rf"^config key methods\.{method}\.params\.solver_params\.{name}: "
+                                          r"must be an integer >= 1, got 0"):
+        check_method(method, {**spec, "params": {**spec["params"], "solver_params": {name: 0}}})
+    with pytest.raises(ConfigError, match=rf"methods\.{method}\.tune\.space\.solver_params\.{name}"):
+        check_method(method, {**spec, "tune": {"space": {f"solver_params.{name}": {"int": [0, 50]}}}})
