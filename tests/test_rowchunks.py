@@ -17,7 +17,6 @@ from rankstudy.scorers.quadratic import quadratic_scores, quadratic_vjp
 from rankstudy.util.rowchunks import chunk_rows, column_sums, matvec64, rmatvec64
 
 
-
 @pytest.mark.parametrize("shape", [(1000, 1), (70_001, 1), (70_001, 2), (20_000, 7), (9_999, 46)])
 def test_column_sums_are_the_whole_sum_bit_for_bit(shape):
     X = np.random.default_rng(1).lognormal(0, 3, shape)

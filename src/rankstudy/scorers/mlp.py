@@ -35,7 +35,7 @@ from rankstudy.scorers import inputs
 from rankstudy.scorers.activations import ACTIVATIONS, activate
 from rankstudy.scorers.base import BoundScorer, Scorer, Vjp
 from rankstudy.util.params import Choice, Choices, Integer, Listing, Param, Real, Uniform, defaults
-from rankstudy.util.rowchunks import column_sums
+from rankstudy.util.rowchunks import column_sums, row_chunks
 
 INPUT_NORMS = ("batch", "layer")
 # the scorer's settings, declared once: the neural ranker takes them as its parameters and checks them
@@ -161,8 +161,7 @@ class BoundMLP(BoundScorer):
         n = self.X.shape[0]
         if n <= SCORE_CHUNK:
             return self._run(theta, self.X, None, False)[0]
-        return np.concatenate([self._run(theta, self.X[i:i + SCORE_CHUNK], None, False)[0]
-                               for i in range(0, n, SCORE_CHUNK)])
+        return np.concatenate([self._run(theta, rows, None, False)[0] for rows in row_chunks(self.X, SCORE_CHUNK)])
 
     def unpack(self, theta: np.ndarray) -> dict[str, Any]:
         weights, biases = self.split(self.check(theta))

@@ -42,8 +42,8 @@ def rmatvec64(X: np.ndarray, g: np.ndarray, rows: int | None = None) -> np.ndarr
     if X.dtype == np.float64 or X.shape[0] <= rows:
         return X.T @ g
     total = np.zeros(X.shape[1])
-    for start, chunk in zip(range(0, X.shape[0], rows), row_chunks(X, rows)):
-        total += np.asarray(chunk, dtype=np.float64).T @ g[start:start + rows]
+    for start in range(0, X.shape[0], rows):
+        total += np.asarray(X[start:start + rows], dtype=np.float64).T @ g[start:start + rows]
     return total
 
 
