@@ -40,7 +40,8 @@ def rmatvec64(X: np.ndarray, g: np.ndarray, rows: int | None = None) -> np.ndarr
     summed over chunks of rows cast one at a time."""
     g, rows = np.asarray(g, dtype=np.float64), rows or chunk_rows(X)
     if X.dtype == np.float64 or X.shape[0] <= rows:
-        return X.T @ g
+        # cast before transposing: the product of the float64 rows, as for a whole-split cast
+        return np.asarray(X, dtype=np.float64).T @ g
     total = np.zeros(X.shape[1])
     for start in range(0, X.shape[0], rows):
         total += np.asarray(X[start:start + rows], dtype=np.float64).T @ g[start:start + rows]
