@@ -30,31 +30,28 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 OUT_ENV = "RANKSTUDY_BENCH_TEST_SUITE_OUT"
 
 
-# ---- the plugin, in every pytest process (the controller and each worker)
+# ---- the plugin, in each process that runs tests (the workers under pytest-xdist)
 
 def _cpu() -> tuple[float, float]:
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
-try:
-    import pytest
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(item, nextitem):
-        own, children, start = *_cpu(), time.monotonic()
-        yield
-        own_after, children_after = _cpu()
-        record = {"test": item.nodeid, "start": start, "end": time.monotonic(), "own_cpu": own_after - own,
-                  "children_cpu": children_after - children}
-        with open(Path(os.environ[OUT_ENV]) / f"tests-{os.getpid()}.jsonl", "a") as out:
-            out.write(json.dumps(record) + "\n")
-except ImportError:  # the script itself needs no pytest
-    pass
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    own, children, start = *_cpu(), time.monotonic()
+    yield
+    own_after, children_after = _cpu()
+    record = {"test": item.nodeid, "start": start, "end": time.monotonic(), "own_cpu": own_after - own,
+              "children_cpu": children_after - children}
+    with open(Path(os.environ[OUT_ENV]) / f"tests-{os.getpid()}.jsonl", "a") as out:
+        out.write(json.dumps(record) + "\n")
 
 
 # ---- the script
