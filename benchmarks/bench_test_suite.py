@@ -106,6 +106,9 @@ def report(out: Path, basetemp: Path, wall: float) -> str:
     own, children = sum(t["own_cpu"] for t in tests), sum(t["children_cpu"] for t in tests)
     lines.append(f"CPU of the tests: {own + children:.1f} s ({own:.1f} in the workers, {children:.1f} in processes "
                  f"they waited for)")
+    machine = sum(busy) / max(len(busy), 1) * (end - start)
+    lines.append(f"CPU of the machine while tests ran: about {machine:.0f} s, so about {machine - own - children:.0f} s "
+                 f"outside the tests' process trees (SLURM's jobs, servers, pytest's controller)")
     by_file: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0])
     for t in tests:
         by_file[t["test"].split("::")[0]][0] += t["own_cpu"]

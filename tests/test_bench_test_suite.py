@@ -34,6 +34,7 @@ def test_the_report_names_each_tests_cpu_the_cores_and_the_rules(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     report = done.stdout
     assert re.search(r"pytest: 2 tests, \d+ s wall; cores busy while tests ran: \d\.\d\d of \d+", report), report
+    assert re.search(r"CPU of the machine while tests ran: about \d+ s, so about -?\d+ s outside", report), report
     burned = re.search(r"^\s+([\d.]+)\s+[\d.]+\s+\S*test_small.py::test_burns_in_a_child$", report, re.M)
     assert burned and float(burned.group(1)) > 0.05, report  # the child's CPU counts as the test's
     assert re.search(r"^\s+train\s+1 jobs\s+1\.2 CPU s \(1\.25 a job\)$", report, re.M), report
