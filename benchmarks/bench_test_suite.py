@@ -80,18 +80,19 @@ def sample_stat(path: Path, stop: threading.Event) -> None:
 
 
 def rule_cpu(basetemp: Path) -> dict[str, tuple[int, float]]:
-    """{rule: (jobs, CPU seconds)} from the benchmark files under the tests' work folders."""
-    found: dict[str, list] = collections.defaultdict(lambda: [0, 0.0])
-    for tsv in basetemp.rglob("results/benchmarks/*/**/*.tsv"):
-        parts = tsv.parts
-        at = max(i for i in range(1, len(parts) - 1) if parts[i - 1:i + 1] == ("results", "benchmarks"))
-        rule = parts[at + 1]  # results/benchmarks/<rule>/...
-        with open(tsv) as f:
-            rows = list(csv.DictReader(f, delimiter="\t"))
-        if rows and rows[-1].get("cpu_time") not in (None, "", "NA"):
-            found[rule][0] += 1
-            found[rule][1] += float(rows[-1]["cpu_time"])
-    return {rule: (n, cpu) for rule, (n, cpu) in found.items()}
+    """{rule: (jobs, CPU seconds)} from the benchmark files under the tests' work folders
+    (``results/benchmarks/<rule>/...``, the last row of each, as bench_scale.py reads them)."""
+    jobs: collections.Counter = collections.Counter()
+    cpu: collections.Counter = collections.Counter()
+    for folder in basetemp.rglob("results/benchmarks"):
+        for tsv in folder.rglob("*.tsv"):
+            with open(tsv) as f:
+                rows = list(csv.DictReader(f, delimiter="\t"))
+            if rows and rows[-1].get("cpu_time") not in (None, "", "NA"):
+                rule = tsv.relative_to(folder).parts[0]
+                jobs[rule] += 1
+                cpu[rule] += float(rows[-1]["cpu_time"])
+    return {rule: (jobs[rule], cpu[rule]) for rule in jobs}
 
 
 def report(out: Path, basetemp: Path, wall: float) -> str:
@@ -111,8 +112,9 @@ def report(out: Path, basetemp: Path, wall: float) -> str:
                  f"outside the tests' process trees (SLURM's jobs, servers, pytest's controller)")
     by_file: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0])
     for t in tests:
-        by_file[t["test"].split("::")[0]][0] += t["own_cpu"]
-        by_file[t["test"].split("::")[0]][1] += t["children_cpu"]
+        spent = by_file[t["test"].split("::")[0]]
+        spent[0] += t["own_cpu"]
+        spent[1] += t["children_cpu"]
     lines.append("\nCPU s by file (workers + waited-for processes):")
     for name, (o, c) in sorted(by_file.items(), key=lambda kv: -sum(kv[1]))[:15]:
         lines.append(f"  {o + c:7.1f}  ({o:6.1f} + {c:6.1f})  {name}")
