@@ -56,6 +56,11 @@ def make_workdir(tmp: Path, overrides: dict) -> Path:
     return tmp
 
 
+# For a run whose test reads no MLflow run: every job of the study but the logging, by Snakemake's
+# own --omit-from (the log_runs job starts MLflow and its store, about 5 CPU-s; the tests that read
+# the store run it)
+NO_MLFLOW = ("--omit-from", "log_runs")
+
 PROGRESS = re.compile(r"^(\d+) of (\d+) steps \(\d+%\) done\b")  # then the time left (profiles/default)
 say = print  # tests/conftest.py replaces it with a writer past pytest's output capture
 
