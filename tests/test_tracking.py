@@ -28,7 +28,7 @@ from rankstudy.tracking.runs import (
     log_study_run,
     mlflow_key,
 )
-from rankstudy.tracking.store import BACKEND_ENV, GC_BACKEND_ENV, gc_command, resolve_tracking_uri, sqlite_path, \
+from rankstudy.tracking.store import BACKEND_ENV, mlflow_gc, resolve_tracking_uri, sqlite_path, \
     tracking_lock
 
 from mlflow import MlflowClient  # noqa: E402  (after rankstudy.tracking set its env defaults)
@@ -232,22 +232,24 @@ def test_failed_rerun_keeps_the_earlier_run(sqlite_uri, tmp_path):
     assert client.search_runs([experiment_id], "", run_view_type=ViewType.DELETED_ONLY) == []  # purged
 
 
-def test_the_gc_command_carries_no_password_and_purges(sqlite_uri):
-    """`mlflow gc` gets its database through the environment: every user can read a command
-    line (/proc/<pid>/cmdline), so a PostgreSQL password must not be on it."""
-    secret = "postgresql://mlflow:s3cr3t-pw@127.0.0.1:5432/mlflow"
-    command, env = gc_command(secret, "--run-ids", "abc")
-    assert not any("s3cr3t-pw" in part for part in command) and "--run-ids" in command
-    assert env[GC_BACKEND_ENV] == secret
-    # and it runs MLflow's own gc: a soft-deleted run is purged from the store
+def test_mlflow_gc_purges_in_this_process_and_puts_the_tracking_uri_back(sqlite_uri):
+    """MLflow's own gc, run by its click command here (no process whose command line would show a
+    database password): a soft-deleted run is purged from the store, the tracking URI the command
+    sets is put back, and a failure is a message, not an exception."""
+    import mlflow
+
     client = MlflowClient(sqlite_uri)
     run_id = client.create_run(client.create_experiment(EXPERIMENT)).info.run_id
     client.delete_run(run_id)
-    command, env = gc_command(sqlite_uri, "--run-ids", run_id)
-    done = subprocess.run(command, env={**env, "MLFLOW_TRACKING_URI": sqlite_uri}, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    before = (mlflow.get_tracking_uri(), os.environ.get("MLFLOW_TRACKING_URI"))
+    assert before[0] != sqlite_uri
+    assert mlflow_gc(sqlite_uri, sqlite_uri, [run_id]) is None
     with pytest.raises(MlflowException, match="not found"):
         client.get_run(run_id)
+    # a process started from here would log where it did before (the variable unset stays unset)
+    assert (mlflow.get_tracking_uri(), os.environ.get("MLFLOW_TRACKING_URI")) == before
+    assert "no-such-run" in mlflow_gc(sqlite_uri, sqlite_uri, ["no-such-run"])
+    assert (mlflow.get_tracking_uri(), os.environ.get("MLFLOW_TRACKING_URI")) == before
 
 
 def test_a_run_left_half_logged_by_a_killed_job_is_replaced_on_the_next_run(sqlite_uri):
@@ -795,17 +797,16 @@ def test_a_fold_s_candidates_are_runs_nested_under_it_and_replaced_with_it(sqlit
 
 
 def gc_calls(monkeypatch) -> list[list[str]]:
-    """The `mlflow gc` processes rankstudy starts from here on (each one's --run-ids)."""
+    """The `mlflow gc` calls rankstudy makes from here on (each one's run ids)."""
     from rankstudy.tracking import store
 
-    calls, run = [], subprocess.run
+    calls, gc = [], store.mlflow_gc
 
-    def counted(command, *args, **kwargs):
-        if command[:2] == store.gc_command("x")[0][:2]:
-            calls.append(command[command.index("--run-ids") + 1].split(","))
-        return run(command, *args, **kwargs)
+    def counted(backend, uri, run_ids):
+        calls.append(list(run_ids))
+        return gc(backend, uri, run_ids)
 
-    monkeypatch.setattr(store.subprocess, "run", counted)
+    monkeypatch.setattr(store, "mlflow_gc", counted)
     return calls
 
 

@@ -21,8 +21,8 @@ from searches, but their rows and artifacts stay), so every run a logging call d
 named by ``$RANKSTUDY_MLFLOW_BACKEND_STORE_URI`` (``setup/cluster/mlflow-server.sh start``
 prints it), its artifacts through the server. Without that variable the runs stay soft-deleted
 until ``mlflow-server.sh gc`` (``mlflow gc``) purges them. A purge that fails is only a warning.
-The database URI reaches ``mlflow gc`` through its environment, never its command line, which
-every user can read (:func:`gc_command`).
+``mlflow gc`` runs in the purging process (:func:`mlflow_gc`), so the database URI is on no
+command line, which every user can read.
 
 A server that does not answer: MLflow's HTTP client retries a request for minutes by default;
 here a request gives up after about 20 s (``MLFLOW_HTTP_REQUEST_*`` below, unless set in the
@@ -37,9 +37,8 @@ import contextlib
 import fcntl
 import functools
 import logging
+import io
 import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
@@ -54,6 +53,7 @@ os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "3")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1")
 os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
 
+import mlflow  # noqa: E402
 from mlflow import MlflowClient  # noqa: E402
 from mlflow.entities import ViewType  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
@@ -339,33 +339,39 @@ def _gc_backend(uri: str) -> str | None:
     return backend
 
 
-# `mlflow gc` takes its database only as --backend-store-uri, and a command line is readable by
-# every user (/proc/<pid>/cmdline): a PostgreSQL URI's password would show there for the seconds
-# gc runs. So MLflow's own CLI is started with the URI in this variable (the environment is the
-# process owner's only), which it removes before gc runs.
-GC_BACKEND_ENV = "RANKSTUDY_GC_BACKEND_STORE_URI"
-_GC_MAIN = ("import os, sys; from mlflow.cli import cli; "
-            f"cli.main(['gc', '--backend-store-uri', os.environ.pop({GC_BACKEND_ENV!r}), *sys.argv[1:]], "
-            "prog_name='mlflow')")
+def mlflow_gc(backend: str, uri: str, run_ids: list[str]) -> str | None:
+    """MLflow's own ``mlflow gc --run-ids`` purging ``run_ids`` from ``backend`` (artifacts first,
+    through ``uri`` when it is a server), run in this process by its click command as the ``mlflow``
+    executable runs it: a ``mlflow gc`` process imported MLflow again, about 3 CPU-s a purge (the
+    dearest part of re-logging a study), and had to get the database URI, with its password, past
+    the command line every user can read. The tracking URI the command sets is put back. Returns
+    None once they are purged, else the command's error message."""
+    # MLflow's CLI module imports its server too (seconds): only a purge pays for it
+    from mlflow.cli import gc
+
+    # the command sets MLflow's tracking URI, and with it $MLFLOW_TRACKING_URI, which the processes
+    # started from here would inherit (a pipeline run's store): both as they were after it (None: unset)
+    previous = os.environ.get("MLFLOW_TRACKING_URI")
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # its line per purged run
+            gc.main(["--backend-store-uri", backend, "--tracking-uri", uri, "--run-ids", ",".join(run_ids)],
+                    prog_name="mlflow gc", standalone_mode=False)
+    except Exception as error:  # MlflowException, click's usage errors, a database error
+        return str(error).strip() or type(error).__name__
+    finally:
+        mlflow.set_tracking_uri(previous)
+    return None
 
 
-def gc_command(backend: str, *args: str) -> tuple[list[str], dict[str, str]]:
-    """The command and environment that run ``mlflow gc --backend-store-uri <backend> <args>``
-    without ``backend`` (nor its password) on the command line."""
-    return [sys.executable, "-c", _GC_MAIN, *args], {**os.environ, GC_BACKEND_ENV: backend}
-
-
-GC_RUNS = 1000  # run ids per `mlflow gc`: 33 kB of its --run-ids
 _batch = threading.local()  # the runs a purge_at_end block has deleted so far, per store
 
 
 @contextlib.contextmanager
 def purge_at_end() -> Iterator[None]:
     """Purge the runs that the logging calls inside this block delete together, with one ``mlflow
-    gc`` per store when the block ends (also when it fails), instead of one per call: each gc is a
-    Python start with MLflow's import, seconds each, and re-logging a study after ``--forceall``
-    replaced every fold run (log_runs, 60 gc processes for the default study: 462 s against 11.8 s
-    the first time). Until then the runs are soft-deleted, hidden from the UI and from searches,
+    gc`` per store when the block ends (also when it fails), instead of one per call: re-logging a
+    study after ``--forceall`` replaced every fold run, and one gc process per call took 462 s for
+    the default study against 11.8 s the first time (log_runs). Until then the runs are soft-deleted, hidden from the UI and from searches,
     and carry ``rankstudy.deleted``, so a block killed before its end leaves them to the next
     logging of their fold. Nested blocks purge at the outermost one's end."""
     if getattr(_batch, "runs", None) is not None:
@@ -404,21 +410,12 @@ def purge_runs(client, uri: str, run_ids: Iterable[str]) -> None:
     backend = _gc_backend(uri) if runs else None
     if not backend:
         return
-    def gc(ids: list[str]) -> subprocess.CompletedProcess:
-        command, env = gc_command(backend, "--run-ids", ",".join(ids))
-        env["MLFLOW_TRACKING_URI"] = uri  # gc reaches a server's artifacts through it
-        return subprocess.run(command, env=env, capture_output=True, text=True)
-
-    for start in range(0, len(runs), GC_RUNS):  # one argument holds at most 128 KiB on Linux
-        chunk = runs[start:start + GC_RUNS]
-        done = gc([run.info.run_id for run in chunk])
-        if done.returncode != 0:
-            # another client may have purged one of them meanwhile (gc then fails as a whole): one by one
-            for run in chunk:
-                if exists(client, run.info.run_id) and (done := gc([run.info.run_id])).returncode != 0 \
-                        and exists(client, run.info.run_id):
-                    log.warning("cannot purge run %s (it stays soft-deleted): %s", run.info.run_id,
-                                (done.stderr.strip().splitlines() or ["mlflow gc failed"])[-1])
+    if mlflow_gc(backend, uri, [run.info.run_id for run in runs]) is not None:
+        # another client may have purged one of them meanwhile (gc then fails as a whole): one by one
+        for run in runs:
+            if exists(client, run.info.run_id) and (error := mlflow_gc(backend, uri, [run.info.run_id])) \
+                    and exists(client, run.info.run_id):
+                log.warning("cannot purge run %s (it stays soft-deleted): %s", run.info.run_id, error.splitlines()[-1])
     for run in runs:  # gc empties a local run's artifact folder; its empty <run id> folder goes too
         folder = local_path(run.info.artifact_uri or "")
         if folder is not None and folder.name == "artifacts" and folder.parent.name == run.info.run_id:
