@@ -152,7 +152,9 @@ def test_attention_learns_on_ohsumed(ohsumed_fold):
     start, vali and test NDCG@10 clearly above a random ranking."""
     fold = ohsumed_fold(1)
     train, test = fold["train"], fold["test"]
-    ranker = make_ranker("neural", {"scorer": "attention", "loss": "listnet", "epochs": 12, "batch_size": 8,
+    # 3 epochs: vali and test NDCG@10 0.507 and 0.375 against 0.510 and 0.375 after 12 (best epoch 5),
+    # a random ranking's 0.227 and 0.123; 28 CPU-s against 59 (each in a process of its own)
+    ranker = make_ranker("neural", {"scorer": "attention", "loss": "listnet", "epochs": 3, "batch_size": 8,
                                     "patience": 4, "learning_rate": 1e-3, "seed": 0}).fit(train, fold["vali"])
     trace = ranker.objective_trace_
     assert trace["final"] < trace["start"] * 0.999
