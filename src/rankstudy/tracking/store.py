@@ -36,8 +36,8 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
-import logging
 import io
+import logging
 import os
 import threading
 import time
@@ -371,9 +371,10 @@ def purge_at_end() -> Iterator[None]:
     """Purge the runs that the logging calls inside this block delete together, with one ``mlflow
     gc`` per store when the block ends (also when it fails), instead of one per call: re-logging a
     study after ``--forceall`` replaced every fold run, and one gc process per call took 462 s for
-    the default study against 11.8 s the first time (log_runs). Until then the runs are soft-deleted, hidden from the UI and from searches,
-    and carry ``rankstudy.deleted``, so a block killed before its end leaves them to the next
-    logging of their fold. Nested blocks purge at the outermost one's end."""
+    the default study against 11.8 s the first time (log_runs). Until then the runs are
+    soft-deleted, hidden from the UI and from searches, and carry ``rankstudy.deleted``, so a block
+    killed before its end leaves them to the next logging of their fold. Nested blocks purge at the
+    outermost one's end."""
     if getattr(_batch, "runs", None) is not None:
         yield
         return
