@@ -519,19 +519,23 @@ def test_chakrabarti_studies_render(tmp_path):
 
 
 def test_chakrabarti_fig9_on_mq2008_every_method_beats_random(tmp_path, shared_data):
-    """Figure 9's eight methods and the L-BFGS RankSVM on real LETOR data (MQ2008 fold 1, cleaned
-    as in the paper, one C): every method beats a random ranking, is in MLflow and in the tables,
-    and the figure's layout shows ours beside the published OHSUMED numbers."""
+    """Figure 9's methods and the L-BFGS RankSVM on real LETOR data (MQ2008 fold 1, cleaned as in
+    the paper, one C): every method run beats a random ranking, is in MLflow and in the tables, and
+    the figure's layout shows ours beside the published OHSUMED numbers. SVMmrr and SVMcombo, the
+    dearest fits (10 and 15 of the run's 47 CPU-s of fitting), are left out: the same kind with
+    other losses, each learning on real OHSUMED in tests/test_structsvm_ohsumed.py."""
+    methods = ["SVMauc", "SVMmap", "SVMndcg", "SVMndcg-nc", "DORM", "McRank", "RankSVM"]
     workdir = make_workdir(tmp_path, {})
     snakemake(workdir, configfile=study_config(workdir, "chakrabarti2008-fig9", {
-        "datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1], "report": {"n_resamples": 200}},
-        "-literal"))
-    methods = ["SVMauc", "SVMmap", "SVMndcg", "SVMndcg-nc", "SVMmrr", "SVMcombo", "DORM", "McRank", "RankSVM"]
+        "datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1], "report": {"n_resamples": 200},
+        "run_methods": methods}, "-literal"))
     table = pd.read_csv(workdir / "results/tables/chakrabarti2008-fig9/MQ2008.csv")
     assert sorted(table["system"].unique()) == sorted(f"{m} [first]" for m in methods)
     paper = pd.read_csv(workdir / "results/tables/chakrabarti2008-fig9/MQ2008.paper.csv")
     assert len(paper) == 8 * 3 and paper["published"].notna().all()
     assert (paper["published_dataset"] == "OHSUMED (LETOR, cleaned)").all()
+    # every published cell, ours beside the rows that ran
+    assert set(paper.loc[paper["ours"].notna(), "system"]) == {f"{m} [first]" for m in methods if m != "RankSVM"}
     rng = np.random.default_rng(0)
     scores = pd.read_csv(run_dir(workdir, "SVMmap", 1, dataset="MQ2008", study="chakrabarti2008-fig9")
                          / "scores.test.tsv", sep="\t")
@@ -539,7 +543,7 @@ def test_chakrabarti_fig9_on_mq2008_every_method_beats_random(tmp_path, shared_d
                       for _ in range(5)])
     # 0.05 is over three standard errors of a mean over fold 1's 157 test queries; DORM, the
     # weakest here (as on TD2003 in the paper), clears it by less than the others
-    ndcg = paper[paper["column"] == "NDCG@10"].set_index("row")["ours"]
+    ndcg = paper[paper["column"] == "NDCG@10"].set_index("row")["ours"].dropna()
     assert (ndcg > random + 0.05).all(), (ndcg, random)
     means = table[table["metric"] == "ndcg@10"].set_index("system")["mean"]
     assert len(means) == len(methods) and (means > random + 0.05).all(), (means, random)
@@ -617,28 +621,33 @@ def test_dubey_sampler_studies_render(tmp_path):
         assert (workdir / f"results/plots/{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+# Figure 3's methods the test below runs: the baselines and the sampled models that no test fits
+# on real OHSUMED; tests/test_conditional.py's real-OHSUMED test fits the other six
+DUBEY_FIG3_RUN = ["SVMmap", "RankBoost", "RankSVM", "ExpGain_AUC", "L3_AUC", "L3_MAP", "L3_NDCG"]
+
+
 def test_dubey_fig3_on_mq2008_every_method_beats_random(tmp_path, shared_data):
-    """Figure 3's 13 methods on real LETOR data (MQ2008 fold 1, cleaned as in the paper, one C):
-    each beats a random ranking, has its fold run in MLflow (the non-convex ones with every
-    restart's curve) and a row in the tables and in the figure's layout."""
+    """Figure 3's methods on real LETOR data (MQ2008 fold 1, cleaned as in the paper, one C):
+    each one run beats a random ranking, has its fold run in MLflow (the non-convex ones with
+    every restart's curve) and a row in the tables; the figure's layout has every published row."""
     from mlflow.tracking import MlflowClient
 
     workdir = make_workdir(tmp_path, {})
     snakemake(workdir, configfile=study_config(workdir, "dubey-fig3", {
-        "datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1], "report": {"n_resamples": 200}},
-        "_fig3recipe"))
+        "datasets": ["MQ2008"], "data_root": str(shared_data), "folds": [1], "report": {"n_resamples": 200},
+        "run_methods": DUBEY_FIG3_RUN}, "_fig3recipe"))
     table = pd.read_csv(workdir / "results/tables/dubey-fig3/MQ2008.csv")
-    assert sorted(table["system"].unique()) == sorted(f"{m} [first]" for m in DUBEY_FIG3)
+    assert sorted(table["system"].unique()) == sorted(f"{m} [first]" for m in DUBEY_FIG3_RUN)
     rng = np.random.default_rng(0)
     scores = pd.read_csv(run_dir(workdir, "SVMmap", 1, dataset="MQ2008", study="dubey-fig3") / "scores.test.tsv",
                          sep="\t")
     random = np.mean([ndcg_at_10(g["label"].to_numpy(), rng.random(len(g))) for _, g in scores.groupby("qid")
                       for _ in range(5)])
     ndcg = table[table["metric"] == "ndcg@10"].set_index("system")["mean"]
-    assert len(ndcg) == 13
+    assert len(ndcg) == len(DUBEY_FIG3_RUN)
     assert (ndcg > random + 0.05).all(), (ndcg, random)
     runs = fold_runs(workdir).set_index("key")
-    assert {f"dubey-fig3/MQ2008/first/{m}/fold1" for m in DUBEY_FIG3} <= set(runs.index)
+    assert {f"dubey-fig3/MQ2008/first/{m}/fold1" for m in DUBEY_FIG3_RUN} <= set(runs.index)
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/results/mlflow.db")
     run_id = runs.loc["dubey-fig3/MQ2008/first/L3_NDCG/fold1", "id"]
     for restart in range(3):
