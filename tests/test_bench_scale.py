@@ -29,11 +29,14 @@ def run_protocol(workdir: Path) -> layout.Protocol:
     return layout.protocol("synthetic", entry, config)
 
 
-def test_tiny_scale_run_tabulates_every_rule_with_float32_features(tmp_path):
+def test_tiny_scale_run_tabulates_every_rule_and_a_continued_run_sums_its_calls(tmp_path):
+    """One benchmark run at the smoke-test size (float32 features, the prepared splits as temp
+    files), then the same call again (nothing left to run: a continued run) and the report alone
+    after both calls' record is gone."""
     workdir = tmp_path / "scale"
-    out = subprocess.run([sys.executable, str(REPO / "benchmarks/bench_scale.py"), "--size", "tiny", "--methods",
-                          "ranknet", "lambdamart", "--dtype", "float32", "--workdir", str(workdir)],
-                         capture_output=True, text=True, timeout=900)
+    cmd = [sys.executable, str(REPO / "benchmarks/bench_scale.py"), "--size", "tiny", "--methods", "ranknet",
+           "lambdamart", "--dtype", "float32", "--drop-prepared", "--workdir", str(workdir)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     table = pd.read_csv(workdir / "scale.csv").set_index("rule")
     assert {"fetch_dataset", "parse_fold", "clean_fold", "pair_correlations", "featurize", "train", "evaluate", "aggregate",
@@ -54,20 +57,12 @@ def test_tiny_scale_run_tabulates_every_rule_with_float32_features(tmp_path):
     per_query = pd.read_csv(workdir / layout.fill(layout.METHOD_PER_QUERY, study="scale-tiny", dataset="synthetic",
                                                   featureset="first", method="ranknet"))
     assert len(per_query) > 0 and per_query["ndcg@10"].between(0, 1).all()
-
-
-def test_a_continued_run_sums_its_calls_and_a_stopped_call_leaves_the_run_unmeasured(tmp_path):
-    workdir = tmp_path / "scale"
-    cmd = [sys.executable, str(REPO / "benchmarks/bench_scale.py"), "--size", "tiny", "--methods", "pointwise",
-           "--drop-prepared", "--workdir", str(workdir)]
-    first = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     # the prepared splits were temp files, gone now, but their sizes were seen during the run
-    keys = run_protocol(workdir).keys()
+    keys = protocol.keys()
     assert not (workdir / layout.fill(layout.PARSED, fold=1, split="train", **keys)).exists()
     assert not (workdir / layout.fill(layout.CLEANED, fold=1, split="train", **keys)).exists()
-    table = pd.read_csv(workdir / "scale.csv").set_index("rule")
     assert table.loc["parse_fold", "input_mb_of_max_rss_job"] > 0
+
     second = subprocess.run(cmd, capture_output=True, text=True, timeout=900)  # nothing left to run
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert "summed over 2 calls (a continued run)" in (workdir / "scale.md").read_text()
