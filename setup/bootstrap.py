@@ -68,9 +68,9 @@ def install(wanted: str) -> None:
     say("installing rankstudy and its dependencies into .venv (first run takes a few minutes)")
     pip = [str(BIN / "python"), "-m", "pip", "install", "--disable-pip-version-check"]
     quiet_install(pip + ["--quiet", "--upgrade", "pip"])
-    # pip byte-compiles every module (about half its time): kept, as a run then reads .pyc files,
-    # also where PYTHONDONTWRITEBYTECODE keeps Python from writing them (CI's machine: --no-compile
-    # made every job compile its imports again, 40 min of CI instead of 25)
+    # pip byte-compiles every module (about half its time), not left to the first import: where
+    # PYTHONDONTWRITEBYTECODE is set, no later process writes a .pyc, and each job would compile
+    # its imports again (docs/results/2026-11-timings.md)
     quiet_install(pip + ["--quiet", "-e", f"{REPO}[test,cluster,neural,gbdt,docs]"])
     STAMP.write_text(wanted)
 
