@@ -5,11 +5,14 @@ study twice in this process, once with ``tune.pruner: none`` and once with the p
 the unpruned one spent on that fold): the best validation score each study reached and the
 CPU-seconds its trials spent. ``--pruner none`` with ``--cpu-share`` is the control: the same
 trials and cap without a pruner (its rows ``none, capped``), so what the cap alone gives is told
-apart from what the pruner adds.
+apart from what the pruner adds. ``--train-fraction F`` is fidelity by data (``tune.train_fraction``):
+the compared study's trials fit on a seeded share F of the training queries, its best is fitted
+again on the whole fold, and that model's validation score is its best; its CPU is the whole
+call's (the trials and the refit on the whole fold), set against the unpruned study's call.
 
     python benchmarks/bench_pruning.py [--data-root ../shared/data] [--datasets MQ2008 OHSUMED]
         [--folds 1 2 3 4 5] [--methods lambdamart xgb_ndcg mlp_softmax] [--trials 20]
-        [--pruner hyperband] [--pruned-trials 60 --cpu-share 0.35] [--sampler tpe]
+        [--pruner hyperband] [--pruned-trials 60 --cpu-share 0.35] [--train-fraction 0.25] [--sampler tpe]
         [--shape mslr30k --size 16] [--out results.jsonl]
 
 ``--shape mslr30k --size 16`` uses bench_board_cost.py's synthetic data shaped like MSLR-WEB30K at
@@ -75,19 +78,24 @@ def folds(args: argparse.Namespace):
 
 
 def study(kind: str, params: dict, grid: dict, train, vali, max_label: float, trials: int, sampler: str,
-          pruner, journal: Path, name: str, cpu_seconds: float | None = None) -> dict:
+          pruner, journal: Path, name: str, cpu_seconds: float | None = None, train_fraction: float = 1) -> dict:
     from rankstudy.selection.settings import TuneSettings
     from rankstudy.selection.tuning import base_candidates, study_name, tune_and_fit, tuning_space
 
     options = {"rel_threshold": 1, "no_relevant": "zero", "max_label": max_label}
-    settings = TuneSettings(sampler=sampler, trials=trials, pruner=pruner, grid=grid, cpu_seconds=cpu_seconds)
+    settings = TuneSettings(sampler=sampler, trials=trials, pruner=pruner, grid=grid, cpu_seconds=cpu_seconds,
+                            train_fraction=train_fraction)
     space = tuning_space(kind, params)
     base = base_candidates(kind, params, space, grid)
     full = study_name(name, kind, params, space, settings, "ndcg@10", options, base)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     out = tune_and_fit(kind, params, space, train, vali, metric="ndcg@10", metric_options=options,
                        settings=settings, storage=str(journal), name=full, base=base, progress=lambda _: None)
-    return {"best": out.summary["best_value"], "cpu_seconds": out.summary["cpu_seconds"],
+    # with a train fraction the trials' scores are of models fitted on a subsample: the model's own
+    # score is the refit's on the whole fold
+    return {"best": out.summary.get("full_fold_value", out.summary["best_value"]),
+            "best_trial_value": out.summary["best_value"], "cpu_seconds": out.summary["cpu_seconds"],
+            "call_cpu_seconds": round(time.process_time() - cpu, 2), "train_fraction": train_fraction,
             "pruned": out.summary["pruned"], "reports": out.summary["reports"],
             "wall_seconds": round(time.perf_counter() - start, 2)}
 
@@ -114,7 +122,8 @@ def run(args: argparse.Namespace) -> None:
                         args.cpu_share * unpruned["cpu_seconds"] if args.cpu_share and unpruned else None)
                     journal = Path(tmp) / f"{name}-{label.replace(' ', '')}-{arm[:40]}.journal"
                     row = study(spec["kind"], params, spec.get("grid") or {}, train, vali, max_label, trials,
-                                args.sampler, pruner, journal, f"bench/{label}/{name}", cap)
+                                args.sampler, pruner, journal, f"bench/{label}/{name}", cap,
+                                1 if arm == "none" else args.train_fraction)
                     row.update(fold=label, method=name, pruner=arm, trials=trials, sampler=args.sampler,
                                cpu_cap=cap)
                     unpruned = unpruned or row
@@ -131,9 +140,10 @@ def shown(pruner) -> str:
 def arm_name(args: argparse.Namespace) -> str:
     """The compared study's key: its pruner; ``none, capped`` for the control, no pruner but the
     same trials and cap, which says how much of a capped study's result the cap alone gives."""
-    if shown(args.pruner) == "none" and (args.cpu_share or args.pruned_trials):
-        return "none, capped"
-    return shown(args.pruner)
+    name = shown(args.pruner)
+    if name == "none" and (args.cpu_share or args.pruned_trials):
+        name = "none, capped"
+    return name if args.train_fraction == 1 else f"{name}, train fraction {args.train_fraction:g}"
 
 
 def load(path: Path) -> list[dict]:
@@ -155,7 +165,9 @@ def report(args: argparse.Namespace) -> str:
         if not pairs:
             continue
         gaps = [a["best"] - b["best"] for a, b in pairs]
-        ratios = [b["cpu_seconds"] / a["cpu_seconds"] for a, b in pairs if a["cpu_seconds"] > 0]
+        # a train fraction's refit on the whole fold is outside its trials: whole calls against whole calls
+        spent = "call_cpu_seconds" if args.train_fraction < 1 else "cpu_seconds"
+        ratios = [b[spent] / a[spent] for a, b in pairs if a.get(spent)]
         gap, ratio = float(np.median(gaps)), float(np.median(ratios))
         pruned = np.mean([b["pruned"] for _, b in pairs])
         ok = "yes" if gap <= 0.002 and ratio <= 0.35 else "no"
@@ -177,6 +189,8 @@ def main() -> None:
                         help="the pruned study's trials (default --trials): with --cpu-share, more trials for less CPU")
     parser.add_argument("--cpu-share", type=float,
                         help="cap the pruned study's CPU at this share of the unpruned study's on the same fold")
+    parser.add_argument("--train-fraction", type=float, default=1.0,
+                        help="the compared study's trials fit on this share of the training queries (tune.train_fraction)")
     parser.add_argument("--shape", help="a synthetic fold shaped like this data set (bench_board_cost.py's)")
     parser.add_argument("--size", type=int, default=16, help="with --shape: 1/size of a fold")
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-pruning.jsonl")
