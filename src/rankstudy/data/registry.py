@@ -18,6 +18,7 @@ import yaml
 
 from rankstudy.data.sources import SOURCES
 from rankstudy.data.splitfiles import SPLITS, relative_split_path
+from rankstudy.util import yamlfile
 
 __all__ = [
     "RegistryError",
@@ -169,7 +170,7 @@ def load_registry(path: str | os.PathLike | None = None) -> dict[str, dict]:
     except FileNotFoundError:
         raise RegistryError(f"data set registry not found: {path}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yamlfile.safe_load(text)
     except yaml.YAMLError as e:
         raise RegistryError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(raw, dict) or not raw:

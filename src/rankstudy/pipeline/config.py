@@ -13,8 +13,6 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from rankstudy.data import registry as datasets
 from rankstudy.data import sources, splitfiles
 from rankstudy.data.rankdata import REL_THRESHOLD
@@ -31,6 +29,7 @@ from rankstudy.rankers.footprint import FOOTPRINTS, held_bytes, load_footprints,
 from rankstudy.selection.spec import SpecError, canonical_spec, check_names_and_values, check_spec, read_spec_values
 from rankstudy.selection.settings import TuningError, tune_schema
 from rankstudy.selection.tuning import check_tuned_spec
+from rankstudy.util import yamlfile
 
 
 @dataclass(frozen=True)
@@ -141,7 +140,7 @@ def load_schema(basedir: Path) -> dict:
     """The config schema: workflow/schemas/config.schema.yaml, with the tune block's declared
     settings (:data:`rankstudy.selection.settings.TUNE_PARAMS`) at the study's ``tune`` (with their
     defaults) and at a method's own ``tune``, so each setting's default and bounds live in one place."""
-    schema = yaml.safe_load((basedir / SCHEMA).read_text())
+    schema = yamlfile.safe_load((basedir / SCHEMA).read_text())
     schema["properties"]["tune"]["properties"].update(tune_schema())
     method_tune = schema["properties"]["methods"]["additionalProperties"]["properties"]["tune"]["oneOf"][1]
     method_tune["properties"].update(tune_schema(method=True))

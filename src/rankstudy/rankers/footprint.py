@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from rankstudy.util import yamlfile
 
 FOOTPRINTS = "config/footprints.yaml"
 BYTES_PER_VALUE = 8  # the features as float64, as the train job holds them by default (features.dtype)
@@ -96,7 +96,7 @@ def load_footprints(path: str | Path) -> list[Footprint]:
     path = Path(path)
     if not path.exists():
         return []
-    data = yaml.safe_load(path.read_text()) or {}
+    data = yamlfile.safe_load(path.read_text()) or {}
     return [Footprint(method=name.split("@")[0], kind=entry["kind"], params=entry.get("params") or {}, shape=entry["shape"],
                       # a fit's CPU per document does not fall with more documents (every pass reads
                       # each one): two early-stopped fits may say b < 1, so at least linear past them
