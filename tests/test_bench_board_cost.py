@@ -321,23 +321,33 @@ def test_the_board_pruned_where_bench_pruning_measured_what_the_pruner_saves(wor
 
 def test_bench_pruning_s_control_a_capped_study_without_a_pruner_is_its_own_arm(tmp_path: Path):
     """--pruner none with --cpu-share: the control (what the cap alone gives), kept apart from the
-    unpruned reference it is compared with, not mistaken for it."""
+    unpruned reference it is compared with, not mistaken for it; --train-fraction an arm of its
+    own, whose CPU is its whole call's (its trials and the refit on the whole fold)."""
     import argparse
 
     spec = importlib.util.spec_from_file_location("bench_pruning", REPO / "benchmarks" / "bench_pruning.py")
     pruning = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(pruning)
-    args = argparse.Namespace(pruner="none", cpu_share=0.32, pruned_trials=60, trials=20, sampler="tpe",
-                              out=tmp_path / "studies.jsonl")
+
+    def settings(pruner, cpu_share=None, pruned_trials=None, train_fraction=1.0):
+        return argparse.Namespace(pruner=pruner, cpu_share=cpu_share, pruned_trials=pruned_trials, trials=20,
+                                  sampler="tpe", train_fraction=train_fraction, out=tmp_path / "studies.jsonl")
+
+    args = settings("none", 0.32, 60)
     assert pruning.arm_name(args) == "none, capped"
-    assert pruning.arm_name(argparse.Namespace(pruner="none", cpu_share=None, pruned_trials=None)) == "none"
-    assert pruning.arm_name(argparse.Namespace(pruner="median", cpu_share=0.32, pruned_trials=60)) == "median"
+    assert pruning.arm_name(settings("none")) == "none"
+    assert pruning.arm_name(settings("median", 0.32, 60)) == "median"
+    assert pruning.arm_name(settings("none", train_fraction=0.25)) == "none, train fraction 0.25"
     rows = [{"fold": "MQ2008 fold 1", "method": "lambdamart", "pruner": "none", "best": 0.55, "cpu_seconds": 6.0,
-             "pruned": 0},
+             "call_cpu_seconds": 6.5, "pruned": 0},
             {"fold": "MQ2008 fold 1", "method": "lambdamart", "pruner": "none, capped", "best": 0.54, "cpu_seconds": 2.0,
-             "pruned": 0}]
+             "pruned": 0},
+            # the trials spent 1.5 CPU-s, the refit on the whole fold 1.1 more: 2.6 of the reference's 6.5
+            {"fold": "MQ2008 fold 1", "method": "lambdamart", "pruner": "none, train fraction 0.25", "best": 0.56,
+             "cpu_seconds": 1.5, "call_cpu_seconds": 2.6, "pruned": 0}]
     args.out.write_text("".join(json.dumps(row) + "\n" for row in rows))
     assert "| lambdamart | 1 | +0.0100 | +0.0100 | 0.33 | 0.0 | no |" in pruning.report(args)
+    assert "| lambdamart | 1 | -0.0100 | -0.0100 | 0.40 | 0.0 | no |" in pruning.report(settings("none", train_fraction=0.25))
 
 
 def test_learn_shaped_checks_a_method_against_a_random_ranking_on_a_shaped_fold(tmp_path: Path):
