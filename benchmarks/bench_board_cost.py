@@ -637,7 +637,8 @@ def pruned_ratios(paths: list[Path], shape: str, pruners: list[str]) -> dict[str
     studies (its --out files; a pruner as bench_pruning writes it, a name or JSON): the median
     over folds of CPU pruned / unpruned and of the best's gap (unpruned - pruned), from the folds
     of ``shape`` where there are some, else from every fold (the LETOR data sets): measured on
-    that data at the same trials, not at the full fold's size, which the report says."""
+    that data at the same trials, not at the full fold's size, which the report says. A study on a
+    train fraction is set against its unpruned one by whole calls' CPU (its refit included)."""
     pairs: dict[tuple[str, str], list[tuple[str, dict, dict]]] = {}
     for path in paths:  # a pruned study against the unpruned one of its own run (the same file)
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -654,7 +655,9 @@ def pruned_ratios(paths: list[Path], shape: str, pruners: list[str]) -> dict[str
             continue
         same = [f for f in found if f[0].startswith(f"{shape}-")]
         used = same or found
-        out[method] = {"ratio": float(np.median([p["cpu_seconds"] / b["cpu_seconds"] for _, b, p in used])),
+        # a study on a train fraction refits its best on the whole fold after its trials: whole calls
+        spent = ["call_cpu_seconds" if p.get("train_fraction", 1) < 1 else "cpu_seconds" for _, _, p in used]
+        out[method] = {"ratio": float(np.median([p[k] / b[k] for (_, b, p), k in zip(used, spent)])),
                        "gap": float(np.median([b["best"] - p["best"] for _, b, p in used])),
                        "folds": len(used), "on": f"{shape}-shaped" if same else "LETOR", "pruner": pruner}
     return out

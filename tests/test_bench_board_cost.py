@@ -294,9 +294,9 @@ def test_the_board_pruned_where_bench_pruning_measured_what_the_pruner_saves(wor
     """--pruning: each tuned job's CPU times the median pruned / unpruned CPU of bench_pruning's
     studies, from the shape's folds where measured there (else LETOR's), each pruned study against
     the unpruned one of its own file; a method not measured stays unpruned."""
-    def study(fold, method, pruner, cpu, best):
+    def study(fold, method, pruner, cpu, best, **more):
         return json.dumps({"fold": fold, "method": method, "pruner": pruner, "trials": 20, "cpu_seconds": cpu,
-                           "best": best}) + "\n"
+                           "best": best, **more}) + "\n"
 
     one, other = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     one.write_text(study("mslr30k-1of32", "lambdamart", "none", 100, 0.80)
@@ -317,6 +317,16 @@ def test_the_board_pruned_where_bench_pruning_measured_what_the_pruner_saves(wor
     assert rows.loc["ranknet", "pruned_job_s"] == pytest.approx(0.5 * rows.loc["ranknet", "tuned_job_s"])
     assert rows.loc["structrank", "pruned_job_s"] == pytest.approx(rows.loc["structrank", "tuned_job_s"])
     assert "| tuned (20 trials), pruned where measured (2 methods; the others unpruned) |" in out.stdout
+    # trials on a quarter of the queries: 20 CPU-s of trials, 30 with the refit, of the reference's 100
+    fraction = tmp_path / "fraction.jsonl"
+    fraction.write_text(study("mslr30k-1of32", "lambdamart", "none", 90, 0.80, call_cpu_seconds=100)
+                        + study("mslr30k-1of32", "lambdamart", "none, train fraction 0.25", 20, 0.81,
+                                call_cpu_seconds=30, train_fraction=0.25))
+    out = report(workdir, "--pruning", str(fraction), "--pruner", "none, train fraction 0.25")
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "| lambdamart | `none, train fraction 0.25` | 0.30 | -0.0100 | 1 mslr30k-shaped fold |" in out.stdout
+    rows = pd.read_csv(workdir / "board-cost.csv").set_index("method")
+    assert rows.loc["lambdamart", "pruned_job_s"] == pytest.approx(0.3 * rows.loc["lambdamart", "tuned_job_s"])
 
 
 def test_bench_pruning_s_control_a_capped_study_without_a_pruner_is_its_own_arm(tmp_path: Path):
