@@ -8,7 +8,9 @@ trials and cap without a pruner (its rows ``none, capped``), so what the cap alo
 apart from what the pruner adds. ``--train-fraction F`` is fidelity by data (``tune.train_fraction``):
 the compared study's trials fit on a seeded share F of the training queries, its best is fitted
 again on the whole fold, and that model's validation score is its best; its CPU is the whole
-call's (the trials and the refit on the whole fold), set against the unpruned study's call.
+call's (the trials and the refit on the whole fold), set against the unpruned study's call. Its
+floor is the unpruned study's untuned trial, as a tuned board's default twin gives it (from a
+record without it, the untuned candidates are fitted on the whole fold inside the call).
 
     python benchmarks/bench_pruning.py [--data-root ../shared/data] [--datasets MQ2008 OHSUMED]
         [--folds 1 2 3 4 5] [--methods lambdamart xgb_ndcg mlp_softmax] [--trials 20]
@@ -78,7 +80,8 @@ def folds(args: argparse.Namespace):
 
 
 def study(kind: str, params: dict, grid: dict, train, vali, max_label: float, trials: int, sampler: str,
-          pruner, journal: Path, name: str, cpu_seconds: float | None = None, train_fraction: float = 1) -> dict:
+          pruner, journal: Path, name: str, cpu_seconds: float | None = None, train_fraction: float = 1,
+          base_value: float | None = None) -> dict:
     from rankstudy.selection.settings import TuneSettings
     from rankstudy.selection.tuning import base_candidates, study_name, tune_and_fit, tuning_space
 
@@ -90,12 +93,18 @@ def study(kind: str, params: dict, grid: dict, train, vali, max_label: float, tr
     full = study_name(name, kind, params, space, settings, "ndcg@10", options, base)
     start, cpu = time.perf_counter(), time.process_time()
     out = tune_and_fit(kind, params, space, train, vali, metric="ndcg@10", metric_options=options,
-                       settings=settings, storage=str(journal), name=full, base=base, progress=lambda _: None)
+                       settings=settings, storage=str(journal), name=full, base=base, progress=lambda _: None,
+                       base_value=base_value)
+    untuned = [r["vali.ndcg@10"] for r in out.rows if r["untuned"] and r["state"] == "complete"]
     # with a train fraction the trials' scores are of models fitted on a subsample: the model's own
     # score is the refit's on the whole fold
     return {"best": out.summary.get("full_fold_value", out.summary["best_value"]),
             "best_trial_value": out.summary["best_value"], "cpu_seconds": out.summary["cpu_seconds"],
             "call_cpu_seconds": round(time.process_time() - cpu, 2), "train_fraction": train_fraction,
+            # the untuned selection's score (on the whole fold when the trials fit on it), and with a
+            # train fraction whether its model was kept (tuning.at_least_untuned)
+            "untuned_value": out.summary.get("untuned_full_fold_value", max(untuned, default=None)),
+            "kept_untuned": out.summary.get("kept_untuned", False),
             "pruned": out.summary["pruned"], "reports": out.summary["reports"],
             "wall_seconds": round(time.perf_counter() - start, 2)}
 
@@ -123,7 +132,10 @@ def run(args: argparse.Namespace) -> None:
                     journal = Path(tmp) / f"{name}-{label.replace(' ', '')}-{arm[:40]}.journal"
                     row = study(spec["kind"], params, spec.get("grid") or {}, train, vali, max_label, trials,
                                 args.sampler, pruner, journal, f"bench/{label}/{name}", cap,
-                                1 if arm == "none" else args.train_fraction)
+                                1 if arm == "none" else args.train_fraction,
+                                # the floor a tuned board's default twin gives: the unpruned study's
+                                # untuned trial, fitted on the whole fold
+                                None if arm == "none" else unpruned.get("untuned_value"))
                     row.update(fold=label, method=name, pruner=arm, trials=trials, sampler=args.sampler,
                                cpu_cap=cap)
                     unpruned = unpruned or row

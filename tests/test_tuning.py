@@ -425,6 +425,64 @@ def test_trials_fit_on_a_seeded_share_of_the_training_queries_and_the_model_on_a
             tune(tmp_path, TuneSettings(trials=2, train_fraction=bad))
 
 
+class SubsampleFooled:
+    """A toy whose good rate on a subsample is not its good rate on the whole fold: fitted on fewer
+    queries than the whole training split its rate acts four times as large, so trials near 0.25
+    win on the subsample and lose on the whole fold, where the untuned rate 1 is exact."""
+
+    def __new__(cls):
+        from tuningcheck import ToyRanker
+
+        class Fooled(ToyRanker):
+            kind = "fooled"
+
+            def fit(self, train, vali=None):
+                rate = self.rate
+                self.rate = rate * (4.0 if train.n_queries < TRAIN.n_queries else 1.0)
+                try:
+                    return super().fit(train, vali)
+                finally:
+                    self.rate = rate
+
+        return Fooled
+
+
+@pytest.mark.parametrize("twin", [False, True])
+def test_a_study_on_a_train_fraction_never_ends_below_the_untuned_selection(twin, tmp_path, monkeypatch):
+    """Trials on a subsample choose rate 0.2-0.3; fitted on the whole fold it scores below the
+    untuned rate 1, so the untuned selection's model is kept, fitted on the whole fold: with the
+    default twin's score given (``base_value``, the pipeline's ``tune.base_method``) or, without it,
+    found by fitting the base trials on the whole fold."""
+    from rankstudy.rankers.registry import RANKERS
+
+    monkeypatch.setitem(RANKERS, "fooled", SubsampleFooled())
+    params, space = {"seed": 0}, {"rate": LogUniform(0.2, 0.3)}
+    untuned, _, _ = select_and_fit("fooled", params, None, TRAIN, VALI, metric=METRIC, metric_options=OPTIONS,
+                                        progress=lambda _: None)
+    untuned_value = metrics.mean_metrics(metrics.per_query(untuned.predict(VALI), VALI.y, VALI.offsets, [METRIC],
+                                                           **OPTIONS))[METRIC]
+    lines = []
+    out = tune_and_fit("fooled", params, space, TRAIN, VALI, metric=METRIC, metric_options=OPTIONS,
+                       settings=TuneSettings(sampler="random", trials=4, train_fraction=0.5),
+                       storage=str(tmp_path / "f.journal"), name="s/d/f/fooled/fold1#f", progress=lines.append,
+                       base_value=untuned_value if twin else None)
+    trials = [r for r in out.rows if not r["untuned"]]
+    assert max(r[f"vali.{METRIC}"] for r in trials) > out.rows[0][f"vali.{METRIC}"]  # the subsample fooled it
+    assert out.summary["kept_untuned"] and out.rows[0]["selected"] and out.params["rate"] == 1.0
+    assert out.summary["full_fold_value"] == untuned_value == out.summary["untuned_full_fold_value"]
+    assert np.array_equal(out.ranker.predict(VALI), untuned.predict(VALI))
+    assert any(line.startswith("tuning: kept the untuned selection (trial 1:") for line in lines)
+    # a twin's score the best trial beats costs no fit more
+    lines.clear()
+    out = tune_and_fit("fooled", params, space, TRAIN, VALI, metric=METRIC, metric_options=OPTIONS,
+                       settings=TuneSettings(sampler="random", trials=4, train_fraction=0.5),
+                       storage=str(tmp_path / "f.journal"), name="s/d/f/fooled/fold1#f", progress=lines.append,
+                       base_value=0.0)
+    assert not out.summary["kept_untuned"] and not out.rows[0]["selected"]
+    assert out.summary["untuned_full_fold_value"] == 0.0
+    assert not any("fitting the untuned selection" in line for line in lines)
+
+
 def test_the_steps_given_to_optuna_are_about_two_per_doubling_whatever_a_loop_reports():
     from rankstudy.selection.pruning import ReportSchedule
 

@@ -76,6 +76,18 @@ def test_a_tuned_twin_opens_with_what_its_default_twin_selected_on_the_fold(tmp_
         assert tuned["selection_score"] >= default["selection_score"]
         drawn.append(rows["param.l2"].tolist()[1:])
     assert drawn[0] != drawn[1]  # each fold draws its own trials
+    # trials on half the training queries: the twin's score, read from its fit.json, is the floor of
+    # the model kept (fitted on all of them), and the twins' own fits stay as they are
+    before = {k: json.loads((run_dir(workdir, "ranknet", k, study="tuned") / "fit.json").read_text()) for k in (1, 2)}
+    snakemake(workdir, *(str(run_dir(Path("."), "ranknet-tuned", k, study="tuned") / "fit.json") for k in (1, 2)),
+              "--config", "tune={train_fraction: 0.5}")
+    for fold in (1, 2):
+        default = json.loads((run_dir(workdir, "ranknet", fold, study="tuned") / "fit.json").read_text())
+        tuned = json.loads((run_dir(workdir, "ranknet-tuned", fold, study="tuned") / "fit.json").read_text())
+        assert default["uid"] == before[fold]["uid"]
+        assert tuned["tuning"]["train_fraction"] == 0.5
+        assert tuned["tuning"]["untuned_full_fold_value"] == default["selection_score"]
+        assert tuned["selection_score"] == tuned["tuning"]["full_fold_value"] >= default["selection_score"]
 
 
 def test_the_tuned_board_states_its_budget_and_why_a_method_ran_one_trial(tmp_path):

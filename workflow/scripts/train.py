@@ -47,7 +47,7 @@ with job_logging(job, "train", keep_attempts=bool(job.params.spec.get("tune"))):
         if spec.get("tune"):
             outcome = tune_and_fit(spec["kind"], fit.params, tuned.space, fit.train, fit.vali, metric=metric,
                                    metric_options=fit.metric_options, settings=settings, storage=tuned.storage,
-                                   name=tuned.name, seed=job.params.seed, base=tuned.base,
+                                   name=tuned.name, seed=job.params.seed, base=tuned.base, base_value=tuned.base_value,
                                    notice=lambda line: (print(line), print(f"rankstudy {line}", file=sys.__stderr__)))
             ranker, chosen, table, tuning = outcome.ranker, outcome.params, outcome.rows, outcome.summary
         else:

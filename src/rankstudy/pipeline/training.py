@@ -6,6 +6,7 @@ storage and study name."""
 from __future__ import annotations
 
 import csv
+import math
 import os
 from dataclasses import dataclass
 
@@ -51,6 +52,9 @@ class Tuning:
     storage: str
     name: str  # the Optuna study's
     base: list[dict]  # the untuned method's candidates, the study's first trials
+    # the default twin's validation score on the whole fold (None: no twin, or it diverged): the
+    # floor of a study on a train fraction (rankstudy.selection.tuning.at_least_untuned)
+    base_value: float | None = None
 
 
 def tuning_of(job, fit: TrainingJob) -> Tuning:
@@ -61,12 +65,15 @@ def tuning_of(job, fit: TrainingJob) -> Tuning:
     spec, w = job.params.spec, job.wildcards
     settings = TuneSettings.from_config(spec["tune"])
     space = tuning_space(spec["kind"], fit.params, settings.space)
-    selected = None
-    if settings.base_method:  # the default twin's fit on this fold: what it selected
-        selected = FitRecord.read(job.input["base"]).params
+    selected = base_value = None
+    if settings.base_method:  # the default twin's fit on this fold: what it selected, and its score
+        twin = FitRecord.read(job.input["base"])
+        selected = twin.params
+        if not twin.diverged and twin.selection_score is not None and math.isfinite(twin.selection_score):
+            base_value = twin.selection_score
     base = base_candidates(spec["kind"], fit.params, space, settings.grid, selected)
     prefix = f"{w.study}/{w.dataset}/{w.featureset}/{w.method}/fold{w.fold}"
     name = study_name(prefix, spec["kind"], fit.params, space, settings, fit.metric, fit.metric_options, base)
     # the environment's database wins: it keeps a password off the job's command line
     storage = os.environ.get("RANKSTUDY_TUNE_STORAGE", "").strip() or job.params.tune_storage
-    return Tuning(settings, space, storage, name, base)
+    return Tuning(settings, space, storage, name, base, base_value)

@@ -18,7 +18,8 @@ whose validation curve falls behind) and an optional cap on their CPU-seconds; t
 chosen among the first ``trials`` by number, once no running trial could change which those are,
 so a worker that started one trial too many (two workers racing for the last one) changes
 nothing. ``train_fraction`` fits the trials on a seeded share of the training queries and the
-chosen one on all of them.
+chosen one on all of them; the untuned selection's score on all of them (the default twin's, or
+its candidates fitted again) is then the floor the model kept must reach.
 """
 
 from __future__ import annotations
@@ -458,10 +459,16 @@ def settled_trials(study, store, settings: TuneSettings, progress: Callable[[str
 def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankData, vali: RankData, *,
                  metric: str, metric_options: dict, settings: TuneSettings, storage: str, name: str,
                  seed: int = 0, base: list[dict] | None = None, progress: Callable[[str], None] = print,
-                 notice: Callable[[str], None] | None = None) -> Outcome:
+                 notice: Callable[[str], None] | None = None, base_value: float | None = None) -> Outcome:
     """Run the study's remaining trials here (none when workers ran them all), then return the
     best counted trial's model: the one fitted here, or fitted again from its parameters (the
-    same seed gives the same model; ``summary["refit"]`` says so)."""
+    same seed gives the same model; ``summary["refit"]`` says so).
+
+    With ``train_fraction`` below 1 the trials' scores are of models fitted on a subsample, so
+    the best trial's model on the whole fold may score below the untuned selection: that is
+    kept instead (:func:`at_least_untuned`). ``base_value``: the untuned selection's validation
+    score on the whole fold when the caller has it (the default twin's fit); else its
+    candidates are fitted on the whole fold to know it."""
     check_settings(settings)
     kept: dict[int, Candidate] = {}
     while True:
@@ -503,11 +510,19 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
     chosen = with_values(params, _values(best))
     refit = best.number not in kept or settings.train_fraction < 1
     full_fold = None
+    untuned = None
     if settings.train_fraction < 1:  # the trials saw a subsample: the model is fitted on the whole fold
         progress(f"tuning: fitting the best trial ({best.number + 1}) on the whole training split "
                  f"(the trials fit on {settings.train_fraction:g} of its queries)")
-        fitted = fit_candidate(kind, chosen, train, vali, metric, metric_options)
-        ranker, full_fold = fitted.ranker, fitted.value
+        fitted = Kept(best, chosen, fit_candidate(kind, chosen, train, vali, metric, metric_options))
+        model, untuned = at_least_untuned(kind, params, fitted, [t for t in counted if "base" in t.user_attrs],
+                                          base_value, train, vali, metric, metric_options, progress)
+        kept_untuned = model is not fitted
+        if kept_untuned:
+            best, chosen = model.trial, model.params
+            for row in rows:
+                row["selected"] = row["candidate"] == best.number + 1
+        ranker, full_fold = model.candidate.ranker, model.candidate.value
     elif refit:
         progress(f"tuning: fitting the best trial ({best.number + 1}, run by worker {best.user_attrs.get('worker')}) "
                  f"again")
@@ -534,5 +549,54 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
     }
     if full_fold is not None:  # the model's own validation score (the trials' were on a subsample)
         summary["full_fold_value"] = float(full_fold)
+        # the untuned selection's score on the whole fold, and whether its model was kept instead
+        summary["untuned_full_fold_value"] = None if untuned is None else float(untuned)
+        summary["kept_untuned"] = kept_untuned
     return Outcome(ranker, chosen, rows, summary)
 
+
+@dataclass
+class Kept:
+    """The model a study keeps: a trial's parameters, fitted on the whole fold."""
+
+    trial: object  # the study's trial (Optuna's FrozenTrial)
+    params: dict
+    candidate: Candidate
+
+
+def at_least_untuned(kind: str, params: dict, best: Kept, base_trials: list, base_value: float | None,
+                     train: RankData, vali: RankData, metric: str, metric_options: dict,
+                     progress: Callable[[str], None]) -> tuple[Kept, float | None]:
+    """What a study on a train fraction keeps: the ``best`` trial fitted on the whole fold, or the
+    untuned selection where that scores higher on validation, so that tuning on a subsample
+    never ends below the untuned method either. The untuned selection's whole-fold score is
+    ``base_value`` (the default twin's; its one base trial is fitted again only when it wins: the
+    same seed gives the twin's model), else the best of the base trials fitted on the whole fold.
+    Returns the model kept and that score (None without base trials)."""
+    best_is_base = "base" in best.trial.user_attrs
+    others = [t for t in base_trials if t.number != best.trial.number]
+    if base_value is not None:
+        if best_is_base or _score(best.candidate) >= base_value:
+            return best, base_value
+        others = others[:1]  # the twin's selection: the one base trial
+    if not others:  # no base trial, or the best is the only one
+        return best, best.candidate.value if best_is_base else None
+    why = (f"whose {base_value:.6f} beats the best trial's {best.candidate.value:.6f}" if base_value is not None
+           else "to compare")
+    progress(f"tuning: fitting the untuned selection (trial {', '.join(str(t.number + 1) for t in others)}) on "
+             f"the whole training split, {why}")
+    fits = [Kept(t, p, fit_candidate(kind, p, train, vali, metric, metric_options))
+            for t, p in ((t, with_values(params, _values(t))) for t in others)]
+    challenger = max(fits, key=lambda k: (_score(k.candidate), -k.trial.number))
+    untuned = base_value if base_value is not None else max(
+        _score(challenger.candidate), _score(best.candidate) if best_is_base else -math.inf)
+    if _score(challenger.candidate) > _score(best.candidate):
+        progress(f"tuning: kept the untuned selection (trial {challenger.trial.number + 1}: vali {metric} "
+                 f"{challenger.candidate.value:.6f} on the whole fold, the best trial's {best.candidate.value:.6f})")
+        return challenger, untuned
+    return best, untuned if math.isfinite(untuned) else None
+
+
+def _score(candidate: Candidate) -> float:
+    """A whole-fold fit's validation score, a diverged one below every other."""
+    return candidate.value if candidate.state == COMPLETE and math.isfinite(candidate.value) else -math.inf
