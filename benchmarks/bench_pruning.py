@@ -133,15 +133,28 @@ def run(args: argparse.Namespace) -> None:
                     row = study(spec["kind"], params, spec.get("grid") or {}, train, vali, max_label, trials,
                                 args.sampler, pruner, journal, f"bench/{label}/{name}", cap,
                                 1 if arm == "none" else args.train_fraction,
-                                # the floor a tuned board's default twin gives: the unpruned study's
-                                # untuned trial, fitted on the whole fold
-                                None if arm == "none" else unpruned.get("untuned_value"))
+                                None if arm == "none" else twin_floor(unpruned, spec["kind"], params, spec, train,
+                                                                      vali, max_label))
                     row.update(fold=label, method=name, pruner=arm, trials=trials, sampler=args.sampler,
                                cpu_cap=cap)
                     unpruned = unpruned or row
                     print(json.dumps(row), flush=True)
                     with open(args.out, "a") as f:
                         f.write(json.dumps(row) + "\n")
+
+
+def twin_floor(unpruned: dict, kind: str, params: dict, spec: dict, train, vali, max_label: float) -> float | None:
+    """The floor a tuned board's default twin gives a study on a train fraction: the unpruned
+    study's untuned trial (fitted on the whole fold); for a record made before it was kept, the
+    untuned candidates fitted here, outside any study's CPU (the twin's fit is not the tuned job's)."""
+    if unpruned.get("untuned_value") is not None:
+        return unpruned["untuned_value"]
+    from rankstudy.selection.search import select_and_fit
+
+    options = {"rel_threshold": 1, "no_relevant": "zero", "max_label": max_label}
+    _, _, rows = select_and_fit(kind, params, spec.get("grid") or None, train, vali, metric="ndcg@10",
+                                metric_options=options, progress=lambda _: None)
+    return max(r["vali.ndcg@10"] for r in rows if r["state"] == "complete")
 
 
 def shown(pruner) -> str:
