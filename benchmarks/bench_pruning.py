@@ -79,13 +79,18 @@ def folds(args: argparse.Namespace):
             yield f"{dataset} fold {fold}", splits["train"], splits["vali"], float(max(s.y.max() for s in splits.values()))
 
 
+def metric_options(max_label: float) -> dict:
+    """NDCG@10 as the pipeline's selection scores it (rankstudy's defaults)."""
+    return {"rel_threshold": 1, "no_relevant": "zero", "max_label": max_label}
+
+
 def study(kind: str, params: dict, grid: dict, train, vali, max_label: float, trials: int, sampler: str,
           pruner, journal: Path, name: str, cpu_seconds: float | None = None, train_fraction: float = 1,
           base_value: float | None = None) -> dict:
     from rankstudy.selection.settings import TuneSettings
     from rankstudy.selection.tuning import base_candidates, study_name, tune_and_fit, tuning_space
 
-    options = {"rel_threshold": 1, "no_relevant": "zero", "max_label": max_label}
+    options = metric_options(max_label)
     settings = TuneSettings(sampler=sampler, trials=trials, pruner=pruner, grid=grid, cpu_seconds=cpu_seconds,
                             train_fraction=train_fraction)
     space = tuning_space(kind, params)
@@ -101,8 +106,8 @@ def study(kind: str, params: dict, grid: dict, train, vali, max_label: float, tr
     return {"best": out.summary.get("full_fold_value", out.summary["best_value"]),
             "best_trial_value": out.summary["best_value"], "cpu_seconds": out.summary["cpu_seconds"],
             "call_cpu_seconds": round(time.process_time() - cpu, 2), "train_fraction": train_fraction,
-            # the untuned selection's score (on the whole fold when the trials fit on it), and with a
-            # train fraction whether its model was kept (tuning.at_least_untuned)
+            # the untuned selection's validation score on the whole fold (the unpruned study's untuned
+            # trial; a train fraction's floor), and whether a train fraction kept its model
             "untuned_value": out.summary.get("untuned_full_fold_value", max(untuned, default=None)),
             "kept_untuned": out.summary.get("kept_untuned", False),
             "pruned": out.summary["pruned"], "reports": out.summary["reports"],
@@ -151,9 +156,8 @@ def twin_floor(unpruned: dict, kind: str, params: dict, spec: dict, train, vali,
         return unpruned["untuned_value"]
     from rankstudy.selection.search import select_and_fit
 
-    options = {"rel_threshold": 1, "no_relevant": "zero", "max_label": max_label}
     _, _, rows = select_and_fit(kind, params, spec.get("grid") or None, train, vali, metric="ndcg@10",
-                                metric_options=options, progress=lambda _: None)
+                                metric_options=metric_options(max_label), progress=lambda _: None)
     return max(r["vali.ndcg@10"] for r in rows if r["state"] == "complete")
 
 
