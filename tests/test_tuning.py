@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from rankercheck import make_data
+from tuningcheck import ToyRanker
 from rankstudy.evaluation import metrics
 from rankstudy.selection.search import AllDiverged, select_and_fit
 from rankstudy.selection.settings import TuneSettings, TuningError
@@ -32,7 +33,6 @@ pytest.importorskip("optuna")
 def toy_kind(monkeypatch):
     """The toy ranker registered for each test only (other modules list the kinds)."""
     from rankstudy.rankers.registry import RANKERS
-    from tuningcheck import ToyRanker
 
     monkeypatch.setitem(RANKERS, "toy", ToyRanker)
 
@@ -425,26 +425,20 @@ def test_trials_fit_on_a_seeded_share_of_the_training_queries_and_the_model_on_a
             tune(tmp_path, TuneSettings(trials=2, train_fraction=bad))
 
 
-class SubsampleFooled:
+class SubsampleFooled(ToyRanker):
     """A toy whose good rate on a subsample is not its good rate on the whole fold: fitted on fewer
     queries than the whole training split its rate acts four times as large, so trials near 0.25
     win on the subsample and lose on the whole fold, where the untuned rate 1 is exact."""
 
-    def __new__(cls):
-        from tuningcheck import ToyRanker
+    kind = "fooled"
 
-        class Fooled(ToyRanker):
-            kind = "fooled"
-
-            def fit(self, train, vali=None):
-                rate = self.rate
-                self.rate = rate * (4.0 if train.n_queries < TRAIN.n_queries else 1.0)
-                try:
-                    return super().fit(train, vali)
-                finally:
-                    self.rate = rate
-
-        return Fooled
+    def fit(self, train, vali=None):
+        rate = self.rate
+        self.rate = rate * (4.0 if train.n_queries < TRAIN.n_queries else 1.0)
+        try:
+            return super().fit(train, vali)
+        finally:
+            self.rate = rate
 
 
 @pytest.mark.parametrize("twin", [False, True])
@@ -455,7 +449,7 @@ def test_a_study_on_a_train_fraction_never_ends_below_the_untuned_selection(twin
     found by fitting the base trials on the whole fold."""
     from rankstudy.rankers.registry import RANKERS
 
-    monkeypatch.setitem(RANKERS, "fooled", SubsampleFooled())
+    monkeypatch.setitem(RANKERS, "fooled", SubsampleFooled)
     params, space = {"seed": 0}, {"rate": LogUniform(0.2, 0.3)}
     untuned, _, _ = select_and_fit("fooled", params, None, TRAIN, VALI, metric=METRIC, metric_options=OPTIONS,
                                         progress=lambda _: None)
