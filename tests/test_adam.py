@@ -137,3 +137,18 @@ def test_the_declarations_refuse_bad_settings_naming_them(name, value):
     with pytest.raises(ParamError) as error:
         check_value(name, value, PARAMETERS[name].constraints)
     assert error.value.param == name
+
+
+def test_each_epoch_scores_the_validation_split_once_for_its_metric_and_loss(splits):
+    train_obj, vali_obj = objectives(splits, MLPScorer(hidden=(8,)))
+    calls = []
+    scores = vali_obj.scorer.scores
+    vali_obj.scorer.scores = lambda theta: calls.append(1) or scores(theta)
+    theta0 = train_obj.initial(np.random.default_rng(0))
+    solution = Adam(learning_rate=3e-3, epochs=4, batch_size=8, patience=None).solve(train_obj, theta0, vali_obj)
+    assert len(calls) == len(solution.history) == 5  # the start and 4 epochs, each scored once
+    # the kept scores are those of the theta asked for, and cannot be changed by whoever reads them
+    theta = solution.theta + 0.1
+    fresh = vali_obj.scores(theta)
+    assert np.array_equal(fresh, scores(theta)) and not fresh.flags.writeable
+    assert vali_obj.data_loss(theta) == Objective(vali_obj.scorer, vali_obj.loss, splits[1], 0.0)(theta, False)[0]

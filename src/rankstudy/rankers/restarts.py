@@ -22,7 +22,7 @@ def best_of_restarts(objective, vali_obj, vali, n_restarts: int, start: Callable
         print(f"restart {restart + 1}/{n_restarts}{label}", flush=True)
         solution = solver(restart).solve(objective, start(restart), vali_obj)
         if vali is not None:
-            scores = vali_obj.scorer.scores(solution.theta[:objective.scorer.n_params])
+            scores = vali_obj.scores(solution.theta)
             value = float(per_query(scores, vali.y, vali.offsets, [metric],
                                     rel_threshold=rel_threshold)[metric].mean())
         else:

@@ -85,7 +85,7 @@ class Adam(settings.Declared):
         return self.learning_rate
 
     def vali_metric(self, vali, theta: np.ndarray) -> float:
-        scores = vali.scorer.scores(theta[:vali.scorer.n_params])
+        scores = vali.scores(theta)  # kept for the validation loss recorded next: one forward pass
         return float(np.nanmean(per_query(scores, vali.data.y, vali.data.offsets, [self.metric])[self.metric]))
 
     def solve(self, objective, theta0: np.ndarray, vali=None) -> Solution:

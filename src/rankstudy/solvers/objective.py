@@ -49,6 +49,7 @@ class Objective:
         self.shape, self.flat, self.mask, self.labels = padded_layout(data.offsets, data.y)
         self.last_theta: np.ndarray | None = None
         self.last_loss = np.nan
+        self._scored: tuple[np.ndarray, np.ndarray] | None = None  # (scorer's theta, its scores), the last
 
     @property
     def n_params(self) -> int:
@@ -89,6 +90,17 @@ class Objective:
         rows = np.asarray(rows)
         return Objective(self.scorer.rows(rows), self.loss, Batch(np.asarray(self.data.y)[rows], offsets), self.l2)
 
+    def scores(self, theta: np.ndarray) -> np.ndarray:
+        """The split's scores at ``theta`` in prediction mode (read only). The last ones are kept:
+        a solver that records the validation metric and the validation loss of one theta scores
+        the split once (an MLP's forward pass over the split is most of a small epoch's CPU)."""
+        theta = np.asarray(theta, dtype=np.float64)[:self.scorer.n_params]
+        if self._scored is None or not np.array_equal(theta, self._scored[0]):
+            scores = self.scorer.scores(theta)
+            scores.flags.writeable = False
+            self._scored = (theta.copy(), scores)
+        return self._scored[1]
+
     def data_loss(self, theta: np.ndarray) -> float:
         """Loss term alone (no penalty); reuses the last evaluation when theta matches."""
         if self.last_theta is None or not np.array_equal(theta, self.last_theta):
@@ -103,7 +115,7 @@ class Objective:
         if not need_grad and rng is None:
             # prediction mode: a scorer may score in chunks (an MLP's hidden layers for every
             # row of a large split would hold n x width floats at once)
-            scores, vjp = self.scorer.scores(theta[:k]), None
+            scores, vjp = self.scores(theta), None
         elif rng is None:
             scores, vjp = self.scorer.forward(theta[:k])
         else:
