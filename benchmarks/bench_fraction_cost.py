@@ -14,7 +14,8 @@ fifth of the CPU. From it, a prediction (not a measurement): the share at the fu
 (``--full-docs``, MSLR-WEB30K's 2,270,000 training documents), as many steps as here.
 
     python benchmarks/bench_fraction_cost.py [--methods lambdamart xgb_ndcg mlp_softmax] [--shape mslr30k]
-        [--size 32] [--fold 1] [--fractions 0.2 0.25] [--repeats 3] [--no-vali] [--full-docs 2270000]
+        [--size 32] [--fold 1] [--fractions 0.2 0.25] [--repeats 3] [--no-vali] [--threads 1]
+        [--full-docs 2270000]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from rankstudy.data.rankdata import RankData  # noqa: E402
 from rankstudy.rankers.registry import make_ranker  # noqa: E402
 from rankstudy.selection.spec import training_params  # noqa: E402
 from rankstudy.selection.tuning import tuning_subsample  # noqa: E402
+from rankstudy.util.threads import use_job_threads  # noqa: E402
 
 
 def fit_cost(kind: str, params: dict, train: RankData, vali: RankData | None) -> tuple[float, int]:
@@ -103,8 +105,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-vali", action="store_true", help="each fit also without the validation split")
     parser.add_argument("--full-docs", type=int, default=2_270_000, help="training documents of the full fold")
+    parser.add_argument("--threads", type=int, default=1, help="the fits' threads (BLAS, OpenMP, LightGBM), as a job's")
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "board-cost")
     args = parser.parse_args()
+    use_job_threads(args.threads)  # as a train job with these threads: no library spinning idle threads
     if bad := [f for f in args.fractions if not 0 < f < 1]:
         parser.error(f"--fractions: {bad[0]} is not a share of the queries (0 < F < 1)")
     prepare(args.workdir, args.shape, args.size, fold=args.fold)
