@@ -8,10 +8,12 @@ every step costs). Reported per fit: CPU seconds, the steps it ran (rounds, epoc
 CPU per step, and its share of the whole split's fit.
 
 A step's CPU taken as a + b n over the training documents n, through the whole split and the
-smallest share: a is what a step costs whatever its data (a tree's split search over every
-feature's bins, the library's per-round work), the reason a fifth of the queries costs more than a
-fifth of the CPU. From it, a prediction (not a measurement): the share at the full fold's size
-(``--full-docs``, MSLR-WEB30K's 2,270,000 training documents), as many steps as here.
+smallest share: a is what a step costs whatever its training data (a tree's split search over
+every feature's bins, the library's per-round work, the validation split's scoring), the reason a
+fifth of the queries costs more than a fifth of the CPU. With ``--no-vali`` the validation split's
+part is told apart (the difference a step makes with it), and a prediction follows (not a
+measurement): the share at the full fold's size (``--full-docs``, MSLR-WEB30K's 2,270,000
+training documents), the validation split grown with the fold, as many steps as here.
 
     python benchmarks/bench_fraction_cost.py [--methods lambdamart xgb_ndcg mlp_softmax] [--shape mslr30k]
         [--size 32] [--fold 1] [--fractions 0.2 0.25] [--repeats 3] [--no-vali] [--threads 1]
@@ -54,10 +56,12 @@ def step_line(points: list[tuple[int, float]]) -> tuple[float, float]:
     return c_small - b * n_small, b
 
 
-def predicted_shares(a: float, b: float, docs: int, fractions: list[float]) -> dict[float, float]:
-    """The CPU share of a fit on each fraction of ``docs`` training documents against one on them
-    all, a step costing a + b n (the documents taken in proportion to the queries)."""
-    return {f: (a + b * f * docs) / (a + b * docs) for f in fractions}
+def predicted_shares(a: float, b: float, v: float, docs: int, fractions: list[float]) -> dict[float, float]:
+    """The CPU share of a fit on each fraction of a fold's training documents against one on them
+    all, at ``docs`` training documents, a step costing a + b n + v: n the training documents (taken
+    in proportion to the queries), ``v`` the validation split's part at that size (it grows with the
+    fold, not with the fraction)."""
+    return {f: (a + b * f * docs + v) / (a + b * docs + v) for f in fractions}
 
 
 def measure(method: str, spec: dict, train: RankData, vali: RankData, args: argparse.Namespace) -> str:
@@ -84,13 +88,25 @@ def measure(method: str, spec: dict, train: RankData, vali: RankData, args: argp
                      f"{steps[arm]:g} | {1000 * cpu[arm] / steps[arm]:.1f} | {cpu[arm] / whole:.2f} |")
     a, b = step_line([(len(splits[f].y), cpu[(f, True)] / steps[(f, True)]) for f in splits])
     at = {f: a + b * len(splits[f].y) for f in splits}
-    lines.append(f"A step: {1000 * a:.1f} ms whatever its data + {1e9 * b:.1f} ms per million training documents "
-                 f"(the step's fixed part: {a / at[1.0]:.0%} of a step on the whole split, "
+    lines.append(f"A step: {1000 * a:.1f} ms whatever its training data + {1e9 * b:.1f} ms per million training "
+                 f"documents (the step's fixed part: {a / at[1.0]:.0%} of a step on the whole split, "
                  f"{a / at[min(args.fractions)]:.0%} on a {min(args.fractions):g} share).")
-    if a > 0 and b > 0:
-        shares = ", ".join(f"{f:g}: {share:.2f}" for f, share in predicted_shares(a, b, args.full_docs,
-                                                                                  args.fractions).items())
-        lines.append(f"Predicted share at {args.full_docs:,} training documents, as many steps as here: {shares}.")
+    if not args.no_vali:
+        lines.append("(With --no-vali: the validation split's part of a step, and the share predicted at the full "
+                     "fold, whose validation split grows with it.)")
+        return "\n".join(lines)
+    # without the validation split: the training part alone; the validation part is the difference
+    a0, b0 = step_line([(len(splits[f].y), cpu[(f, False)] / steps[(f, False)]) for f in splits])
+    v = statistics.median(cpu[(f, True)] / steps[(f, True)] - cpu[(f, False)] / steps[(f, False)] for f in splits)
+    lines.append(f"Without the validation split: {1000 * a0:.1f} ms a step whatever its training data + "
+                 f"{1e9 * b0:.1f} ms per million documents; the validation split's {len(vali.y):,} documents: "
+                 f"{1000 * v:.1f} ms a step.")
+    if b0 > 0:
+        grown = v * args.full_docs / len(train.y)  # the validation split as large against the training split
+        shares = ", ".join(f"{f:g}: {share:.2f}"
+                           for f, share in predicted_shares(max(a0, 0.0), b0, grown, args.full_docs, args.fractions).items())
+        lines.append(f"Predicted share at {args.full_docs:,} training documents (the validation split grown in "
+                     f"proportion, as many steps as here): {shares}.")
     return "\n".join(lines)
 
 

@@ -22,9 +22,12 @@ def test_the_step_line_goes_through_the_largest_and_the_smallest_split():
     assert a == pytest.approx(0.008) and b == pytest.approx(0.7e-6)
 
 
-def test_a_fraction_costs_its_share_plus_the_fixed_part_and_tends_to_it_on_larger_folds():
-    small = predicted_shares(0.008, 0.7e-6, 72_000, [0.2])[0.2]
-    large = predicted_shares(0.008, 0.7e-6, 2_270_000, [0.2])[0.2]
-    assert small == pytest.approx((0.008 + 0.7e-6 * 14_400) / (0.008 + 0.7e-6 * 72_000))
+def test_a_fraction_costs_its_share_plus_the_fixed_part_and_the_validation_split_that_grows_with_the_fold():
+    small = predicted_shares(0.008, 0.7e-6, 0.002, 72_000, [0.2])[0.2]
+    assert small == pytest.approx((0.008 + 0.7e-6 * 14_400 + 0.002) / (0.008 + 0.7e-6 * 72_000 + 0.002))
+    # on a larger fold the fixed part weighs less: the share tends to the fraction, plus the validation's part
+    large = predicted_shares(0.008, 0.7e-6, 0.0, 2_270_000, [0.2])[0.2]
     assert 0.2 < large < small
-    assert predicted_shares(0.0, 1e-6, 1000, [0.25]) == {0.25: pytest.approx(0.25)}
+    with_vali = predicted_shares(0.0, 1e-6, 0.5, 1_000_000, [0.2])[0.2]
+    assert with_vali == pytest.approx((0.2 + 0.5) / (1.0 + 0.5))
+    assert predicted_shares(0.0, 1e-6, 0.0, 1000, [0.25]) == {0.25: pytest.approx(0.25)}
