@@ -397,7 +397,9 @@ def run_trials(kind: str, params: dict, space: dict[str, Space], train: RankData
                 fitted = fit_candidate(kind, with_values(params, values), train, vali, metric, metric_options)
             if watch is not None:
                 watch.check()
-            for key, value in (("seconds", round(fitted.seconds, 3)), ("cpu_seconds", round(fitted.cpu_seconds, 3)),
+            # unrounded: the CPU cap sums them (a fit of under half a millisecond rounded to 0 and never
+            # spent a cap); selection.csv rounds what it shows
+            for key, value in (("seconds", fitted.seconds), ("cpu_seconds", fitted.cpu_seconds),
                                ("state", fitted.state), ("curve", json.dumps(curve))):
                 trial.set_user_attr(key, value)
             if prune and not curve and not said_unpruned:
@@ -537,7 +539,7 @@ def tune_and_fit(kind: str, params: dict, space: dict[str, Space], train: RankDa
         "sampler": settings.sampler, "budget_trials": settings.trials, "budget_cpu_seconds": settings.cpu_seconds,
         "trials": len(counted), "diverged": sum(t.user_attrs.get("state") == DIVERGED for t in counted),
         "lost": sum(_lost(t) for t in trials),
-        "cpu_seconds": round(sum(float(t.user_attrs.get("cpu_seconds", 0.0)) for t in counted), 3),
+        "cpu_seconds": round(sum(float(t.user_attrs.get("cpu_seconds", 0.0)) for t in counted), 6),
         "best_trial": best.number + 1, "best_value": float(best.value), "refit": refit,
         "workers": sorted({t.user_attrs.get("worker") for t in counted}), "study": name,
         "space": {k: s.to_config() for k, s in space.items()},
