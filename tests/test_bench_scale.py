@@ -42,8 +42,10 @@ def test_tiny_scale_run_tabulates_every_rule_and_a_continued_run_sums_its_calls(
     assert {"fetch_dataset", "parse_fold", "clean_fold", "pair_correlations", "featurize", "train", "evaluate", "aggregate",
             "tables"} <= set(table.index)
     assert table.loc["train", "jobs"] == 2 * 2 and table.loc["featurize", "jobs"] == 2
-    # fetch_dataset has nothing to fetch for synthetic data and may end before Snakemake samples its memory
-    assert (table.drop(index="fetch_dataset")["max_rss_mb"] > 0).all() and (table["wall_s_sum"] > 0).all()
+    # fetch_dataset has nothing to fetch for synthetic data and clean_fold nothing to drop at this size (0.03 s
+    # a job): either may end before Snakemake samples its memory (clean_fold's 0 MB on a fast machine, 2026-12-08)
+    assert (table.drop(index=["fetch_dataset", "clean_fold"])["max_rss_mb"] > 0).all()
+    assert (table["wall_s_sum"] > 0).all()
     protocol = run_protocol(workdir)
     with np.load(workdir / layout.fill(layout.FEATURES, featureset="first", fold=1, split="train",
                                        **protocol.keys())) as z:
